@@ -1,0 +1,160 @@
+"""One virtual clock for moto, the gateway model, the poller and the simulations.
+
+Time in the workbook never waits on the wall clock. `VirtualClock` freezes
+Python's time with time_machine (so moto's visibility timeouts, SentTimestamp
+and TTL comparisons all read it) and moves it only when asked: advancing two
+minutes is instant. Notebook 00 introduces it.
+
+`Stopwatch` is the time spent by one piece of work that runs while other work
+goes on (one Lambda invocation, say): it adds up its own waits without moving
+the shared clock. `ClockedEnvironment` is a simpy environment that moves the
+clock to each event's instant, so a simpy process can call moto at the right
+virtual time.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Protocol
+from zoneinfo import ZoneInfo
+
+import simpy
+import time_machine
+
+from mercadofresco.errors import MercadoFrescoError
+
+MADRID = ZoneInfo("Europe/Madrid")
+
+# Friday 16 October 2026, 19:14 in Madrid: the gateway's latency spike of exercise 1.
+LESSON_START = dt.datetime(2026, 10, 16, 19, 14, tzinfo=MADRID)
+
+
+class ClockError(MercadoFrescoError):
+    """The clock was used in a way that would break virtual time."""
+
+
+class Waiter(Protocol):
+    """Whoever waits for a slow call: the shared clock, or one invocation's stopwatch."""
+
+    def now(self) -> dt.datetime: ...
+
+    def wait(self, seconds: float) -> None: ...
+
+
+class VirtualClock:
+    """A frozen clock that moves only through `advance` and `advance_to`."""
+
+    def __init__(self, start: dt.datetime = LESSON_START) -> None:
+        if start.tzinfo is None:
+            raise ClockError("start must carry a time zone, e.g. clock.MADRID")
+        self.start_at = start
+        self._traveller: time_machine.travel | None = None
+        self._coordinates: time_machine.Coordinates | None = None
+
+    # -- life cycle ---------------------------------------------------------
+    def start(self) -> VirtualClock:
+        """Freeze Python's time at `start_at`; from now on only this clock moves it."""
+        if self._coordinates is not None:
+            raise ClockError("this clock is already running")
+        # Travel to the UTC instant: time_machine would otherwise change the process TZ.
+        self._traveller = time_machine.travel(self.start_at.astimezone(dt.UTC), tick=False)
+        self._coordinates = self._traveller.start()
+        return self
+
+    def stop(self) -> None:
+        """Give Python its real time back."""
+        if self._traveller is not None:
+            self._traveller.stop()
+        self._traveller = None
+        self._coordinates = None
+
+    def __enter__(self) -> VirtualClock:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        """True between `start` and `stop`."""
+        return self._coordinates is not None
+
+    # -- reading ------------------------------------------------------------
+    def now(self) -> dt.datetime:
+        """The current virtual instant, in Madrid time."""
+        self._require_running()
+        return dt.datetime.now(dt.UTC).astimezone(MADRID)
+
+    def timestamp(self) -> float:
+        """The current virtual instant in epoch seconds (what DynamoDB items store)."""
+        return self.now().timestamp()
+
+    def seconds_since_start(self) -> float:
+        """Virtual seconds elapsed since `start_at`: handy for plots."""
+        return (self.now() - self.start_at).total_seconds()
+
+    # -- moving -------------------------------------------------------------
+    def advance(self, seconds: float) -> dt.datetime:
+        """Move time forward by `seconds` (instantly) and return the new instant."""
+        self._require_running()
+        if seconds < 0:
+            raise ClockError(f"the clock only moves forward; got advance({seconds})")
+        self._coordinates.shift(seconds)
+        return self.now()
+
+    def advance_to(self, instant: dt.datetime) -> dt.datetime:
+        """Move time forward to `instant` (no-op if it is already there)."""
+        return self.advance(max(0.0, (instant - self.now()).total_seconds()))
+
+    def wait(self, seconds: float) -> None:
+        """Wait `seconds` of virtual time: a single-threaded caller just moves the clock."""
+        self.advance(seconds)
+
+    def _require_running(self) -> None:
+        if self._coordinates is None:
+            raise ClockError("start the clock first: clock.VirtualClock().start()")
+
+
+class Stopwatch:
+    """The time one piece of work spends, counted on top of the instant it started.
+
+    Work that runs beside other work (a Lambda invocation among several) cannot
+    move the shared clock while it waits, or it would move everybody's. It adds
+    its waits here instead, and whoever runs it (the poller) lets that much
+    virtual time pass before acting on its result.
+    """
+
+    def __init__(self, clock: VirtualClock) -> None:
+        self.clock = clock
+        self.started_at = clock.now()
+        self.elapsed_seconds = 0.0
+
+    def wait(self, seconds: float) -> None:
+        """Spend `seconds` of this work's own time."""
+        if seconds < 0:
+            raise ClockError(f"cannot wait a negative time; got wait({seconds})")
+        self.elapsed_seconds += seconds
+
+    def now(self) -> dt.datetime:
+        """The instant this work has reached."""
+        return self.started_at + dt.timedelta(seconds=self.elapsed_seconds)
+
+
+class ClockedEnvironment(simpy.Environment):
+    """A simpy environment whose `env.now` (seconds) drives a `VirtualClock`.
+
+    Before each event is processed the clock is moved to that event's instant,
+    so a process that calls moto sees the right virtual time.
+    """
+
+    def __init__(self, clock: VirtualClock) -> None:
+        super().__init__(initial_time=0)
+        self.clock = clock
+        self.origin = clock.now()
+
+    def step(self) -> None:
+        """Move the clock to the next event, then process it."""
+        next_time = self.peek()
+        if next_time != float("inf"):
+            self.clock.advance_to(self.origin + dt.timedelta(seconds=next_time))
+        super().step()

@@ -1,0 +1,89 @@
+"""MercadoFresco's orders as they travel in `cola-mercadofresco-pedidos`.
+
+A message body is JSON: {"pedido_id": "PED-2026-084417", "importe": "48.20", "version": 1}.
+`parse_order` turns it back into an `Order` or says clearly what is wrong with it,
+so a malformed message can go to the DLQ with its reason instead of a bare KeyError.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from mercadofresco.errors import MercadoFrescoError
+
+SCHEMA_VERSION = 1
+PEDIDO_ID = re.compile(r"^PED-\d{4}-\d{6}$")
+
+
+class MalformedOrderError(MercadoFrescoError, ValueError):
+    """A message body is not a valid order; `reason` says why."""
+
+    def __init__(self, reason: str, body: str) -> None:
+        super().__init__(f"malformed order: {reason}")
+        self.reason = reason
+        self.body = body
+
+
+@dataclass(frozen=True)
+class Order:
+    """One order to charge."""
+
+    pedido_id: str
+    importe: Decimal
+    version: int = SCHEMA_VERSION
+
+
+def order_id(number: int, year: int = 2026) -> str:
+    """PED-2026-084417 style identifiers."""
+    return f"PED-{year}-{number:06d}"
+
+
+def order_body(order: Order) -> str:
+    """The JSON body a producer sends (keys sorted, so equal orders give equal bodies)."""
+    return json.dumps(
+        {"pedido_id": order.pedido_id, "importe": str(order.importe), "version": order.version}, sort_keys=True
+    )
+
+
+def parse_order(body: str, expected_version: int = SCHEMA_VERSION) -> Order:
+    """Read an order from a message body, or raise MalformedOrderError with the reason."""
+    try:
+        data: Any = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise MalformedOrderError(f"body is not JSON ({exc.msg})", body) from exc
+    if not isinstance(data, dict):
+        raise MalformedOrderError("body is not a JSON object", body)
+    missing = [name for name in ("pedido_id", "importe", "version") if name not in data]
+    if missing:
+        raise MalformedOrderError(f"missing field(s): {', '.join(missing)}", body)
+    if data["version"] != expected_version:
+        raise MalformedOrderError(f"version {data['version']!r}, this consumer expects {expected_version}", body)
+    if not isinstance(data["pedido_id"], str) or not PEDIDO_ID.match(data["pedido_id"]):
+        raise MalformedOrderError(f"pedido_id {data['pedido_id']!r} is not like PED-2026-084417", body)
+    try:
+        importe = Decimal(str(data["importe"]))
+    except InvalidOperation as exc:
+        raise MalformedOrderError(f"importe {data['importe']!r} is not a number", body) from exc
+    if not importe.is_finite() or importe <= 0:
+        raise MalformedOrderError(f"importe {data['importe']!r} must be a positive amount", body)
+    return Order(pedido_id=data["pedido_id"], importe=importe, version=data["version"])
+
+
+def send_order(
+    sqs: Any, queue_url: str, order: Order, group_id: str | None = None, deduplication_id: str | None = None
+) -> str:
+    """Send `order` to a queue and return the MessageId SQS gave it.
+
+    A FIFO queue needs `group_id`, and `deduplication_id` unless it has
+    content-based deduplication.
+    """
+    request: dict[str, Any] = {"QueueUrl": queue_url, "MessageBody": order_body(order)}
+    if group_id is not None:
+        request["MessageGroupId"] = group_id
+    if deduplication_id is not None:
+        request["MessageDeduplicationId"] = deduplication_id
+    return sqs.send_message(**request)["MessageId"]

@@ -1,0 +1,388 @@
+"""MercadoFresco's AWS resources, with the lesson's names, built inside moto.
+
+`build()` returns a `World`: boto3 clients and the names and URLs of the queue
+`cola-mercadofresco-pedidos` and its DLQ `mercadofresco-pedidos-fallidos`, the
+table `mercadofresco-idempotencia`, the bus `bus-mercadofresco` and the topic
+`mercadofresco-pedido-confirmado`. Notebook 00 draws it.
+
+Three modes, chosen by configuration (`WorldConfig` or the MERCADOFRESCO_*
+environment variables):
+
+- "memory": moto in this process (the default; offline, nothing leaves the machine);
+- "endpoint": any endpoint URL, e.g. a moto server or LocalStack on this machine;
+- "aws": real AWS, only with allow_real_aws=True. It creates real, billed resources.
+
+The mock modes use fake credentials and refuse an endpoint that is real AWS.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlparse
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+from mercadofresco.errors import MercadoFrescoError
+
+# -- the lesson's names ---------------------------------------------------------
+ORDERS_QUEUE = "cola-mercadofresco-pedidos"
+ORDERS_DLQ = "mercadofresco-pedidos-fallidos"
+IDEMPOTENCY_TABLE = "mercadofresco-idempotencia"
+KMS_ALIAS = "alias/mercadofresco-datos"
+BUS = "bus-mercadofresco"
+BUS_RULE = "regla-mercadofresco-pedido-confirmado"
+WAREHOUSE_QUEUE = "cola-mercadofresco-almacen"  # the rule's target
+TOPIC = "mercadofresco-pedido-confirmado"
+FANOUT_QUEUES = ("cola-mercadofresco-correo", "cola-mercadofresco-erp")
+ALERTS_TOPIC = "alertas-mercadofresco"
+METRICS_NAMESPACE = "MercadoFresco/Tienda"
+ORDER_SOURCE = "mercadofresco.tienda"
+
+MODES = ("memory", "endpoint", "aws")
+FAKE_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+MAX_VISIBILITY_SECONDS = 43_200  # SQS: 12 hours
+MIN_RETENTION_SECONDS, MAX_RETENTION_SECONDS = 60, 1_209_600  # SQS: 1 minute to 14 days
+DAY = 86_400
+
+
+class WorldConfigError(MercadoFrescoError, ValueError):
+    """A world setting is out of range or the modes disagree."""
+
+
+class RealAwsRefusedError(MercadoFrescoError):
+    """The configuration would reach real AWS without the explicit opt-in."""
+
+
+def is_real_aws_endpoint(url: str) -> bool:
+    """True if `url` points at an AWS service host (amazonaws.com, api.aws…)."""
+    host = (urlparse(url).hostname or "").lower()
+    return host.endswith((".amazonaws.com", ".amazonaws.com.cn", ".api.aws")) or host in (
+        "amazonaws.com",
+        "api.aws",
+    )
+
+
+def _check_range(name: str, value: int, low: int, high: int) -> None:
+    if not low <= value <= high:
+        raise WorldConfigError(f"{name} must be between {low} and {high}; got {value}")
+
+
+@dataclass(frozen=True)
+class WorldConfig:
+    """Where the world lives and how its queues are configured."""
+
+    mode: str = "memory"
+    endpoint_url: str | None = None
+    region: str = "eu-south-2"  # Spain
+    visibility_timeout_seconds: int = 120  # the incident's value (exercise 1)
+    max_receive_count: int = 4
+    retention_seconds: int = 4 * DAY
+    dlq_retention_seconds: int = 14 * DAY
+    allow_real_aws: bool = False
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise WorldConfigError(f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")
+        _check_range("visibility_timeout_seconds", self.visibility_timeout_seconds, 0, MAX_VISIBILITY_SECONDS)
+        _check_range("max_receive_count", self.max_receive_count, 1, 1000)
+        _check_range("retention_seconds", self.retention_seconds, MIN_RETENTION_SECONDS, MAX_RETENTION_SECONDS)
+        _check_range("dlq_retention_seconds", self.dlq_retention_seconds, MIN_RETENTION_SECONDS, MAX_RETENTION_SECONDS)
+        if self.mode == "memory" and self.endpoint_url:
+            raise WorldConfigError('mode "memory" takes no endpoint_url; use mode "endpoint" for a server')
+        if self.mode == "endpoint" and not self.endpoint_url:
+            raise WorldConfigError('mode "endpoint" needs endpoint_url, e.g. http://127.0.0.1:5000')
+        reaches_aws = self.mode == "aws" or (
+            self.mode == "endpoint" and self.endpoint_url and is_real_aws_endpoint(self.endpoint_url)
+        )
+        if reaches_aws and not self.allow_real_aws:
+            raise RealAwsRefusedError(
+                "this configuration would reach real AWS (and bill it); pass allow_real_aws=True "
+                "or set MERCADOFRESCO_ALLOW_REAL_AWS=yes if that is really what you want"
+            )
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> WorldConfig:
+        """Read MERCADOFRESCO_MODE, MERCADOFRESCO_ENDPOINT_URL and MERCADOFRESCO_ALLOW_REAL_AWS."""
+        settings: dict[str, Any] = {
+            "mode": os.environ.get("MERCADOFRESCO_MODE", "memory"),
+            "endpoint_url": os.environ.get("MERCADOFRESCO_ENDPOINT_URL") or None,
+            "allow_real_aws": os.environ.get("MERCADOFRESCO_ALLOW_REAL_AWS", "").lower() in ("1", "yes", "true"),
+        }
+        settings.update(overrides)
+        return cls(**settings)
+
+
+@dataclass(frozen=True)
+class QueuePair:
+    """A queue and the DLQ its RedrivePolicy sends messages to."""
+
+    url: str
+    arn: str
+    dlq_url: str
+    dlq_arn: str
+
+
+@dataclass
+class World:
+    """The clients and resource names of one MercadoFresco world."""
+
+    config: WorldConfig
+    session: boto3.Session
+    orders: QueuePair
+    topic_arn: str
+    alerts_topic_arn: str
+    fanout_queue_urls: dict[str, str]
+    warehouse_queue_url: str
+    table_name: str = IDEMPOTENCY_TABLE
+    bus_name: str = BUS
+    _clients: dict[str, Any] = field(default_factory=dict, repr=False)
+    _mock: Any = field(default=None, repr=False)
+
+    def client(self, service: str) -> Any:
+        """A boto3 client for `service`, pointed at this world's endpoint."""
+        if service not in self._clients:
+            self._clients[service] = make_client(self.session, self.config, service)
+        return self._clients[service]
+
+    @property
+    def sqs(self) -> Any:
+        return self.client("sqs")
+
+    @property
+    def dynamodb(self) -> Any:
+        return self.client("dynamodb")
+
+    def reset_orders_queue(
+        self, visibility_timeout_seconds: int | None = None, max_receive_count: int | None = None
+    ) -> QueuePair:
+        """Delete and re-create the orders queue and its DLQ, empty, with new settings."""
+        visibility = (
+            self.config.visibility_timeout_seconds if visibility_timeout_seconds is None else visibility_timeout_seconds
+        )
+        receives = self.config.max_receive_count if max_receive_count is None else max_receive_count
+        _check_range("visibility_timeout_seconds", visibility, 0, MAX_VISIBILITY_SECONDS)
+        _check_range("max_receive_count", receives, 1, 1000)
+        self.sqs.delete_queue(QueueUrl=self.orders.url)
+        self.sqs.delete_queue(QueueUrl=self.orders.dlq_url)
+        self.orders = create_queue_pair(
+            self.sqs,
+            ORDERS_QUEUE,
+            ORDERS_DLQ,
+            visibility_timeout_seconds=visibility,
+            max_receive_count=receives,
+            retention_seconds=self.config.retention_seconds,
+            dlq_retention_seconds=self.config.dlq_retention_seconds,
+        )
+        return self.orders
+
+    def close(self) -> None:
+        """Stop the in-process mock (memory mode); its resources disappear."""
+        if self._mock is not None:
+            self._mock.stop()
+            self._mock = None
+
+    def __enter__(self) -> World:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+def make_client(session: boto3.Session, config: WorldConfig, service: str) -> Any:
+    """A boto3 client that can only reach what `config` allows."""
+    if config.mode == "memory":
+        # Ignore AWS_ENDPOINT_URL* from the environment: moto answers every call here.
+        return session.client(service, config=Config(ignore_configured_endpoint_urls=True))
+    return session.client(service, endpoint_url=config.endpoint_url)
+
+
+def make_session(config: WorldConfig) -> boto3.Session:
+    """Fake credentials in the mock modes; the normal credential chain only for real AWS."""
+    if config.mode == "aws":
+        return boto3.Session(region_name=config.region)
+    return boto3.Session(region_name=config.region, **FAKE_CREDENTIALS)
+
+
+def create_queue_pair(
+    sqs: Any,
+    name: str,
+    dlq_name: str,
+    *,
+    visibility_timeout_seconds: int,
+    max_receive_count: int,
+    retention_seconds: int = 4 * DAY,
+    dlq_retention_seconds: int = 14 * DAY,
+    fifo: bool = False,
+) -> QueuePair:
+    """Create a DLQ, then a queue whose RedrivePolicy sends it there after `max_receive_count` receives."""
+    fifo_attributes = {"FifoQueue": "true"} if fifo else {}
+    dlq_url = sqs.create_queue(
+        QueueName=dlq_name, Attributes={"MessageRetentionPeriod": str(dlq_retention_seconds), **fifo_attributes}
+    )["QueueUrl"]
+    dlq_arn = queue_arn(sqs, dlq_url)
+    redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(max_receive_count)}
+    settings = {
+        "VisibilityTimeout": str(visibility_timeout_seconds),
+        "MessageRetentionPeriod": str(retention_seconds),
+        "RedrivePolicy": json.dumps(redrive),
+    }
+    try:
+        url = sqs.create_queue(QueueName=name, Attributes={**settings, **fifo_attributes})["QueueUrl"]
+    except ClientError as exc:  # it exists with other settings (a long-lived server): apply ours
+        if not _already_there(exc, "QueueAlreadyExists", "QueueNameExists"):
+            raise
+        url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+        sqs.set_queue_attributes(QueueUrl=url, Attributes=settings)
+    return QueuePair(url=url, arn=queue_arn(sqs, url), dlq_url=dlq_url, dlq_arn=dlq_arn)
+
+
+def queue_arn(sqs: Any, queue_url: str) -> str:
+    """The ARN of the queue at `queue_url`."""
+    return sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+
+
+def queue_counts(sqs: Any, queue_url: str) -> dict[str, int]:
+    """Visible, in-flight and delayed message counts of a queue."""
+    names = [
+        "ApproximateNumberOfMessages",
+        "ApproximateNumberOfMessagesNotVisible",
+        "ApproximateNumberOfMessagesDelayed",
+    ]
+    attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=names)["Attributes"]
+    return {
+        "visible": int(attributes["ApproximateNumberOfMessages"]),
+        "in_flight": int(attributes["ApproximateNumberOfMessagesNotVisible"]),
+        "delayed": int(attributes["ApproximateNumberOfMessagesDelayed"]),
+    }
+
+
+def _allow_from(source_arn: str, queue_arn_: str, service: str) -> str:
+    """A queue policy that lets an SNS topic or EventBridge rule send to the queue (real AWS needs it)."""
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"Service": service},
+                    "Action": "sqs:SendMessage",
+                    "Resource": queue_arn_,
+                    "Condition": {"ArnEquals": {"aws:SourceArn": source_arn}},
+                }
+            ],
+        }
+    )
+
+
+def _already_there(exc: ClientError, *codes: str) -> bool:
+    """True if `exc` only says the resource exists (a server that outlived a previous build)."""
+    return exc.response["Error"]["Code"] in codes
+
+
+def _create_key_alias(kms: Any) -> None:
+    key_id = kms.create_key(Description="MercadoFresco datos")["KeyMetadata"]["KeyId"]
+    try:
+        kms.create_alias(AliasName=KMS_ALIAS, TargetKeyId=key_id)
+    except ClientError as exc:
+        if not _already_there(exc, "AlreadyExistsException"):
+            raise
+        kms.schedule_key_deletion(KeyId=key_id, PendingWindowInDays=7)  # keep the alias's existing key
+
+
+def _create_table(dynamodb: Any) -> None:
+    try:
+        _create_table_once(dynamodb)
+    except ClientError as exc:
+        if not _already_there(exc, "ResourceInUseException"):
+            raise
+
+
+def _create_table_once(dynamodb: Any) -> None:
+    dynamodb.create_table(
+        TableName=IDEMPOTENCY_TABLE,
+        KeySchema=[{"AttributeName": "clave", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "clave", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+        SSESpecification={"Enabled": True, "SSEType": "KMS", "KMSMasterKeyId": KMS_ALIAS},
+    )
+    # DynamoDB deletes expired items late (up to days) and moto never does: the code compares expira_en itself.
+    dynamodb.update_time_to_live(
+        TableName=IDEMPOTENCY_TABLE, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expira_en"}
+    )
+
+
+def _create_topic_fanout(session_client: Any, sqs: Any) -> tuple[str, dict[str, str]]:
+    topic_arn = session_client.create_topic(Name=TOPIC)["TopicArn"]
+    urls = {}
+    for name in FANOUT_QUEUES:
+        url = sqs.create_queue(QueueName=name)["QueueUrl"]
+        arn = queue_arn(sqs, url)
+        sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": _allow_from(topic_arn, arn, "sns.amazonaws.com")})
+        session_client.subscribe(
+            TopicArn=topic_arn, Protocol="sqs", Endpoint=arn, Attributes={"RawMessageDelivery": "true"}
+        )
+        urls[name] = url
+    return topic_arn, urls
+
+
+def _create_bus_rule(events: Any, sqs: Any) -> str:
+    try:
+        events.create_event_bus(Name=BUS)
+    except ClientError as exc:
+        if not _already_there(exc, "ResourceAlreadyExistsException"):
+            raise
+    pattern = {"source": [ORDER_SOURCE], "detail-type": ["PedidoConfirmado"]}
+    rule_arn = events.put_rule(Name=BUS_RULE, EventBusName=BUS, EventPattern=json.dumps(pattern))["RuleArn"]
+    url = sqs.create_queue(QueueName=WAREHOUSE_QUEUE)["QueueUrl"]
+    arn = queue_arn(sqs, url)
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": _allow_from(rule_arn, arn, "events.amazonaws.com")})
+    events.put_targets(Rule=BUS_RULE, EventBusName=BUS, Targets=[{"Id": "almacen", "Arn": arn}])
+    return url
+
+
+def build(config: WorldConfig | None = None) -> World:
+    """Create MercadoFresco's resources and return the world that holds them.
+
+    In memory mode this starts moto in this process; call `World.close()` (or
+    use `with world.build() as mf:`) to stop it.
+    """
+    config = config or WorldConfig.from_env()
+    mock = None
+    if config.mode == "memory":
+        mock = mock_aws()
+        mock.start()
+    session = make_session(config)
+    clients = {name: make_client(session, config, name) for name in ("sqs", "dynamodb", "sns", "events", "kms")}
+    sqs = clients["sqs"]
+
+    _create_key_alias(clients["kms"])
+    _create_table(clients["dynamodb"])
+    orders = create_queue_pair(
+        sqs,
+        ORDERS_QUEUE,
+        ORDERS_DLQ,
+        visibility_timeout_seconds=config.visibility_timeout_seconds,
+        max_receive_count=config.max_receive_count,
+        retention_seconds=config.retention_seconds,
+        dlq_retention_seconds=config.dlq_retention_seconds,
+    )
+    topic_arn, fanout_urls = _create_topic_fanout(clients["sns"], sqs)
+    alerts_arn = clients["sns"].create_topic(Name=ALERTS_TOPIC)["TopicArn"]
+    warehouse_url = _create_bus_rule(clients["events"], sqs)
+    return World(
+        config=config,
+        session=session,
+        orders=orders,
+        topic_arn=topic_arn,
+        alerts_topic_arn=alerts_arn,
+        fanout_queue_urls=fanout_urls,
+        warehouse_queue_url=warehouse_url,
+        _clients=clients,
+        _mock=mock,
+    )
