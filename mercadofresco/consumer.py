@@ -1,0 +1,278 @@
+"""An SQS poller with the semantics of Lambda's event-source mapping, as a model.
+
+moto stores queues but runs no Lambda, so nothing would ever poll
+`cola-mercadofresco-pedidos`. `Poller` does what the event-source mapping does:
+up to `max_concurrency` pollers receive batches (WaitTimeSeconds=0, since a
+long poll never returns under a frozen clock), call a handler with a
+Lambda-shaped event, and delete the messages that succeeded. A handler that
+raises, times out or crashes deletes nothing: the visibility timeout brings the
+messages back, and the queue's own RedrivePolicy moves them to the DLQ after
+maxReceiveCount receives. A handler that returns `batchItemFailures` (partial
+batch response) keeps only those.
+
+The poller runs in virtual time (a `ClockedEnvironment`): each invocation adds
+up its own waits on a `Stopwatch` (its context), and the poller lets that much
+time pass before deleting, so two consumers really do overlap.
+
+`CrashPlan` kills a consumer at a named step ("after_charge", "before_delete"…),
+the way a process dies between two lines of code. Notebooks 01 and 04 use it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mercadofresco import gateway as gw
+from mercadofresco import orders, world
+from mercadofresco.clock import ClockedEnvironment, Stopwatch, VirtualClock
+from mercadofresco.errors import MercadoFrescoError
+
+DRAIN_CHECK_SECONDS = 10.0  # how often run_until_idle looks at the queue
+STEPS = ("received", "after_lock", "after_charge", "after_complete", "before_delete")
+
+
+class ConsumerCrash(MercadoFrescoError):
+    """The consumer process died at `step` (injected by a CrashPlan)."""
+
+    def __init__(self, step: str) -> None:
+        super().__init__(f"consumer died at step {step!r}")
+        self.step = step
+
+
+@dataclass(frozen=True)
+class PollerConfig:
+    """The event-source mapping's settings."""
+
+    batch_size: int = 10
+    max_concurrency: int = 2
+    function_timeout_seconds: float = 300.0
+    # An empty receive waits idle_poll_seconds before trying again, doubling up to
+    # max_idle_poll_seconds while the queue stays empty (Lambda long-polls up to 20 s).
+    idle_poll_seconds: float = 1.0
+    max_idle_poll_seconds: float = 1.0
+    report_batch_item_failures: bool = True
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.batch_size <= 10:
+            raise ValueError(f"batch_size must be between 1 and 10 for SQS; got {self.batch_size}")
+        if not 2 <= self.max_concurrency <= 1000:
+            raise ValueError(f"max_concurrency must be between 2 and 1000 (Lambda's range); got {self.max_concurrency}")
+        if not 1 <= self.function_timeout_seconds <= 900:
+            raise ValueError(f"function_timeout_seconds must be between 1 and 900; got {self.function_timeout_seconds}")
+        if not 0 < self.idle_poll_seconds <= self.max_idle_poll_seconds <= 20:
+            raise ValueError(
+                "need 0 < idle_poll_seconds <= max_idle_poll_seconds <= 20; "
+                f"got {self.idle_poll_seconds} and {self.max_idle_poll_seconds}"
+            )
+
+
+class CrashPlan:
+    """Decides where a consumer dies: by step, a number of times, or at random (seeded)."""
+
+    def __init__(
+        self, crashes: dict[str, int] | None = None, probability: float = 0.0, rng: random.Random | None = None
+    ) -> None:
+        unknown = set(crashes or {}) - set(STEPS)
+        if unknown:
+            raise ValueError(f"unknown step(s) {sorted(unknown)}; steps are {', '.join(STEPS)}")
+        if not 0.0 <= probability <= 1.0:
+            raise ValueError(f"probability must be between 0 and 1; got {probability}")
+        self.crashes_left = dict(crashes or {})
+        self.probability = probability
+        self.rng = rng or random.Random(0)
+        self.crashed_at: list[str] = []
+
+    def reached(self, step: str) -> None:
+        """Called by the consumer at `step`; raises ConsumerCrash if it dies here."""
+        if self.crashes_left.get(step, 0) > 0:
+            self.crashes_left[step] -= 1
+        elif not (self.probability and self.rng.random() < self.probability):
+            return
+        self.crashed_at.append(step)
+        raise ConsumerCrash(step)
+
+
+class Invocation:
+    """The context of one invocation: Lambda's `context`, plus virtual time and a log."""
+
+    def __init__(self, poller: Poller, consumer: str, number: int) -> None:
+        self.poller = poller
+        self.consumer = consumer
+        self.aws_request_id = f"{consumer}-{number}"
+        self.stopwatch = Stopwatch(poller.clock)
+        self.crashes = poller.crashes
+
+    def now(self) -> dt.datetime:
+        """The instant this invocation has reached."""
+        return self.stopwatch.now()
+
+    def wait(self, seconds: float) -> None:
+        """Spend `seconds` inside this invocation (e.g. waiting for the gateway)."""
+        self.stopwatch.wait(seconds)
+
+    def get_remaining_time_in_millis(self) -> int:
+        """What Lambda's context says: time left before the function timeout."""
+        return int(max(0.0, self.poller.config.function_timeout_seconds - self.stopwatch.elapsed_seconds) * 1000)
+
+    def record(self, event: str, pedido_id: str = "", detail: str = "") -> None:
+        """Add a line to the poller's timeline, at this invocation's instant."""
+        self.poller.record(self.now(), self.consumer, event, pedido_id, detail)
+
+
+Handler = Callable[[dict[str, Any], Invocation], dict[str, Any] | None]
+
+
+@dataclass
+class Poller:
+    """Polls a queue like Lambda's event-source mapping and calls `handler` with each batch."""
+
+    sqs: Any
+    queue_url: str
+    handler: Handler
+    clock: VirtualClock
+    config: PollerConfig = field(default_factory=PollerConfig)
+    crashes: CrashPlan = field(default_factory=CrashPlan)
+    timeline: list[dict[str, Any]] = field(default_factory=list)
+    invocations: int = 0
+    running: int = 0
+    origin: dt.datetime | None = None
+
+    def __post_init__(self) -> None:
+        self.origin = self.origin or self.clock.now()
+
+    def record(self, at: dt.datetime, consumer: str, event: str, pedido_id: str = "", detail: str = "") -> None:
+        """One timeline row; `seconds` counts from the poller's creation."""
+        seconds = round((at - self.origin).total_seconds(), 3)
+        self.timeline.append(
+            {"seconds": seconds, "consumer": consumer, "event": event, "pedido_id": pedido_id, "detail": detail}
+        )
+
+    def run(self, seconds: float) -> list[dict[str, Any]]:
+        """Poll for `seconds` of virtual time and return the timeline so far, in time order."""
+        return self._run(seconds, stop_when_idle=False)
+
+    def run_until_idle(self, max_seconds: float) -> list[dict[str, Any]]:
+        """Poll until the queue is empty and no invocation is running, or `max_seconds` pass."""
+        return self._run(max_seconds, stop_when_idle=True)
+
+    def _run(self, seconds: float, stop_when_idle: bool) -> list[dict[str, Any]]:
+        env = ClockedEnvironment(self.clock)
+        for slot in range(self.config.max_concurrency):
+            env.process(self._poll_loop(env, f"consumidor-{slot + 1}"))
+        until = [env.timeout(seconds)]
+        if stop_when_idle:
+            until.append(env.process(self._watch_until_drained(env)))
+        env.run(until=env.any_of(until))
+        self.timeline.sort(key=lambda row: row["seconds"])
+        return self.timeline
+
+    def _poll_loop(self, env: ClockedEnvironment, consumer: str):
+        idle_wait = self.config.idle_poll_seconds
+        while True:
+            messages = self.sqs.receive_message(
+                QueueUrl=self.queue_url,
+                MaxNumberOfMessages=self.config.batch_size,
+                WaitTimeSeconds=0,
+                MessageSystemAttributeNames=["All"],
+            ).get("Messages", [])
+            if not messages:
+                yield env.timeout(idle_wait)
+                idle_wait = min(2 * idle_wait, self.config.max_idle_poll_seconds)
+                continue
+            idle_wait = self.config.idle_poll_seconds
+            invocation, to_delete = self._invoke(consumer, messages)
+            self.running += 1
+            # The invocation's time passes for everyone; meanwhile other pollers go on.
+            busy = min(invocation.stopwatch.elapsed_seconds, self.config.function_timeout_seconds)
+            yield env.timeout(busy)
+            self._delete(invocation, to_delete)
+            self.running -= 1
+
+    def _watch_until_drained(self, env: ClockedEnvironment):
+        """Ends when the queue is empty and no invocation is running."""
+        while True:
+            yield env.timeout(DRAIN_CHECK_SECONDS)
+            if self.running == 0 and not any(world.queue_counts(self.sqs, self.queue_url).values()):
+                return
+
+    def _invoke(self, consumer: str, messages: list[dict[str, Any]]) -> tuple[Invocation, list[dict[str, Any]]]:
+        """Run the handler on one batch; return the messages it is safe to delete."""
+        self.invocations += 1
+        invocation = Invocation(self, consumer, self.invocations)
+        for message in messages:
+            count = message["Attributes"]["ApproximateReceiveCount"]
+            invocation.record("received", _pedido_of(message), f"receive #{count}")
+        event = {"Records": [_lambda_record(message, self.queue_url) for message in messages]}
+        try:
+            self.crashes.reached("received")
+            response = self.handler(event, invocation) or {}
+        except ConsumerCrash as crash:
+            invocation.record("crashed", "", crash.step)
+            return invocation, []
+        except Exception as exc:  # a handler error fails the whole batch, as in Lambda
+            invocation.record("handler_error", "", f"{type(exc).__name__}: {exc}")
+            return invocation, []
+        if invocation.stopwatch.elapsed_seconds > self.config.function_timeout_seconds:
+            invocation.record("timed_out", "", f"after {self.config.function_timeout_seconds:g} s")
+            return invocation, []
+        failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
+        if failed and not self.config.report_batch_item_failures:
+            return invocation, []  # without ReportBatchItemFailures any failure retries the batch
+        return invocation, [m for m in messages if m["MessageId"] not in failed]
+
+    def _delete(self, invocation: Invocation, messages: list[dict[str, Any]]) -> None:
+        if not messages:
+            return
+        try:
+            self.crashes.reached("before_delete")
+        except ConsumerCrash as crash:
+            invocation.record("crashed", "", crash.step)
+            return
+        entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)]
+        self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
+        for message in messages:
+            invocation.record("deleted", _pedido_of(message))
+
+
+def _lambda_record(message: dict[str, Any], queue_url: str) -> dict[str, Any]:
+    """The shape Lambda gives one SQS message in event["Records"]."""
+    return {
+        "messageId": message["MessageId"],
+        "receiptHandle": message["ReceiptHandle"],
+        "body": message["Body"],
+        "attributes": message.get("Attributes", {}),
+        "eventSource": "aws:sqs",
+        "eventSourceARN": queue_url,
+    }
+
+
+def _pedido_of(message: dict[str, Any]) -> str:
+    """The pedido_id of a message, or "" if its body is not an order (for the timeline only)."""
+    try:
+        return orders.parse_order(message["Body"]).pedido_id
+    except orders.MalformedOrderError:
+        return ""
+
+
+@dataclass
+class ChargeOrders:
+    """Section 1's consumer: charge each order. No idempotency: this is the one that double-charges."""
+
+    client: gw.GatewayClient
+
+    def __call__(self, event: dict[str, Any], context: Invocation) -> dict[str, Any]:
+        failures = []
+        for record in event["Records"]:
+            try:
+                order = orders.parse_order(record["body"])
+                charge = self.client.charge(order.pedido_id, order.importe, f"cobro:{order.pedido_id}", context)
+                context.record("charged", order.pedido_id, charge.referencia_cobro)
+                context.crashes.reached("after_charge")
+            except (orders.MalformedOrderError, gw.GatewayError) as exc:
+                context.record("failed", "", f"{type(exc).__name__}: {exc}")
+                failures.append({"itemIdentifier": record["messageId"]})
+        return {"batchItemFailures": failures}

@@ -1,0 +1,229 @@
+"""Section 1's experiments: at-least-once delivery double-charges a non-idempotent consumer.
+
+Each function resets `cola-mercadofresco-pedidos`, sends orders, lets the
+`Poller` run the naive `ChargeOrders` consumer in virtual time, and returns a
+`DeliveryRun` with the timeline and the gateway's ledger. Notebook 01 plots
+them; the widget there calls `charges_per_order`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from mercadofresco import consumer, gateway, orders, world
+from mercadofresco.clock import VirtualClock
+
+INCIDENT_ORDER = orders.Order("PED-2026-084417", Decimal("48.20"))
+SETTLE_SECONDS = 3_600  # long enough for every redelivery to play out
+
+
+@dataclass
+class DeliveryRun:
+    """What one experiment did: its timeline, the ledger, and where the messages ended."""
+
+    timeline: list[dict[str, Any]]
+    ledger: list[gateway.Charge]
+    orders_sent: int
+    left_in_queue: int
+    in_dlq: int
+    started_at: dt.datetime
+
+    def charge_seconds(self) -> list[float]:
+        """When each charge was made, in seconds from the start of the run (the timeline's axis)."""
+        return [(charge.cobrado_en - self.started_at).total_seconds() for charge in self.ledger]
+
+    def charges_per_order(self) -> Counter[str]:
+        """How many times each order was charged."""
+        return Counter(charge.pedido_id for charge in self.ledger)
+
+    @property
+    def extra_charges(self) -> int:
+        """Charges beyond one per order: money taken twice."""
+        return sum(count - 1 for count in self.charges_per_order().values() if count > 1)
+
+    def summary(self) -> dict[str, Any]:
+        """The numbers a reader checks first."""
+        return {
+            "orders_sent": self.orders_sent,
+            "charges": len(self.ledger),
+            "extra_charges": self.extra_charges,
+            "left_in_queue": self.left_in_queue,
+            "in_dlq": self.in_dlq,
+        }
+
+
+def run_orders(
+    mf: world.World,
+    reloj: VirtualClock,
+    client: gateway.GatewayClient,
+    order_list: list[orders.Order],
+    poller_config: consumer.PollerConfig | None = None,
+    crashes: consumer.CrashPlan | None = None,
+    max_seconds: float = SETTLE_SECONDS,
+) -> DeliveryRun:
+    """Send `order_list` to the orders queue and poll with ChargeOrders until it settles."""
+    poller = consumer.Poller(
+        mf.sqs,
+        mf.orders.url,
+        consumer.ChargeOrders(client),
+        reloj,
+        config=poller_config or consumer.PollerConfig(),
+        crashes=crashes or consumer.CrashPlan(),
+    )
+    for order in order_list:
+        orders.send_order(mf.sqs, mf.orders.url, order)
+    timeline = poller.run_until_idle(max_seconds)
+    return DeliveryRun(
+        timeline=timeline,
+        ledger=list(client.gateway.ledger),
+        orders_sent=len(order_list),
+        left_in_queue=sum(world.queue_counts(mf.sqs, mf.orders.url).values()),
+        in_dlq=sum(world.queue_counts(mf.sqs, mf.orders.dlq_url).values()),
+        started_at=poller.origin,
+    )
+
+
+def six_steps(mf: world.World, reloj: VirtualClock, visibility_timeout_seconds: int = 120) -> DeliveryRun:
+    """The lesson's six steps: the gateway charges, the response is lost, the message comes back, a second charge."""
+    mf.reset_orders_queue(visibility_timeout_seconds)
+    provider = gateway.PaymentGateway(reloj)
+    provider.fail_next(gateway.Fault.RESPONSE_LOST)
+    client = gateway.GatewayClient(provider, read_timeout_seconds=180, send_idempotency_key=False)
+    return run_orders(mf, reloj, client, [INCIDENT_ORDER])
+
+
+def slow_gateway(
+    mf: world.World,
+    reloj: VirtualClock,
+    visibility_timeout_seconds: int = 120,
+    gateway_latency_seconds: float = 150.0,
+    read_timeout_seconds: float = 180.0,
+) -> DeliveryRun:
+    """Exercise 1's first mechanism: a call slower than the visibility timeout, nothing lost, two charges."""
+    mf.reset_orders_queue(visibility_timeout_seconds)
+    provider = gateway.PaymentGateway(reloj, latency=gateway.spike_at(reloj.now(), 10, gateway_latency_seconds))
+    client = gateway.GatewayClient(provider, read_timeout_seconds=read_timeout_seconds, send_idempotency_key=False)
+    return run_orders(mf, reloj, client, [INCIDENT_ORDER])
+
+
+def charges_per_order(
+    mf: world.World,
+    reloj: VirtualClock,
+    visibility_timeout_seconds: int = 120,
+    gateway_latency_seconds: float = 150.0,
+    read_timeout_seconds: float = 180.0,
+    order_count: int = 5,
+    consumers: int = 2,
+) -> DeliveryRun:
+    """The widget's experiment: `order_count` orders through a gateway that answers in `gateway_latency_seconds`."""
+    _check("visibility_timeout_seconds", visibility_timeout_seconds, 0, world.MAX_VISIBILITY_SECONDS)
+    _check("gateway_latency_seconds", gateway_latency_seconds, 0.001, 900)
+    _check("read_timeout_seconds", read_timeout_seconds, 1, 900)
+    _check("order_count", order_count, 1, 50)
+    _check("consumers", consumers, 2, 20)
+    mf.reset_orders_queue(visibility_timeout_seconds)
+    latency = gateway.LatencyProfile(baseline_seconds=gateway_latency_seconds)
+    client = gateway.GatewayClient(
+        gateway.PaymentGateway(reloj, latency=latency),
+        read_timeout_seconds=read_timeout_seconds,
+        send_idempotency_key=False,
+    )
+    batch = [orders.Order(orders.order_id(84417 + i), Decimal("48.20")) for i in range(order_count)]
+    config = consumer.PollerConfig(batch_size=1, max_concurrency=consumers, max_idle_poll_seconds=20)
+    return run_orders(mf, reloj, client, batch, poller_config=config)
+
+
+def latency_sweep(
+    mf: world.World,
+    reloj: VirtualClock,
+    latencies: list[float],
+    visibility_timeout_seconds: int,
+    read_timeout_seconds: float,
+) -> list[dict[str, Any]]:
+    """Charges per order for each gateway latency, one configuration."""
+    rows = []
+    for latency in latencies:
+        run = charges_per_order(mf, reloj, visibility_timeout_seconds, latency, read_timeout_seconds, order_count=1)
+        rows.append(
+            {"latency_seconds": latency, "charges_per_order": len(run.ledger) / run.orders_sent, **run.summary()}
+        )
+    return rows
+
+
+def fifo_dedup(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]]:
+    """FIFO deduplicates a producer's re-send within 5 minutes, but not a redelivery to the consumer."""
+    sqs = mf.sqs
+    pair = world.create_queue_pair(
+        sqs,
+        f"{world.ORDERS_QUEUE}.fifo",
+        f"{world.ORDERS_DLQ}.fifo",
+        visibility_timeout_seconds=120,
+        max_receive_count=4,
+        fifo=True,
+    )
+    order, group = INCIDENT_ORDER, INCIDENT_ORDER.pedido_id
+    dedup = f"pedido:{order.pedido_id}"
+    rows = []
+    started = reloj.now()
+
+    def note(what: str) -> None:
+        counts = world.queue_counts(sqs, pair.url)
+        minute = round((reloj.now() - started).total_seconds() / 60, 1)
+        rows.append({"minute": minute, "what": what, **counts})
+
+    orders.send_order(sqs, pair.url, order, group_id=group, deduplication_id=dedup)
+    note("producer sends the order")
+    reloj.advance(60)
+    orders.send_order(sqs, pair.url, order, group_id=group, deduplication_id=dedup)
+    note("producer re-sends it 1 minute later: FIFO drops the copy")
+
+    provider = gateway.PaymentGateway(reloj)
+    provider.fail_next(gateway.Fault.RESPONSE_LOST)
+    client = gateway.GatewayClient(provider, read_timeout_seconds=180, send_idempotency_key=False)
+    poller = consumer.Poller(sqs, pair.url, consumer.ChargeOrders(client), reloj)
+    poller.run_until_idle(SETTLE_SECONDS)
+    note(f"response lost, message redelivered: {len(provider.ledger)} charges")
+    sqs.delete_queue(QueueUrl=pair.url)
+    sqs.delete_queue(QueueUrl=pair.dlq_url)
+    return rows
+
+
+def fifo_window(mf: world.World, reloj: VirtualClock, gap_seconds: float = 360) -> dict[str, Any]:
+    """A re-send after the 5-minute window is a new message: FIFO's dedup has a clock."""
+    sqs = mf.sqs
+    url = sqs.create_queue(QueueName="cola-mercadofresco-ventana.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+    order = INCIDENT_ORDER
+    orders.send_order(sqs, url, order, group_id=order.pedido_id, deduplication_id=order.pedido_id)
+    reloj.advance(gap_seconds)
+    orders.send_order(sqs, url, order, group_id=order.pedido_id, deduplication_id=order.pedido_id)
+    waiting = world.queue_counts(sqs, url)["visible"]
+    sqs.delete_queue(QueueUrl=url)
+    return {"gap_seconds": gap_seconds, "messages_waiting": waiting}
+
+
+def _check(name: str, value: float, low: float, high: float) -> None:
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be between {low:g} and {high:g}; got {value:g}")
+
+
+def visibility_probe(mf: world.World, reloj: VirtualClock, wait_seconds: float) -> dict[str, Any]:
+    """Receive an order, do not delete it, wait `wait_seconds`: is it back? (Notebook 00.)"""
+    _check("wait_seconds", wait_seconds, 0, 3_600)
+    pair = mf.reset_orders_queue()
+    orders.send_order(mf.sqs, pair.url, INCIDENT_ORDER)
+    first = mf.sqs.receive_message(QueueUrl=pair.url, WaitTimeSeconds=0, MessageSystemAttributeNames=["All"])
+    reloj.advance(wait_seconds)
+    again = mf.sqs.receive_message(QueueUrl=pair.url, WaitTimeSeconds=0, MessageSystemAttributeNames=["All"]).get(
+        "Messages", []
+    )
+    return {
+        "visibility_timeout_seconds": mf.config.visibility_timeout_seconds,
+        "waited_seconds": wait_seconds,
+        "received_first": len(first.get("Messages", [])) == 1,
+        "visible_again": bool(again),
+        "receive_count": int(again[0]["Attributes"]["ApproximateReceiveCount"]) if again else 1,
+    }

@@ -1,0 +1,229 @@
+"""The payment gateway, as a model: AWS has no such service, so the workbook writes one.
+
+`PaymentGateway` is the provider's side: it keeps a ledger of every charge it
+made and honours an `Idempotency-Key` (the same key returns the same charge, no
+new one). Its latency follows the virtual clock (240 ms normally, a spike such
+as 150 s at 19:14) and it can be told to fail: the response lost after the
+charge was made, a 503, a 429 with Retry-After, a declined card (402).
+
+`GatewayClient` is MercadoFresco's side: how long it waits for a response (the
+read timeout) and how many times its SDK tries. Notebook 01 uses both.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from decimal import Decimal
+from enum import Enum
+
+from mercadofresco.clock import VirtualClock, Waiter
+from mercadofresco.errors import MercadoFrescoError
+
+BASELINE_LATENCY_SECONDS = 0.240
+
+
+class Fault(Enum):
+    """A way the next call can go wrong."""
+
+    RESPONSE_LOST = "response lost after the charge"
+    UNAVAILABLE = "503 Service Unavailable"
+    THROTTLED = "429 Too Many Requests"
+
+
+# -- errors the caller sees -------------------------------------------------------
+class GatewayError(MercadoFrescoError):
+    """A charge call did not return a charge."""
+
+    status: int | None = None
+
+
+class GatewayTimeoutError(GatewayError):
+    """The caller stopped waiting (read timeout); the charge may or may not exist."""
+
+    def __init__(self, waited_seconds: float) -> None:
+        super().__init__(f"no response after {waited_seconds:g} s (read timeout)")
+        self.waited_seconds = waited_seconds
+
+
+class ResponseLostError(GatewayError):
+    """The connection dropped before the response arrived; the charge may exist."""
+
+
+class GatewayUnavailableError(GatewayError):
+    """503: the gateway could not take the request; nothing was charged."""
+
+    status = 503
+
+
+class ThrottledError(GatewayError):
+    """429: too many requests; come back after `retry_after_seconds`."""
+
+    status = 429
+
+    def __init__(self, retry_after_seconds: float) -> None:
+        super().__init__(f"429 Too Many Requests, Retry-After: {retry_after_seconds:g}")
+        self.retry_after_seconds = retry_after_seconds
+
+
+class CardDeclinedError(GatewayError):
+    """402: the card was declined; retrying will not change that."""
+
+    status = 402
+
+
+# -- data -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Charge:
+    """One line of the gateway's ledger: money actually taken from a customer."""
+
+    referencia_cobro: str
+    pedido_id: str
+    importe: Decimal
+    idempotency_key: str | None
+    cobrado_en: dt.datetime
+
+
+@dataclass(frozen=True)
+class LatencySpike:
+    """From `starts_at` to `ends_at` every call takes `latency_seconds`."""
+
+    starts_at: dt.datetime
+    ends_at: dt.datetime
+    latency_seconds: float
+
+
+@dataclass(frozen=True)
+class LatencyProfile:
+    """How long the gateway takes to answer at each instant."""
+
+    baseline_seconds: float = BASELINE_LATENCY_SECONDS
+    spikes: tuple[LatencySpike, ...] = ()
+
+    def latency_at(self, instant: dt.datetime) -> float:
+        """Seconds a call started at `instant` takes."""
+        for spike in self.spikes:
+            if spike.starts_at <= instant < spike.ends_at:
+                return spike.latency_seconds
+        return self.baseline_seconds
+
+
+def spike_at(start: dt.datetime, minutes: float, latency_seconds: float) -> LatencyProfile:
+    """A profile with one spike, e.g. 150 s for ten minutes from 19:14."""
+    return LatencyProfile(spikes=(LatencySpike(start, start + dt.timedelta(minutes=minutes), latency_seconds),))
+
+
+@dataclass
+class PaymentGateway:
+    """The provider: charges cards, keeps the ledger, honours Idempotency-Key."""
+
+    clock: VirtualClock
+    latency: LatencyProfile = field(default_factory=LatencyProfile)
+    declined_orders: set[str] = field(default_factory=set)
+    ledger: list[Charge] = field(default_factory=list)
+    calls: int = 0
+    _by_key: dict[str, Charge] = field(default_factory=dict, repr=False)
+    _faults: deque[tuple[Fault, float]] = field(default_factory=deque, repr=False)
+
+    def fail_next(self, fault: Fault, times: int = 1, retry_after_seconds: float = 5.0) -> None:
+        """Make the next `times` calls fail with `fault`."""
+        self._faults.extend([(fault, retry_after_seconds)] * times)
+
+    def charge(
+        self,
+        pedido_id: str,
+        importe: Decimal,
+        *,
+        idempotency_key: str | None = None,
+        read_timeout_seconds: float = 30.0,
+        waiter: Waiter | None = None,
+    ) -> Charge:
+        """Charge an order; the caller (`waiter`) waits for the answer, up to its read timeout."""
+        waiter = waiter or self.clock
+        self.calls += 1
+        started = waiter.now()
+        latency = self.latency.latency_at(started)
+        fault, retry_after = self._faults.popleft() if self._faults else (None, 0.0)
+
+        if fault is Fault.THROTTLED:
+            waiter.wait(min(self.latency.baseline_seconds, read_timeout_seconds))
+            raise ThrottledError(retry_after)
+        if fault is Fault.UNAVAILABLE:
+            waiter.wait(min(self.latency.baseline_seconds, read_timeout_seconds))
+            raise GatewayUnavailableError("503 Service Unavailable")
+        if pedido_id in self.declined_orders:
+            waiter.wait(min(latency, read_timeout_seconds))
+            raise CardDeclinedError(f"402 card declined for {pedido_id}")
+
+        charge = self._charge_once(pedido_id, importe, idempotency_key, started)
+        # The money is taken now; only the answer is slow, lost or late.
+        if latency > read_timeout_seconds:
+            waiter.wait(read_timeout_seconds)
+            raise GatewayTimeoutError(read_timeout_seconds)
+        waiter.wait(latency)
+        if fault is Fault.RESPONSE_LOST:
+            raise ResponseLostError(f"connection reset before the answer for {pedido_id}")
+        return charge
+
+    def _charge_once(self, pedido_id: str, importe: Decimal, key: str | None, at: dt.datetime) -> Charge:
+        if key is not None and key in self._by_key:
+            return self._by_key[key]
+        charge = Charge(f"ch_{len(self.ledger) + 1:05d}", pedido_id, importe, key, at)
+        self.ledger.append(charge)
+        if key is not None:
+            self._by_key[key] = charge
+        return charge
+
+    def charges_per_order(self) -> Counter[str]:
+        """How many times each order was charged."""
+        return Counter(charge.pedido_id for charge in self.ledger)
+
+    def charges_for(self, pedido_id: str) -> list[Charge]:
+        """Every charge made for one order."""
+        return [charge for charge in self.ledger if charge.pedido_id == pedido_id]
+
+
+RETRYABLE_BY_SDK = (GatewayTimeoutError, ResponseLostError, GatewayUnavailableError, ThrottledError)
+
+
+@dataclass
+class GatewayClient:
+    """MercadoFresco's side of the call: read timeout, SDK attempts, and whether the key is sent.
+
+    Like an SDK in its default configuration, it retries timeouts, lost
+    responses, 503 and 429 at once, whether or not the charge is idempotent:
+    exercise 1's second mechanism.
+    """
+
+    gateway: PaymentGateway
+    read_timeout_seconds: float = 30.0
+    max_attempts: int = 1
+    send_idempotency_key: bool = True
+    attempts: int = 0
+
+    def __post_init__(self) -> None:
+        if self.read_timeout_seconds <= 0:
+            raise ValueError(f"read_timeout_seconds must be positive; got {self.read_timeout_seconds}")
+        if not 1 <= self.max_attempts <= 20:
+            raise ValueError(f"max_attempts must be between 1 and 20; got {self.max_attempts}")
+
+    def charge(
+        self, pedido_id: str, importe: Decimal, clave: str | None = None, waiter: Waiter | None = None
+    ) -> Charge:
+        """Charge an order, passing `clave` as Idempotency-Key if configured to."""
+        key = clave if self.send_idempotency_key else None
+        for attempt in range(1, self.max_attempts + 1):
+            self.attempts += 1
+            try:
+                return self.gateway.charge(
+                    pedido_id,
+                    importe,
+                    idempotency_key=key,
+                    read_timeout_seconds=self.read_timeout_seconds,
+                    waiter=waiter,
+                )
+            except RETRYABLE_BY_SDK:
+                if attempt == self.max_attempts:
+                    raise
+        raise AssertionError("unreachable")  # the loop returns or raises
