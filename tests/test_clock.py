@@ -1,0 +1,70 @@
+import datetime as dt
+import time
+
+import pytest
+
+from mercadofresco import clock
+
+
+def test_clock_starts_at_the_lesson_friday_in_madrid(reloj):
+    now = reloj.now()
+    assert now == clock.LESSON_START
+    assert now.strftime("%A %H:%M") == "Friday 19:14"
+    assert now.utcoffset() == dt.timedelta(hours=2)  # CEST
+
+
+def test_advance_moves_python_time_instantly(reloj):
+    real_start = time.perf_counter()
+    before = time.time()
+    reloj.advance(3_600)
+    assert time.time() - before == pytest.approx(3_600)
+    assert dt.datetime.now(dt.UTC) == clock.LESSON_START + dt.timedelta(hours=1)
+    assert time.perf_counter() - real_start < 0.5  # no wall-clock wait
+
+
+def test_time_stands_still_between_advances(reloj):
+    first = reloj.now()
+    sum(range(100_000))
+    assert reloj.now() == first
+
+
+def test_clock_refuses_to_go_back_and_to_run_twice(reloj):
+    with pytest.raises(clock.ClockError, match="only moves forward"):
+        reloj.advance(-1)
+    with pytest.raises(clock.ClockError, match="already running"):
+        reloj.start()
+
+
+def test_stopped_clock_gives_real_time_back():
+    reloj = clock.VirtualClock().start()
+    reloj.stop()
+    assert dt.datetime.now(dt.UTC).year != 2026 or dt.datetime.now(dt.UTC) > clock.LESSON_START
+    with pytest.raises(clock.ClockError, match="start the clock"):
+        reloj.now()
+
+
+def test_start_needs_a_time_zone():
+    with pytest.raises(clock.ClockError, match="time zone"):
+        clock.VirtualClock(dt.datetime(2026, 10, 16, 19, 14))
+
+
+def test_stopwatch_counts_its_own_waits_without_moving_the_clock(reloj):
+    watch = clock.Stopwatch(reloj)
+    watch.wait(150)
+    assert watch.elapsed_seconds == 150
+    assert watch.now() == clock.LESSON_START + dt.timedelta(seconds=150)
+    assert reloj.now() == clock.LESSON_START
+
+
+def test_clocked_environment_moves_the_clock_to_each_event(reloj):
+    env = clock.ClockedEnvironment(reloj)
+    seen = []
+
+    def process(env):
+        for _ in range(3):
+            yield env.timeout(60)
+            seen.append(reloj.seconds_since_start())
+
+    env.process(process(env))
+    env.run()
+    assert seen == [60, 120, 180]

@@ -1,0 +1,137 @@
+from decimal import Decimal
+
+import pytest
+
+from mercadofresco import consumer, gateway, orders, world
+
+ORDER = orders.Order("PED-2026-084417", Decimal("48.20"))
+
+
+def make_poller(mf, reloj, crashes=None, latency=0.24, config=None, provider=None):
+    provider = provider or gateway.PaymentGateway(reloj, latency=gateway.LatencyProfile(baseline_seconds=latency))
+    client = gateway.GatewayClient(provider, read_timeout_seconds=180, send_idempotency_key=False)
+    poller = consumer.Poller(
+        mf.sqs,
+        mf.orders.url,
+        consumer.ChargeOrders(client),
+        reloj,
+        config=config or consumer.PollerConfig(),
+        crashes=crashes or consumer.CrashPlan(),
+    )
+    return poller, provider
+
+
+def counts(mf, url=None):
+    return world.queue_counts(mf.sqs, url or mf.orders.url)
+
+
+@pytest.mark.parametrize("step", ["received", "after_charge", "before_delete"])
+def test_a_crash_at_a_named_step_leaves_the_message_to_be_redelivered(mf, reloj, step):
+    poller, provider = make_poller(mf, reloj, crashes=consumer.CrashPlan({step: 1}))
+    orders.send_order(mf.sqs, mf.orders.url, ORDER)
+    poller.run(10)
+    assert counts(mf)["in_flight"] == 1  # not deleted: hidden until the visibility timeout
+    assert [row["detail"] for row in poller.timeline if row["event"] == "crashed"] == [step]
+    poller.run(130)  # the message comes back and the (non-idempotent) consumer finishes it
+    assert counts(mf) == {"visible": 0, "in_flight": 0, "delayed": 0}
+    receives = [row["detail"] for row in poller.timeline if row["event"] == "received"]
+    assert receives == ["receive #1", "receive #2"]
+    expected_charges = 1 if step == "received" else 2  # died after charging: charged twice
+    assert provider.charges_per_order()["PED-2026-084417"] == expected_charges
+
+
+def test_a_handler_error_fails_the_whole_batch(mf, reloj):
+    def broken(event, context):
+        raise RuntimeError("bug")
+
+    poller = consumer.Poller(mf.sqs, mf.orders.url, broken, reloj)
+    for number in range(3):
+        orders.send_order(mf.sqs, mf.orders.url, orders.Order(orders.order_id(number), Decimal(1)))
+    poller.run(5)
+    assert counts(mf)["in_flight"] == 3
+    assert [row["event"] for row in poller.timeline].count("handler_error") == 1
+
+
+def test_partial_batch_response_keeps_only_the_failed_message_and_the_dlq_gets_it(mf, reloj):
+    poller, provider = make_poller(mf, reloj)
+    mf.sqs.send_message(QueueUrl=mf.orders.url, MessageBody='{"pedido_id": "PED-2026-000001"}')
+    for number in (2, 3):
+        orders.send_order(mf.sqs, mf.orders.url, orders.Order(orders.order_id(number), Decimal(1)))
+    poller.run_until_idle(3_600)
+    assert provider.charges_per_order() == {"PED-2026-000002": 1, "PED-2026-000003": 1}
+    dlq = mf.sqs.receive_message(QueueUrl=mf.orders.dlq_url, WaitTimeSeconds=0)["Messages"]
+    assert [m["Body"] for m in dlq] == ['{"pedido_id": "PED-2026-000001"}']
+    failed = [row["detail"] for row in poller.timeline if row["event"] == "failed"]
+    assert len(failed) == 4 and "missing field(s): importe, version" in failed[0]
+
+
+def test_without_report_batch_item_failures_one_bad_message_repeats_the_good_ones(mf, reloj):
+    config = consumer.PollerConfig(report_batch_item_failures=False)
+    poller, provider = make_poller(mf, reloj, config=config)
+    mf.sqs.send_message(QueueUrl=mf.orders.url, MessageBody="not json")
+    orders.send_order(mf.sqs, mf.orders.url, ORDER)
+    poller.run_until_idle(3_600)
+    assert provider.charges_per_order()["PED-2026-084417"] == 4  # charged on every receive of the batch
+
+
+def test_function_timeout_deletes_nothing(mf, reloj):
+    config = consumer.PollerConfig(function_timeout_seconds=60)
+    poller, _ = make_poller(mf, reloj, latency=90, config=config)
+    orders.send_order(mf.sqs, mf.orders.url, ORDER)
+    poller.run(100)
+    assert "timed_out" in [row["event"] for row in poller.timeline]
+    assert counts(mf)["in_flight"] == 1
+
+
+def test_max_concurrency_bounds_the_invocations_in_flight(mf, reloj):
+    provider = gateway.PaymentGateway(reloj, latency=gateway.LatencyProfile(baseline_seconds=10))
+    config = consumer.PollerConfig(batch_size=1, max_concurrency=3)
+    poller, _ = make_poller(mf, reloj, config=config, provider=provider)
+    for number in range(9):
+        orders.send_order(mf.sqs, mf.orders.url, orders.Order(orders.order_id(number), Decimal(1)))
+    poller.run_until_idle(600)
+    starts = sorted(row["seconds"] for row in poller.timeline if row["event"] == "received")
+    assert starts == [0, 0, 0, 10, 10, 10, 20, 20, 20]
+    assert len(provider.ledger) == 9
+
+
+def test_two_consumers_overlap_in_virtual_time(mf, reloj):
+    poller, provider = make_poller(mf, reloj, latency=150)
+    orders.send_order(mf.sqs, mf.orders.url, ORDER)
+    poller.run_until_idle(3_600)
+    received = [(row["seconds"], row["consumer"]) for row in poller.timeline if row["event"] == "received"]
+    assert received == [(0, "consumidor-1"), (121, "consumidor-2")]  # the second came while the first waited
+    assert len(provider.ledger) == 2
+
+
+def test_crash_plan_is_seeded_and_checks_its_steps():
+    import random
+
+    plans = [consumer.CrashPlan(probability=0.3, rng=random.Random(7)) for _ in range(2)]
+    outcomes = []
+    for plan in plans:
+        died = []
+        for _ in range(50):
+            try:
+                plan.reached("after_charge")
+                died.append(False)
+            except consumer.ConsumerCrash:
+                died.append(True)
+        outcomes.append(died)
+    assert outcomes[0] == outcomes[1] and 5 < sum(outcomes[0]) < 25
+    with pytest.raises(ValueError, match="unknown step"):
+        consumer.CrashPlan({"after_lunch": 1})
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"batch_size": 11}, "batch_size must be between 1 and 10"),
+        ({"max_concurrency": 1}, r"max_concurrency must be between 2 and 1000 \(Lambda's range\); got 1"),
+        ({"function_timeout_seconds": 901}, "function_timeout_seconds must be between 1 and 900"),
+        ({"idle_poll_seconds": 0}, "idle_poll_seconds"),
+    ],
+)
+def test_poller_settings_are_checked(settings, message):
+    with pytest.raises(ValueError, match=message):
+        consumer.PollerConfig(**settings)

@@ -1,0 +1,37 @@
+import json
+from decimal import Decimal
+
+import pytest
+
+from mercadofresco import orders
+
+
+def test_round_trip():
+    order = orders.Order("PED-2026-084417", Decimal("48.20"))
+    assert orders.parse_order(orders.order_body(order)) == order
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ("not json", "body is not JSON"),
+        ("[1, 2]", "not a JSON object"),
+        ('{"pedido_id": "PED-2026-084417", "version": 1}', "missing field(s): importe"),
+        ('{"pedido_id": "PED-2026-084417", "importe": "48.20", "version": 2}', "version 2, this consumer expects 1"),
+        ('{"pedido_id": "84417", "importe": "48.20", "version": 1}', "is not like PED-2026-084417"),
+        ('{"pedido_id": "PED-2026-084417", "importe": "cuarenta", "version": 1}', "is not a number"),
+        ('{"pedido_id": "PED-2026-084417", "importe": "-1", "version": 1}', "must be a positive amount"),
+        ('{"pedido_id": "PED-2026-084417", "importe": "NaN", "version": 1}', "must be a positive amount"),
+    ],
+)
+def test_malformed_bodies_say_why(body, reason):
+    with pytest.raises(orders.MalformedOrderError) as info:
+        orders.parse_order(body)
+    assert reason in info.value.reason
+    assert info.value.body == body
+
+
+def test_equal_orders_give_equal_bodies():
+    body = orders.order_body(orders.Order("PED-2026-084417", Decimal("48.20")))
+    assert json.loads(body) == {"importe": "48.20", "pedido_id": "PED-2026-084417", "version": 1}
+    assert orders.order_id(84417) == "PED-2026-084417"

@@ -1,0 +1,49 @@
+"""The code stays formatted and linted (ruff), and the lesson notebooks stay committed with outputs."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = "../" + "shared"  # the course authors' folder; a learner does not have it
+
+
+def _ruff(*args: str) -> subprocess.CompletedProcess:
+    ruff = shutil.which("ruff", path=str(Path(sys.executable).parent)) or shutil.which("ruff")
+    if ruff is None:
+        pytest.skip("ruff is not installed")
+    return subprocess.run([ruff, *args], cwd=ROOT, capture_output=True, text=True, check=False)
+
+
+def test_ruff_check():
+    result = _ruff("check", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_format():
+    result = _ruff("format", "--check", ".")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
+def test_lesson_notebooks_are_committed_with_outputs(path):
+    notebook = json.loads(path.read_text())
+    code = [cell for cell in notebook["cells"] if cell["cell_type"] == "code" and "".join(cell["source"]).strip()]
+    missing = [i for i, cell in enumerate(code) if not cell.get("outputs")]
+    assert not missing, f"{path.name}: code cells {missing} have no outputs; run `make notebooks` and commit"
+    assert notebook["metadata"]["kernelspec"]["name"] == "python3"
+
+
+def test_project_never_reads_the_course_shared_folder():
+    offenders = []
+    for path in ROOT.rglob("*"):
+        if ".venv" in path.parts or ".git" in path.parts or not path.is_file():
+            continue
+        is_code = path.suffix in (".py", ".ipynb", ".toml", ".yml", ".cfg") or path.name in ("Makefile", "run")
+        if is_code and SHARED in path.read_text(errors="ignore"):
+            offenders.append(str(path.relative_to(ROOT)))
+    assert not offenders
