@@ -1,0 +1,32 @@
+# Two commands: `make start` (install + open the workbook) and `make test` (install + every test).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: start test lint notebooks benchmark clean
+
+start: $(STAMP)
+	$(BIN)/jupyter lab notebooks/00_start_here.ipynb
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]" -c constraints.txt
+	touch $(STAMP)
+
+# Maintainers: lint, refresh the committed outputs of the lesson notebooks, time them.
+lint: $(STAMP)
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+notebooks: $(STAMP)
+	$(BIN)/python tools/nbtools.py execute notebooks/*.ipynb
+
+benchmark: $(STAMP)
+	$(BIN)/python benchmarks/notebook_times.py
+
+clean:
+	rm -rf $(VENV) .cache
