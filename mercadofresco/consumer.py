@@ -31,7 +31,7 @@ from mercadofresco import orders, world
 from mercadofresco.clock import ClockedEnvironment, Stopwatch, VirtualClock
 from mercadofresco.errors import MercadoFrescoError
 
-DRAIN_CHECK_SECONDS = 10.0  # how often run_until_idle looks at the queue
+DRAIN_CHECK_SECONDS = 60.0  # how often run_until_idle looks at the queue (each look is an API call)
 STEPS = ("received", "after_lock", "after_charge", "after_complete", "before_delete")
 
 
