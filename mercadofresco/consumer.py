@@ -21,22 +21,26 @@ the way a process dies between two lines of code. Notebooks 01 and 04 use it.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from mercadofresco import gateway as gw
-from mercadofresco import orders, world
+from mercadofresco import idempotency, orders, world
 from mercadofresco.clock import ClockedEnvironment, Stopwatch, VirtualClock
-from mercadofresco.errors import MercadoFrescoError
 
 DRAIN_CHECK_SECONDS = 60.0  # how often run_until_idle looks at the queue (each look is an API call)
 STEPS = ("received", "after_lock", "after_charge", "after_complete", "before_delete")
 
 
-class ConsumerCrash(MercadoFrescoError):
-    """The consumer process died at `step` (injected by a CrashPlan)."""
+class ConsumerCrash(BaseException):
+    """The consumer process died at `step` (injected by a CrashPlan).
+
+    A BaseException, like SystemExit: a dying process runs no `except Exception`
+    handler, so no code gets the chance to release a lock or delete a message.
+    """
 
     def __init__(self, step: str) -> None:
         super().__init__(f"consumer died at step {step!r}")
@@ -276,3 +280,53 @@ class ChargeOrders:
                 context.record("failed", "", f"{type(exc).__name__}: {exc}")
                 failures.append({"itemIdentifier": record["messageId"]})
         return {"batchItemFailures": failures}
+
+
+KeyOf = Callable[[dict[str, Any], orders.Order], str]
+
+
+def key_from_order(record: dict[str, Any], order: orders.Order) -> str:
+    """The lesson's key: derived from the domain, `cobro:{pedido_id}`."""
+    return idempotency.charge_key(order.pedido_id)
+
+
+@dataclass
+class IdempotentChargeOrders:
+    """Section 4's consumer: the same charge, made idempotent by the table and the gateway's key.
+
+    Per message: parse, take the key EN_CURSO with one conditional write, charge
+    (sending the key as Idempotency-Key), record COMPLETADO with the charge
+    reference. A duplicate gets the stored reference back. A key held by
+    another consumer, or a transient gateway error, leaves the message for a
+    later receive; a declined card is recorded FALLIDO and the message is done.
+    """
+
+    client: gw.GatewayClient
+    store: idempotency.IdempotencyStore
+    key_of: KeyOf = key_from_order
+    answers: list[dict[str, Any]] = field(default_factory=list)
+
+    def __call__(self, event: dict[str, Any], context: Invocation) -> dict[str, Any]:
+        failures = []
+        for record in event["Records"]:
+            try:
+                order = orders.parse_order(record["body"])
+                clave = self.key_of(record, order)
+                charge = functools.partial(self._charge, order, clave, context)
+                resultado = idempotency.run_once(
+                    self.store, clave, charge, gw.is_permanent_failure, context.crashes.reached
+                )
+                self.answers.append(resultado)
+                context.record("answered", order.pedido_id, resultado["referencia_cobro"])
+            except (gw.CardDeclinedError, idempotency.AlreadyFailedError) as exc:
+                context.record("declined", "", str(exc))  # permanent: the message is done, nothing to retry
+            except (orders.MalformedOrderError, gw.GatewayError, idempotency.IdempotencyError) as exc:
+                context.record("failed", "", f"{type(exc).__name__}: {exc}")
+                failures.append({"itemIdentifier": record["messageId"]})
+        return {"batchItemFailures": failures}
+
+    def _charge(self, order: orders.Order, clave: str, context: Invocation) -> dict[str, Any]:
+        charge = self.client.charge(order.pedido_id, order.importe, clave, context)
+        context.record("charged", order.pedido_id, charge.referencia_cobro)
+        context.crashes.reached("after_charge")
+        return {"referencia_cobro": charge.referencia_cobro, "importe": str(charge.importe)}

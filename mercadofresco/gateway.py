@@ -184,6 +184,11 @@ class PaymentGateway:
         return [charge for charge in self.ledger if charge.pedido_id == pedido_id]
 
 
+def is_permanent_failure(exc: Exception) -> bool:
+    """A failure that retrying cannot fix: the card was declined (402)."""
+    return isinstance(exc, CardDeclinedError)
+
+
 RETRYABLE_BY_SDK = (GatewayTimeoutError, ResponseLostError, GatewayUnavailableError, ThrottledError)
 
 

@@ -121,3 +121,28 @@ def panel(run: Callable[..., Any], controls: dict[str, Any], button: str = "Run 
 
     run_button.on_click(on_click)
     return widgets.VBox([*controls.values(), run_button, output])
+
+
+def bars(
+    rows: list[dict[str, Any]], category: str, value: str, group: str | None = None, title: str = "", ylabel: str = ""
+) -> Figure:
+    """A bar per row (`category` on the x axis, `value` as height), side by side per `group` if given."""
+    figure = Figure(figsize=(8, 3.2), layout="constrained")
+    ax = figure.subplots()
+    categories = list(dict.fromkeys(str(row[category]) for row in rows))
+    groups = list(dict.fromkeys(str(row[group]) for row in rows)) if group else [""]
+    width = 0.8 / len(groups)
+    for g, name in enumerate(groups):
+        heights = [
+            next((row[value] for row in rows if str(row[category]) == c and (not group or str(row[group]) == name)), 0)
+            for c in categories
+        ]
+        positions = [i + (g - (len(groups) - 1) / 2) * width for i in range(len(categories))]
+        drawn = ax.bar(positions, heights, width, label=f"{group} = {name}" if group else None)
+        ax.bar_label(drawn, fontsize=8)
+    ax.set_xticks(range(len(categories)), categories, fontsize=8)
+    ax.set_ylabel(ylabel or value)
+    ax.set_title(title)
+    if group:
+        ax.legend(fontsize=8)
+    return figure

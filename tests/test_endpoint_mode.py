@@ -45,3 +45,22 @@ def test_endpoint_mode_via_environment(monkeypatch, reloj):
             assert world.queue_counts(built.sqs, built.orders.url)["visible"] == 0
     finally:
         server.stop()
+
+
+def test_fifty_parallel_duplicates_across_two_processes_sharing_a_moto_server(server_world):
+    """25 threads in each of two processes, one moto server: one charge in total, 50 identical answers."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    url = server_world.sqs.meta.endpoint_url
+    child = Path(__file__).with_name("parallel_child.py")
+    processes = [
+        subprocess.Popen([sys.executable, str(child), url, "25"], stdout=subprocess.PIPE, text=True) for _ in range(2)
+    ]
+    results = [json.loads(process.communicate(timeout=120)[0]) for process in processes]
+    assert all(process.returncode == 0 for process in processes)
+    assert sum(result["charges"] for result in results) == 1
+    answers = [answer for result in results for answer in result["answers"]]
+    assert len(answers) == 50 and len(set(answers)) == 1

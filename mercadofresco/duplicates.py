@@ -1,0 +1,289 @@
+"""Experiments of sections 2-4: duplicates, and how keys and the three-state table absorb them.
+
+Each function builds what it needs in a `World`, runs one experiment on moto
+under the virtual clock and returns rows to show. Two wrong designs from the
+lesson's common mistakes live here too, so notebooks and tests can watch them
+fail: `TwoStateStore` (no EN_CURSO) and `NoLockExpiryStore` (EN_CURSO forever).
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from decimal import Decimal
+from random import Random
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from mercadofresco import consumer, gateway, idempotency, orders, world
+from mercadofresco.clock import Stopwatch, VirtualClock
+from mercadofresco.idempotency import Estado, IdempotencyStore
+
+ORDER = orders.Order("PED-2026-084417", Decimal("48.20"))
+STOCK_TABLE = "mercadofresco-stock"  # a small table for the set-vs-increment experiment only
+
+
+# -- wrong designs (section 17), kept to be watched failing --------------------------------
+class TwoStateStore(IdempotencyStore):
+    """WRONG: look first, write only COMPLETADO at the end. Two consumers can both see "not there"."""
+
+    def acquire(self, clave: str) -> idempotency.Record | None:
+        existing = self.get(clave)
+        if existing is not None and existing.estado is not Estado.EN_CURSO:
+            return existing
+        return None  # "not there": go ahead (and so does everybody else who looked at the same time)
+
+
+class NoLockExpiryStore(IdempotencyStore):
+    """WRONG: EN_CURSO never expires before the 24 h TTL. A consumer that dies holding it blocks the order."""
+
+    def acquire(self, clave: str) -> idempotency.Record | None:
+        now = int(self.clock.timestamp())
+        item = {
+            "clave": {"S": clave},
+            "estado": {"S": Estado.EN_CURSO.value},
+            "expira_en": {"N": str(now + self.ttl_seconds)},
+            "caduca_bloqueo": {"N": str(now + self.ttl_seconds)},
+        }
+        try:
+            self.dynamodb.put_item(
+                TableName=self.table_name,
+                Item=item,
+                ConditionExpression="attribute_not_exists(clave) OR expira_en < :now",
+                ExpressionAttributeValues={":now": {"N": str(now)}},
+            )
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            return self.get(clave)
+        return None
+
+
+# -- section 2: set vs increment -------------------------------------------------------------
+def stock_drift(mf: world.World, deliveries: int = 3, stock: int = 40) -> dict[str, int]:
+    """Apply "one unit of sku 3401 sold" `deliveries` times, as an increment and as an assignment."""
+    if not 1 <= deliveries <= 20:
+        raise ValueError(f"deliveries must be between 1 and 20; got {deliveries}")
+    dynamodb = mf.dynamodb
+    if STOCK_TABLE not in dynamodb.list_tables()["TableNames"]:
+        dynamodb.create_table(
+            TableName=STOCK_TABLE,
+            KeySchema=[{"AttributeName": "sku", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "sku", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+    for sku in ("3401-incremento", "3401-asignacion"):
+        dynamodb.put_item(TableName=STOCK_TABLE, Item={"sku": {"S": sku}, "stock": {"N": str(stock)}})
+    for _ in range(deliveries):  # the same message, delivered `deliveries` times
+        dynamodb.update_item(
+            TableName=STOCK_TABLE, Key={"sku": {"S": "3401-incremento"}},
+            UpdateExpression="ADD stock :sold", ExpressionAttributeValues={":sold": {"N": "-1"}},
+        )  # fmt: skip
+        dynamodb.update_item(
+            TableName=STOCK_TABLE, Key={"sku": {"S": "3401-asignacion"}},
+            UpdateExpression="SET stock = :left", ExpressionAttributeValues={":left": {"N": str(stock - 1)}},
+        )  # fmt: skip
+
+    def read(sku: str) -> int:
+        return int(dynamodb.get_item(TableName=STOCK_TABLE, Key={"sku": {"S": sku}})["Item"]["stock"]["N"])
+
+    return {"deliveries": deliveries, "expected": stock - 1, "increment": read("3401-incremento"),
+            "assignment": read("3401-asignacion")}  # fmt: skip
+
+
+# -- section 2: which key --------------------------------------------------------------------
+def key_functions(seed: int = 7) -> dict[str, consumer.KeyOf]:
+    """The four candidate keys of section 2, as functions of (record, order)."""
+    rng = Random(seed)
+    return {
+        "MessageId": lambda record, order: record["messageId"],
+        "consumer UUID": lambda record, order: str(uuid.UUID(int=rng.getrandbits(128))),
+        "cobro:{pedido_id}": consumer.key_from_order,
+        "content hash": lambda record, order: idempotency.content_key("cobro", {"pedido_id": order.pedido_id,
+                                                                               "importe": order.importe}),
+    }  # fmt: skip
+
+
+def charges_by_key(mf: world.World, reloj: VirtualClock, key_name: str) -> dict[str, Any]:
+    """The producer sends the order twice and the first receive dies before deleting: how many charges?"""
+    key_of = key_functions()[key_name]
+    mf.reset_orders_queue()
+    _empty_table(mf)
+    provider = gateway.PaymentGateway(reloj)
+    client = gateway.GatewayClient(provider, send_idempotency_key=False)  # our table alone
+    handler = consumer.IdempotentChargeOrders(client, IdempotencyStore(mf.dynamodb, reloj), key_of=key_of)
+    config = consumer.PollerConfig(batch_size=1, max_idle_poll_seconds=20)
+    poller = consumer.Poller(mf.sqs, mf.orders.url, handler, reloj, config, consumer.CrashPlan({"before_delete": 1}))
+    message_ids = {orders.send_order(mf.sqs, mf.orders.url, ORDER) for _ in range(2)}  # a producer re-send
+    poller.run_until_idle(3_600)
+    return {"key": key_name, "messages_sent": len(message_ids), "charges": len(provider.ledger)}
+
+
+# -- section 3: the race, the lock, the TTL ----------------------------------------------------
+def race(mf: world.World, reloj: VirtualClock, design: str, consumers: int = 2) -> dict[str, Any]:
+    """`consumers` receive the same message at the same instant; nobody charges before everyone has looked."""
+    if design not in ("two states", "three states"):
+        raise ValueError(f'design must be "two states" or "three states"; got {design!r}')
+    if not 2 <= consumers <= 50:
+        raise ValueError(f"consumers must be between 2 and 50; got {consumers}")
+    store_class = TwoStateStore if design == "two states" else IdempotencyStore
+    result = _same_order_at_once(mf, reloj, store_class, consumers)
+    outcomes = [f"charged {a['referencia_cobro']}" if a else "backed off (EN_CURSO)" for a in result["first_round"]]
+    return {"design": design, "consumers": consumers, "charges": result["charges"], "outcomes": sorted(outcomes)}
+
+
+def parallel_duplicates(mf: world.World, reloj: VirtualClock, copies: int = 50) -> dict[str, Any]:
+    """The lesson's test: the same message `copies` times in parallel -> one effect, `copies` identical answers.
+
+    Round 1: all copies at once; one charges, the rest find EN_CURSO and back off.
+    Round 2: the queue redelivers the ones that backed off; they get the stored result.
+    """
+    if not 2 <= copies <= 200:
+        raise ValueError(f"copies must be between 2 and 200; got {copies}")
+    result = _same_order_at_once(mf, reloj, IdempotencyStore, copies)
+    answers = [answer for answer in result["first_round"] + result["second_round"] if answer is not None]
+    return {
+        "copies": copies,
+        "charges": result["charges"],
+        "backed_off_in_round_1": result["first_round"].count(None),
+        "answers": len(answers),
+        "distinct_answers": len({answer["referencia_cobro"] for answer in answers}),
+    }
+
+
+def _same_order_at_once(
+    mf: world.World, reloj: VirtualClock, store_class: type[IdempotencyStore], copies: int
+) -> dict[str, Any]:
+    """Run `copies` consumers of the same order in threads, in the worst order for the store.
+
+    The schedule is forced, not left to luck: whoever gets past the store waits
+    at a barrier before charging, and whoever backs off joins the same barrier,
+    so every consumer has looked at the table before anyone charges.
+    """
+    _empty_table(mf)
+    provider = gateway.PaymentGateway(reloj)
+    store = store_class(mf.dynamodb, reloj)
+    clave = idempotency.charge_key(ORDER.pedido_id)
+    everyone_looked = threading.Barrier(copies, timeout=10)
+
+    def charge() -> dict[str, Any]:
+        everyone_looked.wait()
+        return _charge(provider, reloj)
+
+    def attempt(first_round: bool) -> dict[str, Any] | None:
+        try:
+            return idempotency.run_once(store, clave, charge if first_round else _fail, gateway.is_permanent_failure)
+        except idempotency.AlreadyInProgressError:
+            if first_round:
+                everyone_looked.wait()
+            return None
+
+    with ThreadPoolExecutor(copies) as pool:
+        first = list(pool.map(attempt, [True] * copies))
+        second = list(pool.map(attempt, [False] * first.count(None)))
+    return {"charges": len(provider.ledger), "first_round": first, "second_round": second}
+
+
+def _charge(provider: gateway.PaymentGateway, reloj: VirtualClock) -> dict[str, Any]:
+    charge = provider.charge(ORDER.pedido_id, ORDER.importe, waiter=Stopwatch(reloj))
+    return {"referencia_cobro": charge.referencia_cobro, "importe": str(charge.importe)}
+
+
+def _fail() -> dict[str, Any]:
+    raise AssertionError("a redelivered duplicate must get the stored result, not charge")
+
+
+def consumer_dies_holding_the_lock(mf: world.World, reloj: VirtualClock, lock_expires: bool) -> dict[str, Any]:
+    """The consumer dies between the lock and the completion; the queue keeps redelivering."""
+    mf.reset_orders_queue()
+    _empty_table(mf)
+    provider = gateway.PaymentGateway(reloj)
+    store_class = IdempotencyStore if lock_expires else NoLockExpiryStore
+    handler = consumer.IdempotentChargeOrders(gateway.GatewayClient(provider), store_class(mf.dynamodb, reloj))
+    config = consumer.PollerConfig(max_idle_poll_seconds=20)
+    poller = consumer.Poller(mf.sqs, mf.orders.url, handler, reloj, config, consumer.CrashPlan({"after_lock": 1}))
+    orders.send_order(mf.sqs, mf.orders.url, ORDER)
+    poller.run_until_idle(3_600)
+    record = handler.store.get(idempotency.charge_key(ORDER.pedido_id))
+    return {
+        "lock_expires": lock_expires,
+        "receives": sum(row["event"] == "received" for row in poller.timeline),
+        "charges": len(provider.ledger),
+        "estado": record.estado.value if record else "-",
+        "in_dlq": sum(world.queue_counts(mf.sqs, mf.orders.dlq_url).values()),
+    }
+
+
+def crash_at_step(mf: world.World, reloj: VirtualClock, step: str, gateway_key: bool) -> dict[str, Any]:
+    """The complete consumer dies once at `step`; the queue redelivers. How many charges, and is it done?"""
+    mf.reset_orders_queue()
+    _empty_table(mf)
+    provider = gateway.PaymentGateway(reloj)
+    client = gateway.GatewayClient(provider, send_idempotency_key=gateway_key)
+    handler = consumer.IdempotentChargeOrders(client, IdempotencyStore(mf.dynamodb, reloj))
+    config = consumer.PollerConfig(max_idle_poll_seconds=20)
+    poller = consumer.Poller(mf.sqs, mf.orders.url, handler, reloj, config, consumer.CrashPlan({step: 1}))
+    orders.send_order(mf.sqs, mf.orders.url, ORDER)
+    poller.run_until_idle(3_600)
+    record = handler.store.get(idempotency.charge_key(ORDER.pedido_id))
+    return {
+        "crash at": step,
+        "gateway key": gateway_key,
+        "charges": len(provider.ledger),
+        "estado": record.estado.value if record else "-",
+        "left_in_queue": sum(world.queue_counts(mf.sqs, mf.orders.url).values()),
+    }
+
+
+def same_order_later(mf: world.World, reloj: VirtualClock, ttl_hours: float, hours_later: float) -> dict[str, Any]:
+    """The order is charged; `hours_later` the same message comes back (a DLQ redrive, a replay). Charged again?"""
+    if not 0 < ttl_hours <= 24 * 14:
+        raise ValueError(f"ttl_hours must be between 0 and 336 (14 days), excluding 0; got {ttl_hours}")
+    if not 0 <= hours_later <= 24 * 14:
+        raise ValueError(f"hours_later must be between 0 and 336; got {hours_later}")
+    _empty_table(mf)
+    provider = gateway.PaymentGateway(reloj)
+    store = IdempotencyStore(mf.dynamodb, reloj, ttl_seconds=int(ttl_hours * 3600), lock_seconds=1)
+    clave = idempotency.charge_key(ORDER.pedido_id)
+    for wait in (0, hours_later * 3600):
+        reloj.advance(wait)
+        idempotency.run_once(store, clave, lambda: _charge(provider, reloj), gateway.is_permanent_failure)
+    return {"ttl_hours": ttl_hours, "hours_later": hours_later, "charges": len(provider.ledger)}
+
+
+def monthly_cost(
+    ttl_hours: float,
+    orders_per_month: int = 240_000,
+    operations_per_order: int = 3,
+    writes_per_operation: int = 2,
+    usd_per_million_writes: float = 0.625,
+    item_bytes: int = 400,
+    usd_per_gb_month: float = 0.25,
+) -> dict[str, float]:
+    """On-demand cost of the table for a month, from stated assumptions (prices are examples, data fictitious).
+
+    Writes: acquire + complete for each operation (a charge, an email, a reservation).
+    Storage: the records alive at any moment, i.e. one TTL's worth of records.
+    """
+    records_per_hour = orders_per_month * operations_per_order / (30 * 24)
+    live_records = records_per_hour * ttl_hours
+    writes = orders_per_month * operations_per_order * writes_per_operation
+    write_usd = writes / 1e6 * usd_per_million_writes
+    storage_usd = live_records * item_bytes / 1e9 * usd_per_gb_month
+    return {
+        "ttl_hours": ttl_hours,
+        "live_records": round(live_records),
+        "writes_usd": round(write_usd, 2),
+        "storage_usd": round(storage_usd, 4),
+        "total_usd": round(write_usd + storage_usd, 2),
+    }
+
+
+def _empty_table(mf: world.World) -> None:
+    """Delete every record, so an experiment starts from a clean table."""
+    dynamodb = mf.dynamodb
+    for page in dynamodb.get_paginator("scan").paginate(TableName=mf.table_name, ProjectionExpression="clave"):
+        for item in page["Items"]:
+            dynamodb.delete_item(TableName=mf.table_name, Key={"clave": item["clave"]})

@@ -1,0 +1,165 @@
+"""Our idempotency beside Powertools for AWS Lambda's, on the same moto table (notebook 04).
+
+Powertools' `idempotent_function` implements the same pattern with a decorator.
+It stores its own attributes (status INPROGRESS/COMPLETED, expiration,
+in_progress_expiration in milliseconds, data) next to ours in
+`mercadofresco-idempotencia`, keyed by a hash of the payload in `clave`. One
+difference matters for the lesson: on any exception Powertools deletes the
+record, while the lesson keeps FALLIDO for a permanent failure.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from aws_lambda_powertools.utilities.idempotency import (
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+    idempotent_function,
+)
+from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
+
+from mercadofresco import gateway, idempotency, world
+from mercadofresco.clock import Stopwatch, VirtualClock
+from mercadofresco.duplicates import ORDER, _empty_table
+
+Charge = Callable[..., dict[str, Any]]  # charge(order={"pedido_id": ...}) -> {"referencia_cobro": ...}
+FUNCTION_TIMEOUT_MILLIS = 300_000
+
+
+class LambdaContext:
+    """Just enough of Lambda's context for Powertools to set its in-progress expiry."""
+
+    def get_remaining_time_in_millis(self) -> int:
+        return FUNCTION_TIMEOUT_MILLIS
+
+
+def _gateway_call(
+    provider: gateway.PaymentGateway, reloj: VirtualClock, before_charge: Callable[[], None]
+) -> Callable[[str], dict[str, Any]]:
+    def call(pedido_id: str) -> dict[str, Any]:
+        before_charge()
+        made = provider.charge(pedido_id, ORDER.importe, waiter=Stopwatch(reloj))
+        return {"referencia_cobro": made.referencia_cobro, "importe": str(made.importe)}
+
+    return call
+
+
+def powertools_charge(
+    mf: world.World,
+    provider: gateway.PaymentGateway,
+    reloj: VirtualClock,
+    before_charge: Callable[[], None] = lambda: None,
+) -> Charge:
+    """A charge wrapped by Powertools' idempotent_function, keyed on pedido_id, 24 h expiry."""
+    persistence = DynamoDBPersistenceLayer(table_name=mf.table_name, key_attr="clave", boto3_client=mf.dynamodb)
+    config = IdempotencyConfig(event_key_jmespath="pedido_id", expires_after_seconds=24 * 3600)
+    config.register_lambda_context(LambdaContext())  # its lock: the invocation's remaining time
+    call = _gateway_call(provider, reloj, before_charge)
+
+    @idempotent_function(data_keyword_argument="order", persistence_store=persistence, config=config)
+    def charge(order: dict[str, Any]) -> dict[str, Any]:
+        return call(order["pedido_id"])
+
+    return charge
+
+
+def our_charge(
+    mf: world.World,
+    provider: gateway.PaymentGateway,
+    reloj: VirtualClock,
+    before_charge: Callable[[], None] = lambda: None,
+) -> Charge:
+    """The same charge through our run_once and the three-state table."""
+    store = idempotency.IdempotencyStore(mf.dynamodb, reloj)
+    call = _gateway_call(provider, reloj, before_charge)
+
+    def charge(order: dict[str, Any]) -> dict[str, Any]:
+        clave = idempotency.charge_key(order["pedido_id"])
+        return idempotency.run_once(store, clave, lambda: call(order["pedido_id"]), gateway.is_permanent_failure)
+
+    return charge
+
+
+BUSY_ERRORS = (idempotency.AlreadyInProgressError, IdempotencyAlreadyInProgressError)
+
+
+def parallel(make: Callable[..., Charge], mf: world.World, reloj: VirtualClock, copies: int = 50) -> dict[str, Any]:
+    """`copies` threads charge the same order; nobody charges before everyone has looked (forced schedule).
+
+    Those that find the operation in progress back off, then try once more
+    after the first one finished, as the queue would redeliver them.
+    """
+    provider = gateway.PaymentGateway(reloj)
+    everyone_looked = threading.Barrier(copies, timeout=10)
+    charge = make(mf, provider, reloj, before_charge=everyone_looked.wait)
+    order = {"pedido_id": ORDER.pedido_id}
+
+    def attempt(first_round: bool) -> dict[str, Any] | None:
+        try:
+            return charge(order=order)
+        except BUSY_ERRORS:
+            if first_round:
+                everyone_looked.wait()
+            return None
+
+    with ThreadPoolExecutor(copies) as pool:
+        first = list(pool.map(attempt, [True] * copies))
+    retried = [attempt(False) for answer in first if answer is None]
+    answers = [answer for answer in first + retried if answer]
+    return {"charges": len(provider.ledger), "distinct_answers": len({a["referencia_cobro"] for a in answers}),
+            "answers": len(answers)}  # fmt: skip
+
+
+def declined_then_duplicate(charge: Charge, provider: gateway.PaymentGateway) -> dict[str, Any]:
+    """The card is declined; then the same message comes again. Does the gateway get called again?"""
+    provider.declined_orders.add(ORDER.pedido_id)
+    order = {"pedido_id": ORDER.pedido_id}
+    outcomes = []
+    for _ in range(2):
+        try:
+            charge(order=order)
+            outcomes.append("charged")
+        except gateway.CardDeclinedError:
+            outcomes.append("gateway said 402")
+        except idempotency.AlreadyFailedError:
+            outcomes.append("FALLIDO kept: not called")
+    return {"gateway_calls": provider.calls, "outcomes": outcomes}
+
+
+def behaviour_table(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]]:
+    """The same experiments on both implementations, side by side."""
+    rows = []
+    for name, make in (("ours", our_charge), ("powertools", powertools_charge)):
+        _empty_table(mf)
+        par = parallel(make, mf, reloj)
+        states = sorted(_states(mf))
+        _empty_table(mf)
+        provider = gateway.PaymentGateway(reloj)
+        declined = declined_then_duplicate(make(mf, provider, reloj), provider)
+        rows.append({
+            "implementation": name,
+            "50 parallel: charges": par["charges"],
+            "distinct answers": par["distinct_answers"],
+            "states seen": "/".join(states),
+            "declined card: gateway calls": declined["gateway_calls"],
+            "2nd attempt": declined["outcomes"][1],
+        })  # fmt: skip
+    return rows
+
+
+def _states(mf: world.World) -> set[str]:
+    items = mf.dynamodb.scan(TableName=mf.table_name)["Items"]
+    return {(item.get("estado") or item.get("status"))["S"] for item in items}
+
+
+def calls_per_second(charge: Charge, keys: int = 500) -> float:
+    """Distinct orders per second of real time (a measurement: it varies from run to run)."""
+    started = time.perf_counter()
+    for number in range(keys):
+        charge(order={"pedido_id": f"PED-2026-{number:06d}"})
+    return keys / (time.perf_counter() - started)

@@ -1,0 +1,42 @@
+"""One of the processes of the two-process parallel test: 25 threads charge the same order via a moto server.
+
+Usage: python parallel_child.py ENDPOINT_URL THREADS. Prints {"charges": n, "answers": [...]} as JSON.
+"""
+
+import json
+import os
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from decimal import Decimal
+
+from mercadofresco import clock, gateway, idempotency, world
+
+
+def main(endpoint_url: str, threads: int) -> None:
+    reloj = clock.VirtualClock().start()  # the same frozen instant as the parent: locks do not expire
+    mf = world.build(world.WorldConfig(mode="endpoint", endpoint_url=endpoint_url))
+    provider = gateway.PaymentGateway(reloj)  # this process's view of the gateway: counts its own charges
+    store = idempotency.IdempotencyStore(mf.dynamodb, reloj)
+    start = threading.Barrier(threads)
+
+    def charge() -> dict:
+        made = provider.charge("PED-2026-084417", Decimal("48.20"), waiter=clock.Stopwatch(reloj))
+        return {"referencia_cobro": f"{made.referencia_cobro}@pid{os.getpid()}"}  # unique across processes
+
+    def attempt(_: int) -> dict:
+        start.wait()
+        for _ in range(5_000):  # back off and come again, like a redelivery, until the result is there
+            try:
+                return idempotency.run_once(store, "cobro:PED-2026-084417", charge, gateway.is_permanent_failure)
+            except idempotency.AlreadyInProgressError:
+                continue
+        raise RuntimeError("never got the result")
+
+    with ThreadPoolExecutor(threads) as pool:
+        answers = list(pool.map(attempt, range(threads)))
+    print(json.dumps({"charges": len(provider.ledger), "answers": [a["referencia_cobro"] for a in answers]}))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], int(sys.argv[2]))

@@ -1,0 +1,188 @@
+import random
+from collections import Counter
+from decimal import Decimal
+
+import pytest
+
+from mercadofresco import consumer, duplicates, gateway, idempotency, orders, world
+from mercadofresco.idempotency import Estado, IdempotencyStore
+
+CLAVE = "cobro:PED-2026-084417"
+
+
+@pytest.fixture
+def store(mf, reloj):
+    return IdempotencyStore(mf.dynamodb, reloj)
+
+
+def test_keys_name_the_operation_and_the_thing():
+    assert idempotency.charge_key("PED-2026-084417") == "cobro:PED-2026-084417"
+    assert idempotency.email_key("PED-2026-084417") == "correo-confirmacion:PED-2026-084417"
+    assert idempotency.reservation_key("PED-2026-084417", "3401") == "reserva:PED-2026-084417:3401"
+    a = idempotency.content_key("cobro", {"pedido_id": "X", "importe": "48.20"})
+    b = idempotency.content_key("cobro", {"importe": "48.20", "pedido_id": "X"})
+    assert a == b and a.startswith("cobro:") and a != idempotency.content_key("cobro", {"pedido_id": "Y"})
+
+
+def test_item_shape_and_states(mf, store, reloj):
+    assert store.acquire(CLAVE) is None
+    item = mf.dynamodb.get_item(TableName="mercadofresco-idempotencia", Key={"clave": {"S": CLAVE}})["Item"]
+    now = int(reloj.timestamp())
+    assert item["estado"] == {"S": "EN_CURSO"}
+    assert int(item["expira_en"]["N"]) == now + 24 * 3600
+    assert int(item["caduca_bloqueo"]["N"]) == now + 60
+    store.complete(CLAVE, {"referencia_cobro": "ch_00001"})
+    record = store.get(CLAVE)
+    assert record.estado is Estado.COMPLETADO and record.resultado == {"referencia_cobro": "ch_00001"}
+
+
+def test_acquire_returns_whoever_stopped_us(store, reloj):
+    assert store.acquire(CLAVE) is None
+    held = store.acquire(CLAVE)
+    assert held.estado is Estado.EN_CURSO
+    reloj.advance(61)  # the lock ran out: a new consumer may take over
+    assert store.acquire(CLAVE) is None
+    store.complete(CLAVE, {"referencia_cobro": "ch_00001"})
+    assert store.acquire(CLAVE).estado is Estado.COMPLETADO
+
+
+def test_expired_record_is_free_even_though_ttl_never_deleted_it(store, reloj):
+    store.acquire(CLAVE)
+    store.complete(CLAVE, {"referencia_cobro": "ch_00001"})
+    reloj.advance(24 * 3600 + 1)
+    assert store.get(CLAVE) is not None  # moto (like DynamoDB, for a while) still has it
+    assert store.acquire(CLAVE) is None  # but the code treats it as gone
+
+
+def test_run_once_returns_the_stored_result(store, reloj):
+    provider = gateway.PaymentGateway(reloj)
+
+    def charge():
+        return {"referencia_cobro": provider.charge("PED-2026-084417", Decimal("48.20")).referencia_cobro}
+
+    first = idempotency.run_once(store, CLAVE, charge, gateway.is_permanent_failure)
+    second = idempotency.run_once(store, CLAVE, charge, gateway.is_permanent_failure)
+    assert first == second == {"referencia_cobro": "ch_00001"}
+    assert len(provider.ledger) == 1
+
+
+def test_declined_card_is_kept_fallido_and_not_retried_but_503_is(store, reloj):
+    provider = gateway.PaymentGateway(reloj, declined_orders={"PED-2026-084417"})
+    attempts = []
+
+    def charge():
+        attempts.append(1)
+        return {"referencia_cobro": provider.charge("PED-2026-084417", Decimal("48.20")).referencia_cobro}
+
+    with pytest.raises(gateway.CardDeclinedError):
+        idempotency.run_once(store, CLAVE, charge, gateway.is_permanent_failure)
+    with pytest.raises(idempotency.AlreadyFailedError) as info:
+        idempotency.run_once(store, CLAVE, charge, gateway.is_permanent_failure)
+    assert len(attempts) == 1 and info.value.resultado["error"] == "CardDeclinedError"
+    assert store.get(CLAVE).estado is Estado.FALLIDO
+
+    other = "cobro:PED-2026-084418"
+    provider.fail_next(gateway.Fault.UNAVAILABLE)
+    with pytest.raises(gateway.GatewayUnavailableError):
+        idempotency.run_once(store, other, lambda: {"ok": provider.charge("PED-2026-084418", Decimal(1)).pedido_id},
+                             gateway.is_permanent_failure)  # fmt: skip
+    assert store.get(other) is None  # released: the retry may run at once
+    assert idempotency.run_once(
+        store, other, lambda: {"ok": provider.charge("PED-2026-084418", Decimal(1)).pedido_id},
+        gateway.is_permanent_failure,
+    ) == {"ok": "PED-2026-084418"}  # fmt: skip
+
+
+def test_store_errors_are_wrapped_once(mf, reloj):
+    broken = IdempotencyStore(mf.dynamodb, reloj, table_name="no-such-table")
+    with pytest.raises(idempotency.StoreError, match="acquire cobro:PED") as info:
+        broken.acquire(CLAVE)
+    assert info.value.__cause__ is not None
+
+
+def test_lock_must_fit_inside_the_ttl(mf, reloj):
+    with pytest.raises(ValueError, match="lock_seconds must be at least 1 and below ttl_seconds"):
+        IdempotencyStore(mf.dynamodb, reloj, ttl_seconds=60, lock_seconds=60)
+
+
+# -- the race and the lesson's parallel test ------------------------------------------------------
+def test_fifty_parallel_duplicates_one_charge_fifty_identical_answers(mf, reloj):
+    result = duplicates.parallel_duplicates(mf, reloj, copies=50)
+    assert result == {"copies": 50, "charges": 1, "backed_off_in_round_1": 49, "answers": 50, "distinct_answers": 1}
+
+
+def test_the_same_race_double_charges_with_two_states(mf, reloj):
+    """Proof the race test can fail: the wrong design loses it."""
+    assert duplicates.race(mf, reloj, "two states")["charges"] == 2
+    three = duplicates.race(mf, reloj, "three states")
+    assert three["charges"] == 1 and three["outcomes"] == ["backed off (EN_CURSO)", "charged ch_00001"]
+
+
+def test_lock_without_expiry_leaves_the_order_uncharged(mf, reloj):
+    stuck = duplicates.consumer_dies_holding_the_lock(mf, reloj, lock_expires=False)
+    assert stuck["charges"] == 0 and stuck["estado"] == "EN_CURSO" and stuck["in_dlq"] == 1
+    fine = duplicates.consumer_dies_holding_the_lock(mf, reloj, lock_expires=True)
+    assert fine["charges"] == 1 and fine["estado"] == "COMPLETADO" and fine["in_dlq"] == 0
+
+
+@pytest.mark.parametrize("key", ["MessageId", "consumer UUID", "cobro:{pedido_id}", "content hash"])
+def test_only_domain_keys_survive_a_producer_resend(mf, reloj, key):
+    expected = {"MessageId": 2, "consumer UUID": 3, "cobro:{pedido_id}": 1, "content hash": 1}
+    assert duplicates.charges_by_key(mf, reloj, key)["charges"] == expected[key]
+
+
+@pytest.mark.parametrize("step", ["received", "after_lock", "after_charge", "after_complete", "before_delete"])
+def test_crash_at_each_step_ends_with_one_charge(mf, reloj, step):
+    result = duplicates.crash_at_step(mf, reloj, step, gateway_key=True)
+    assert (result["charges"], result["estado"], result["left_in_queue"]) == (1, "COMPLETADO", 0)
+
+
+def test_without_the_gateway_key_the_gap_after_charging_double_charges(mf, reloj):
+    assert duplicates.crash_at_step(mf, reloj, "after_charge", gateway_key=False)["charges"] == 2
+
+
+def _deliver_until_done(handler, message, reloj, crashes, visibility_seconds=120, max_receives=50):
+    """The queue's job, played by the test: deliver the same message until the consumer deletes it."""
+    for count in range(1, max_receives + 1):
+        poller = consumer.Poller(None, "", handler, reloj, crashes=crashes)
+        invocation = consumer.Invocation(poller, "consumidor-1", count)
+        record = {"messageId": message["MessageId"], "receiptHandle": "", "body": message["Body"],
+                  "attributes": {"ApproximateReceiveCount": str(count)}}  # fmt: skip
+        try:
+            crashes.reached("received")
+            response = handler({"Records": [record]}, invocation)
+            done = not response["batchItemFailures"]
+            if done:
+                crashes.reached("before_delete")
+                return count
+        except consumer.ConsumerCrash:
+            pass
+        reloj.advance(visibility_seconds)
+    raise AssertionError(f"{message['Body']} not done after {max_receives} receives")
+
+
+def test_a_thousand_orders_with_seeded_crashes_each_charged_exactly_once(mf, reloj):
+    provider = gateway.PaymentGateway(reloj)
+    handler = consumer.IdempotentChargeOrders(gateway.GatewayClient(provider), IdempotencyStore(mf.dynamodb, reloj))
+    crashes = consumer.CrashPlan(probability=0.1, rng=random.Random(2026))
+    for number in range(1_000):
+        body = orders.order_body(orders.Order(orders.order_id(number), Decimal("10.00")))
+        _deliver_until_done(handler, {"MessageId": f"m-{number}", "Body": body}, reloj, crashes)
+    assert Counter(provider.charges_per_order().values()) == {1: 1_000}
+    assert set(crashes.crashed_at) == set(consumer.STEPS)  # every step was hit
+    assert len(crashes.crashed_at) > 300
+
+
+def test_crashes_through_the_real_queue(mf, reloj):
+    mf.reset_orders_queue(max_receive_count=10)
+    provider = gateway.PaymentGateway(reloj)
+    handler = consumer.IdempotentChargeOrders(gateway.GatewayClient(provider), IdempotencyStore(mf.dynamodb, reloj))
+    crashes = consumer.CrashPlan(probability=0.08, rng=random.Random(7))
+    config = consumer.PollerConfig(max_concurrency=4, max_idle_poll_seconds=20)
+    poller = consumer.Poller(mf.sqs, mf.orders.url, handler, reloj, config, crashes)
+    for number in range(100):
+        orders.send_order(mf.sqs, mf.orders.url, orders.Order(orders.order_id(number), Decimal("10.00")))
+    poller.run_until_idle(24 * 3600)
+    assert Counter(provider.charges_per_order().values()) == {1: 100}
+    assert world.queue_counts(mf.sqs, mf.orders.dlq_url)["visible"] == 0
+    assert len(crashes.crashed_at) > 10

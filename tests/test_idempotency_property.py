@@ -1,0 +1,124 @@
+"""Property: whatever the interleaving of two consumers, crashes and redeliveries, one charge per key at most,
+and the key ends COMPLETADO or FALLIDO once the queue keeps redelivering.
+
+Each consumer attempt runs in a thread that stops at every step (received, after_lock, after_charge,
+after_complete); hypothesis decides who moves next, who dies, and when the clock jumps.
+"""
+
+import itertools
+import threading
+from decimal import Decimal
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mercadofresco import consumer, gateway, idempotency, orders
+from mercadofresco.idempotency import Estado, IdempotencyStore
+
+TIMEOUT = 10
+numbers = itertools.count(1)
+
+
+class SteppedAttempt:
+    """One delivery of the message to one consumer, advanced a step at a time by the test."""
+
+    def __init__(self, handler, body, reloj, name):
+        self.go = threading.Semaphore(0)
+        self.arrived = threading.Semaphore(0)
+        self.crash_next = False
+        self.finished = False
+        self.poller = consumer.Poller(None, "", handler, reloj, crashes=self)
+        self.invocation = consumer.Invocation(self.poller, name, 1)
+        self.event = {"Records": [{"messageId": name, "receiptHandle": "", "body": body, "attributes": {}}]}
+        self.thread = threading.Thread(target=self._run, args=(handler,), daemon=True)
+        self.thread.start()
+        self._wait()  # parked before its first step
+
+    def reached(self, step):  # called from the consumer's thread (it is this attempt's CrashPlan)
+        self.arrived.release()
+        assert self.go.acquire(timeout=TIMEOUT), "the test never moved this consumer"
+        if self.crash_next:
+            raise consumer.ConsumerCrash(step)
+
+    def _run(self, handler):
+        try:
+            self.reached("received")
+            handler(self.event, self.invocation)
+        except consumer.ConsumerCrash:
+            pass
+        finally:
+            self.finished = True
+            self.arrived.release()
+
+    def _wait(self):
+        assert self.arrived.acquire(timeout=TIMEOUT), "consumer thread stuck"
+
+    def step(self):
+        self.go.release()
+        self._wait()
+
+    def crash(self):
+        self.crash_next = True
+        self.step()
+
+    def finish(self):
+        while not self.finished:
+            self.step()
+
+
+actions = st.lists(
+    st.one_of(
+        st.tuples(st.just("step"), st.integers(0, 1)),
+        st.tuples(st.just("crash"), st.integers(0, 1)),
+        st.tuples(st.just("deliver"), st.integers(0, 1)),
+        st.tuples(st.just("advance"), st.sampled_from([5, 61, 130])),
+    ),
+    max_size=25,
+)
+
+
+@pytest.fixture(scope="module")
+def table(request):
+    from mercadofresco import clock, world
+
+    reloj = clock.VirtualClock().start()
+    built = world.build(world.WorldConfig())
+    yield built, reloj
+    built.close()
+    reloj.stop()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(schedule=actions, declined=st.booleans())
+def test_interleavings_never_charge_twice_and_always_settle(table, schedule, declined):
+    mf, reloj = table
+    order = orders.Order(orders.order_id(next(numbers)), Decimal("48.20"))
+    provider = gateway.PaymentGateway(reloj, declined_orders={order.pedido_id} if declined else set())
+    handler = consumer.IdempotentChargeOrders(gateway.GatewayClient(provider), IdempotencyStore(mf.dynamodb, reloj))
+    body = orders.order_body(order)
+    active: dict[int, SteppedAttempt] = {}
+
+    for action, value in schedule:
+        if action == "advance":
+            reloj.advance(value)
+            continue
+        attempt = active.get(value)
+        if action == "deliver" and (attempt is None or attempt.finished):
+            active[value] = SteppedAttempt(handler, body, reloj, f"consumidor-{value + 1}")
+        elif attempt is not None and not attempt.finished:
+            attempt.step() if action == "step" else attempt.crash()
+        assert len(provider.ledger) <= 1
+
+    for attempt in active.values():  # slow consumers still finish what they started
+        attempt.finish()
+    clave = idempotency.charge_key(order.pedido_id)
+    for _ in range(5):  # the queue keeps redelivering until the consumer is done
+        record = handler.store.get(clave)
+        if record is not None and record.estado is not Estado.EN_CURSO:
+            break
+        reloj.advance(130)
+        SteppedAttempt(handler, body, reloj, "redelivery").finish()
+    record = handler.store.get(clave)
+    assert record.estado is (Estado.FALLIDO if declined else Estado.COMPLETADO)
+    assert len(provider.ledger) == (0 if declined else 1)
