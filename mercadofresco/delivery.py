@@ -87,12 +87,14 @@ def run_orders(
     )
 
 
-def six_steps(mf: world.World, reloj: VirtualClock, visibility_timeout_seconds: int = 120) -> DeliveryRun:
+def six_steps(
+    mf: world.World, reloj: VirtualClock, visibility_timeout_seconds: int = 120, send_idempotency_key: bool = False
+) -> DeliveryRun:
     """The lesson's six steps: the gateway charges, the response is lost, the message comes back, a second charge."""
     mf.reset_orders_queue(visibility_timeout_seconds)
     provider = gateway.PaymentGateway(reloj)
     provider.fail_next(gateway.Fault.RESPONSE_LOST)
-    client = gateway.GatewayClient(provider, read_timeout_seconds=180, send_idempotency_key=False)
+    client = gateway.GatewayClient(provider, read_timeout_seconds=180, send_idempotency_key=send_idempotency_key)
     return run_orders(mf, reloj, client, [INCIDENT_ORDER])
 
 

@@ -237,6 +237,32 @@ def crash_at_step(mf: world.World, reloj: VirtualClock, step: str, gateway_key: 
     }
 
 
+def failure_kinds(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]]:
+    """Two orders: one meets a 503 (transient: released and retried), one a declined card (permanent: FALLIDO)."""
+    mf.reset_orders_queue()
+    _empty_table(mf)
+    unavailable, declined = orders.Order(orders.order_id(84418), Decimal("12.50")), ORDER
+    provider = gateway.PaymentGateway(reloj, declined_orders={declined.pedido_id})
+    provider.fail_next(gateway.Fault.UNAVAILABLE)
+    handler = consumer.IdempotentChargeOrders(gateway.GatewayClient(provider), IdempotencyStore(mf.dynamodb, reloj))
+    config = consumer.PollerConfig(batch_size=1, max_idle_poll_seconds=20)
+    poller = consumer.Poller(mf.sqs, mf.orders.url, handler, reloj, config)
+    for order in (unavailable, declined):
+        orders.send_order(mf.sqs, mf.orders.url, order)
+    poller.run_until_idle(3_600)
+    rows = []
+    for order, what in ((unavailable, "503 on the first call"), (declined, "card declined (402)")):
+        record = handler.store.get(idempotency.charge_key(order.pedido_id))
+        rows.append({
+            "pedido_id": order.pedido_id,
+            "gateway said": what,
+            "receives": sum(r["event"] == "received" and r["pedido_id"] == order.pedido_id for r in poller.timeline),
+            "charges": len(provider.charges_for(order.pedido_id)),
+            "estado": record.estado.value if record else "-",
+        })  # fmt: skip
+    return rows
+
+
 def same_order_later(mf: world.World, reloj: VirtualClock, ttl_hours: float, hours_later: float) -> dict[str, Any]:
     """The order is charged; `hours_later` the same message comes back (a DLQ redrive, a replay). Charged again?"""
     if not 0 < ttl_hours <= 24 * 14:

@@ -32,6 +32,12 @@ def table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> None:
         print("  ".join(value.ljust(width) for value, width in zip(line, widths, strict=True)).rstrip())
 
 
+def items(dynamodb_items: list[dict[str, Any]], columns: list[str] | None = None) -> None:
+    """Print DynamoDB items (typed values such as {"S": "EN_CURSO"}) as a table, attributes sorted."""
+    rows = [{name: next(iter(typed.values())) for name, typed in sorted(item.items())} for item in dynamodb_items]
+    table(rows, columns or sorted({name for row in rows for name in row}, key=lambda n: (n != "clave", n)))
+
+
 def _cell(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
