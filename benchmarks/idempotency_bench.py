@@ -12,7 +12,7 @@ import sys
 
 from mercadofresco import clock, gateway, world
 from mercadofresco import powertools_compare as compare
-from mercadofresco.duplicates import _empty_table
+from mercadofresco.duplicates import empty_table
 
 
 def main(keys: int = 500) -> int:
@@ -22,7 +22,7 @@ def main(keys: int = 500) -> int:
     rates = {name: 0.0 for name in makers}
     for round_ in range(4):  # round 0 warms moto up; then the best of three, alternating who goes first
         for name in sorted(makers, reverse=round_ % 2 == 1):
-            _empty_table(mf)
+            empty_table(mf)
             rate = compare.calls_per_second(makers[name](mf, gateway.PaymentGateway(reloj), reloj), keys)
             rates[name] = max(rates[name], rate) if round_ else 0.0
     for name, rate in rates.items():

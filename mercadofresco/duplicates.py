@@ -15,8 +15,6 @@ from decimal import Decimal
 from random import Random
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from mercadofresco import consumer, gateway, idempotency, orders, world
 from mercadofresco.clock import Stopwatch, VirtualClock
 from mercadofresco.idempotency import Estado, IdempotencyStore
@@ -37,28 +35,10 @@ class TwoStateStore(IdempotencyStore):
 
 
 class NoLockExpiryStore(IdempotencyStore):
-    """WRONG: EN_CURSO never expires before the 24 h TTL. A consumer that dies holding it blocks the order."""
+    """WRONG: EN_CURSO lasts as long as the record (24 h). A consumer that dies holding it blocks the order."""
 
-    def acquire(self, clave: str) -> idempotency.Record | None:
-        now = int(self.clock.timestamp())
-        item = {
-            "clave": {"S": clave},
-            "estado": {"S": Estado.EN_CURSO.value},
-            "expira_en": {"N": str(now + self.ttl_seconds)},
-            "caduca_bloqueo": {"N": str(now + self.ttl_seconds)},
-        }
-        try:
-            self.dynamodb.put_item(
-                TableName=self.table_name,
-                Item=item,
-                ConditionExpression="attribute_not_exists(clave) OR expira_en < :now",
-                ExpressionAttributeValues={":now": {"N": str(now)}},
-            )
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
-                raise
-            return self.get(clave)
-        return None
+    def __init__(self, dynamodb: Any, clock: VirtualClock, ttl_seconds: int = idempotency.DEFAULT_TTL_SECONDS) -> None:
+        super().__init__(dynamodb, clock, ttl_seconds=ttl_seconds, lock_seconds=ttl_seconds - 1)
 
 
 # -- section 2: set vs increment -------------------------------------------------------------
@@ -110,7 +90,7 @@ def charges_by_key(mf: world.World, reloj: VirtualClock, key_name: str) -> dict[
     """The producer sends the order twice and the first receive dies before deleting: how many charges?"""
     key_of = key_functions()[key_name]
     mf.reset_orders_queue()
-    _empty_table(mf)
+    empty_table(mf)
     provider = gateway.PaymentGateway(reloj)
     client = gateway.GatewayClient(provider, send_idempotency_key=False)  # our table alone
     handler = consumer.IdempotentChargeOrders(client, IdempotencyStore(mf.dynamodb, reloj), key_of=key_of)
@@ -162,7 +142,7 @@ def _same_order_at_once(
     at a barrier before charging, and whoever backs off joins the same barrier,
     so every consumer has looked at the table before anyone charges.
     """
-    _empty_table(mf)
+    empty_table(mf)
     provider = gateway.PaymentGateway(reloj)
     store = store_class(mf.dynamodb, reloj)
     clave = idempotency.charge_key(ORDER.pedido_id)
@@ -198,7 +178,7 @@ def _fail() -> dict[str, Any]:
 def consumer_dies_holding_the_lock(mf: world.World, reloj: VirtualClock, lock_expires: bool) -> dict[str, Any]:
     """The consumer dies between the lock and the completion; the queue keeps redelivering."""
     mf.reset_orders_queue()
-    _empty_table(mf)
+    empty_table(mf)
     provider = gateway.PaymentGateway(reloj)
     store_class = IdempotencyStore if lock_expires else NoLockExpiryStore
     handler = consumer.IdempotentChargeOrders(gateway.GatewayClient(provider), store_class(mf.dynamodb, reloj))
@@ -219,7 +199,7 @@ def consumer_dies_holding_the_lock(mf: world.World, reloj: VirtualClock, lock_ex
 def crash_at_step(mf: world.World, reloj: VirtualClock, step: str, gateway_key: bool) -> dict[str, Any]:
     """The complete consumer dies once at `step`; the queue redelivers. How many charges, and is it done?"""
     mf.reset_orders_queue()
-    _empty_table(mf)
+    empty_table(mf)
     provider = gateway.PaymentGateway(reloj)
     client = gateway.GatewayClient(provider, send_idempotency_key=gateway_key)
     handler = consumer.IdempotentChargeOrders(client, IdempotencyStore(mf.dynamodb, reloj))
@@ -240,7 +220,7 @@ def crash_at_step(mf: world.World, reloj: VirtualClock, step: str, gateway_key: 
 def failure_kinds(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]]:
     """Two orders: one meets a 503 (transient: released and retried), one a declined card (permanent: FALLIDO)."""
     mf.reset_orders_queue()
-    _empty_table(mf)
+    empty_table(mf)
     unavailable, declined = orders.Order(orders.order_id(84418), Decimal("12.50")), ORDER
     provider = gateway.PaymentGateway(reloj, declined_orders={declined.pedido_id})
     provider.fail_next(gateway.Fault.UNAVAILABLE)
@@ -269,7 +249,7 @@ def same_order_later(mf: world.World, reloj: VirtualClock, ttl_hours: float, hou
         raise ValueError(f"ttl_hours must be between 0 and 336 (14 days), excluding 0; got {ttl_hours}")
     if not 0 <= hours_later <= 24 * 14:
         raise ValueError(f"hours_later must be between 0 and 336; got {hours_later}")
-    _empty_table(mf)
+    empty_table(mf)
     provider = gateway.PaymentGateway(reloj)
     store = IdempotencyStore(mf.dynamodb, reloj, ttl_seconds=int(ttl_hours * 3600), lock_seconds=1)
     clave = idempotency.charge_key(ORDER.pedido_id)
@@ -307,7 +287,7 @@ def monthly_cost(
     }
 
 
-def _empty_table(mf: world.World) -> None:
+def empty_table(mf: world.World) -> None:
     """Delete every record, so an experiment starts from a clean table."""
     dynamodb = mf.dynamodb
     for page in dynamodb.get_paginator("scan").paginate(TableName=mf.table_name, ProjectionExpression="clave"):

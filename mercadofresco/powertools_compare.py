@@ -25,7 +25,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAl
 
 from mercadofresco import gateway, idempotency, world
 from mercadofresco.clock import Stopwatch, VirtualClock
-from mercadofresco.duplicates import ORDER, _empty_table
+from mercadofresco.duplicates import ORDER, empty_table
 
 Charge = Callable[..., dict[str, Any]]  # charge(order={"pedido_id": ...}) -> {"referencia_cobro": ...}
 FUNCTION_TIMEOUT_MILLIS = 300_000
@@ -135,10 +135,10 @@ def behaviour_table(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]
     """The same experiments on both implementations, side by side."""
     rows = []
     for name, make in (("ours", our_charge), ("powertools", powertools_charge)):
-        _empty_table(mf)
+        empty_table(mf)
         par = parallel(make, mf, reloj)
         states = sorted(_states(mf))
-        _empty_table(mf)
+        empty_table(mf)
         provider = gateway.PaymentGateway(reloj)
         declined = declined_then_duplicate(make(mf, provider, reloj), provider)
         rows.append({
