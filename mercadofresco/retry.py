@@ -43,10 +43,22 @@ THROTTLING_CODES = frozenset(
         "TooManyRequestsException",
         "ProvisionedThroughputExceededException",
         "RequestLimitExceeded",
+        "RequestThrottled",
+        "EC2ThrottledException",
+        "BandwidthLimitExceeded",
         "SlowDown",
     }
 )
-TRANSIENT_CODES = frozenset({"RequestTimeout", "RequestTimeoutException", "InternalServerError", "ServiceUnavailable"})
+TRANSIENT_CODES = frozenset(
+    {
+        "RequestTimeout",
+        "RequestTimeoutException",
+        "PriorRequestNotComplete",
+        "TransactionInProgressException",
+        "InternalServerError",
+        "ServiceUnavailable",
+    }
+)
 ANSWER_CODES = frozenset({"ConditionalCheckFailedException"})
 
 

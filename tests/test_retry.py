@@ -205,3 +205,31 @@ def test_disciplined_layers_stay_under_the_limit():
     assert retry.worst_case(layers) == {"formula": "2 × 4 × 1", "per_order": 8, "orders": 1, "calls": 8, "warning": ""}
     assert retry.worst_case([retry.Layer("SDK", 16)])["warning"]
     assert not retry.worst_case([retry.Layer("SDK", 15)])["warning"]
+
+
+# -- experiments on moto and the gateway model ------------------------------------------------
+def test_a_retried_timeout_charges_twice_without_the_key_and_once_with_it(reloj):
+    from mercadofresco import retry_experiments as rx
+
+    assert rx.timeout_retries(reloj, send_key=False)["charges"] == 2
+    assert rx.timeout_retries(reloj, send_key=True)["charges"] == 1
+    disciplined = rx.timeout_retries(reloj, send_key=False, policy=retry.RetryPolicy(retry.FullJitter(), 3))
+    assert (disciplined["attempts"], disciplined["charges"]) == (1, 1)
+
+
+def test_layers_counted_on_moto_match_the_calculator(mf, reloj):
+    from mercadofresco import retry_experiments as rx
+
+    lesson = rx.layer_calls(mf, reloj, order_count=3)
+    assert (lesson["gateway_calls"], lesson["calculator_per_order"], lesson["in_dlq"]) == (240, 80, 3)
+    disciplined = rx.layer_calls(mf, reloj, order_count=3, sdk_attempts=2, catch_failures=True)
+    assert (disciplined["gateway_calls"], disciplined["in_dlq"], disciplined["caught_by_workflow"]) == (24, 0, 3)
+
+
+def test_botocore_table_reads_the_installed_botocore():
+    from mercadofresco import retry_experiments as rx
+
+    rows = {row["code or status"]: row for row in rx.botocore_table()}
+    assert rows["ThrottlingException"]["legacy"] == rows["ThrottlingException"]["standard"] == "retry"
+    assert rows["503"]["ours"] == "RETRY"
+    assert "ConditionalCheckFailedException" not in rows  # botocore does not retry it either
