@@ -21,7 +21,7 @@ from typing import Any
 
 import botocore
 from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
-from botocore.retries import standard
+from botocore.retries import quota, standard
 
 from mercadofresco import consumer, orders, retry, world
 from mercadofresco import gateway as gw
@@ -125,6 +125,54 @@ def botocore_table() -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def budget_comparison(failure_rates: list[float], calls: int = 1000, seed: int = 0) -> list[dict[str, Any]]:
+    """Retries granted when a share of calls fails (one retry wanted per failure): our 10 % budget vs botocore's quota.
+
+    botocore's side is its own `RetryQuota` with its standard mode's costs, read
+    from the installed botocore: a retry costs `_RETRY_COST`, a success without
+    retries gives back `_NO_RETRY_INCREMENT`, a retried success gives back its cost.
+    """
+    rows = []
+    for rate in failure_rates:
+        if not 0 <= rate <= 1:
+            raise ValueError(f"failure rates must be between 0 and 1; got {rate}")
+        rng = random.Random(seed)
+        ours, theirs = retry.RetryBudget(0.1), quota.RetryQuota()
+        cost, refund = standard.RetryQuotaChecker._RETRY_COST, standard.RetryQuotaChecker._NO_RETRY_INCREMENT
+        wanted = botocore_granted = 0
+        for _ in range(calls):
+            ours.record_call()
+            if rng.random() >= rate:
+                theirs.release(refund)
+                continue
+            wanted += 1
+            ours.try_retry()
+            if theirs.acquire(cost):
+                botocore_granted += 1
+                if rng.random() >= rate:
+                    theirs.release(cost)
+        rows.append(
+            {
+                "failure_rate": rate,
+                "calls": calls,
+                "failed_calls": wanted,
+                "ours_retries": ours.retries,
+                "botocore_retries": botocore_granted,
+            }
+        )
+    return rows
+
+
+def botocore_quota() -> dict[str, int]:
+    """botocore's standard-mode retry quota, as installed."""
+    return {
+        "initial_capacity": quota.RetryQuota.INITIAL_CAPACITY,
+        "retry_cost": standard.RetryQuotaChecker._RETRY_COST,
+        "throttling_retry_cost": standard.RetryQuotaChecker._THROTTLING_RETRY_COST,
+        "success_refund": standard.RetryQuotaChecker._NO_RETRY_INCREMENT,
+    }
 
 
 # -- section 7: where to retry ------------------------------------------------------------

@@ -32,6 +32,7 @@ from mercadofresco import gateway as gw
 
 FAST_FAIL_SECONDS = 0.05  # how long a 503 takes to come back
 SAMPLE_SECONDS = 10.0
+RECOVERY_WINDOW_TENTHS = 50  # look 5 s past each return of the gateway
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ class StormConfig:
     """The Friday of the storm, in seconds from the start."""
 
     orders_per_second: float = 12.0
-    horizon_seconds: float = 900.0
+    horizon_seconds: float = 600.0
     baseline_latency_seconds: float = gw.BASELINE_LATENCY_SECONDS
     degraded_latency_seconds: float = 4.0
     degrade_from: float = 60.0
@@ -101,14 +102,19 @@ def retry_policy(config: StormConfig, defences: Defences) -> retry.RetryPolicy:
 class StormGateway:
     """Holds at most `max_in_flight` calls; too many refusals in one second and it falls over."""
 
-    def __init__(self, config: StormConfig) -> None:
+    def __init__(self, env: simpy.Environment, config: StormConfig) -> None:
+        self.env = env
         self.config = config
+        self.fell_over = env.event()  # wakes every call inside when the gateway falls over
         self.in_flight = 0
         self.down_until = 0.0
         self.collapses: list[float] = []
+        self.first_refusal: float | None = None
         self.calls: Counter[int] = Counter()
-        self.ok: Counter[int] = Counter()
-        self.rejected: Counter[int] = Counter()
+        self.calls_by_tenth: Counter[int] = Counter()  # arrivals per 100 ms: synchronised retries show up here
+        self.ok: Counter[int] = Counter()  # by the second the answer came back
+        self.failed: Counter[int] = Counter()
+        self.refused: Counter[int] = Counter()  # 503s for lack of room, by second: too many and it falls over
 
     def degraded(self, now: float) -> bool:
         return self.config.degrade_from <= now < self.config.degrade_until
@@ -120,22 +126,30 @@ class StormGateway:
         return self.config.degraded_max_in_flight if self.degraded(now) else self.config.max_in_flight
 
     def call(self, env: simpy.Environment):
-        """One charge call; the process's value is None on success, else the error."""
-        second = int(env.now)
-        self.calls[second] += 1
-        if env.now < self.down_until or self.in_flight >= self.capacity(env.now):
-            self.rejected[second] += 1
-            if env.now >= self.down_until and self.rejected[second] >= self.config.collapse_rejections:
-                self.down_until = env.now + self.config.down_seconds
-                self.collapses.append(round(env.now, 1))
+        """One charge call (use with `yield from`); returns None on success, else the error."""
+        now = env.now
+        self.calls[int(now)] += 1
+        self.calls_by_tenth[int(now * 10)] += 1
+        full = self.in_flight >= self.capacity(now)
+        if now >= self.down_until and full:
+            self.first_refusal = now if self.first_refusal is None else self.first_refusal
+            self.refused[int(now)] += 1
+            if self.refused[int(now)] >= self.config.collapse_rejections:
+                self.down_until = now + self.config.down_seconds
+                self.collapses.append(round(now, 1))
+                self.fell_over.succeed()
+                self.fell_over = env.event()
+        if now < self.down_until or full:
             yield env.timeout(FAST_FAIL_SECONDS)
+            self.failed[int(env.now)] += 1
             return gw.GatewayUnavailableError("503 Service Unavailable")
         self.in_flight += 1
-        yield env.timeout(self.latency(env.now))
+        yield env.timeout(self.latency(now)) | self.fell_over
         self.in_flight -= 1
         if env.now < self.down_until:  # it fell over while this call was inside: the connection is reset
+            self.failed[int(env.now)] += 1
             return gw.GatewayUnavailableError("503 Service Unavailable")
-        self.ok[second] += 1
+        self.ok[int(env.now)] += 1
         return None
 
 
@@ -149,6 +163,7 @@ class Message:
 class StormRun:
     """What happened: one row every 10 s, and the totals."""
 
+    config: StormConfig
     defences: Defences
     rows: list[dict[str, Any]]
     orders: int
@@ -156,7 +171,8 @@ class StormRun:
     in_dlq: int
     gateway_calls: int
     collapses: list[float]
-    recovery_peak: int
+    first_refusal: float | None
+    recovery_peak: int  # most calls in 100 ms within 5 s of the gateway coming back
 
     def summary(self) -> dict[str, Any]:
         """One line of the outcomes table."""
@@ -209,7 +225,7 @@ def _poller(w: _World, rng: random.Random):
         if message.receive_count > w.config.max_receive_count:
             w.dlq.append(message)  # SQS moves it on the receive after maxReceiveCount
             continue
-        charged = yield w.env.process(_charge(w))
+        charged = yield from _charge(w)
         if charged:
             w.charged += 1
         else:
@@ -223,7 +239,7 @@ def _charge(w: _World):
     while True:
         if failures and w.breaker is not None and not w.breaker.allow(w.env.now):
             return False
-        error = yield w.env.process(w.gateway.call(w.env))
+        error = yield from w.gateway.call(w.env)
         if error is None:
             if w.breaker is not None:
                 w.breaker.record_success(w.env.now)
@@ -266,11 +282,12 @@ def _sampler(w: _World, rows: list[dict[str, Any]]):
         seconds = range(end - int(SAMPLE_SECONDS), end)
         calls = sum(w.gateway.calls[s] for s in seconds)
         ok = sum(w.gateway.ok[s] for s in seconds)
+        failed = sum(w.gateway.failed[s] for s in seconds)
         rows.append(
             {
                 "seconds": end,
                 "calls_per_second": calls / SAMPLE_SECONDS,
-                "success_rate": round(ok / calls, 3) if calls else 1.0,
+                "success_rate": round(ok / (ok + failed), 3) if ok + failed else 1.0,
                 "queue_depth": len(w.ready),
                 "in_dlq": len(w.dlq),
                 "pollers": w.pollers,
@@ -292,7 +309,7 @@ def run_storm(config: StormConfig, defences: Defences, seed: int = 0) -> StormRu
     w = _World(
         env,
         config,
-        StormGateway(config),
+        StormGateway(env, config),
         retry.Retrier(retry_policy(config, defences), rng, budget),
         guard,
         defences.jitter,
@@ -305,8 +322,10 @@ def run_storm(config: StormConfig, defences: Defences, seed: int = 0) -> StormRu
     env.process(_scaler(w, config.start_pollers if defences.concurrency_cap else config.max_pollers, rng))
     env.process(_sampler(w, rows))
     env.run(until=config.horizon_seconds)
-    after = range(int(config.degrade_until), int(config.horizon_seconds))
+    returns = [start + config.down_seconds for start in w.gateway.collapses] or [config.degrade_until]
+    tenths = [int(back * 10) + k for back in returns for k in range(RECOVERY_WINDOW_TENTHS)]
     return StormRun(
+        config=config,
         defences=defences,
         rows=rows,
         orders=w.produced,
@@ -314,7 +333,8 @@ def run_storm(config: StormConfig, defences: Defences, seed: int = 0) -> StormRu
         in_dlq=len(w.dlq),
         gateway_calls=sum(w.gateway.calls.values()),
         collapses=w.gateway.collapses,
-        recovery_peak=max((w.gateway.calls[s] for s in after), default=0),
+        first_refusal=w.gateway.first_refusal,
+        recovery_peak=max(w.gateway.calls_by_tenth[t] for t in tenths),
     )
 
 

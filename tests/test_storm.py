@@ -26,9 +26,11 @@ def test_all_four_defences_keep_orders_out_of_the_dlq(undefended):
     assert defended.collapses == []
 
 
-def test_jitter_alone_flattens_the_recovery_peak(undefended):
-    jittered = storm.run_storm(CONFIG, storm.Defences(jitter=True), seed=0)
-    assert jittered.recovery_peak < 0.85 * undefended.recovery_peak
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_jitter_alone_flattens_the_recovery_peak(seed):
+    synchronised = storm.run_storm(CONFIG, storm.Defences(), seed=seed)
+    jittered = storm.run_storm(CONFIG, storm.Defences(jitter=True), seed=seed)
+    assert jittered.recovery_peak < 0.8 * synchronised.recovery_peak
 
 
 def test_budget_alone_cuts_the_retries(undefended):
