@@ -7,7 +7,8 @@ as 150 s at 19:14) and it can be told to fail: the response lost after the
 charge was made, a 503, a 429 with Retry-After, a declined card (402).
 
 `GatewayClient` is MercadoFresco's side: how long it waits for a response (the
-read timeout) and how many times its SDK tries. Notebook 01 uses both.
+read timeout) and how its SDK retries (a `retry.RetryPolicy`; by default the
+naive immediate retries of notebook 01, disciplined ones in notebooks 05-07).
 """
 
 from __future__ import annotations

@@ -132,6 +132,8 @@ class OutageConfig:
             raise ValueError(f"capacity_per_second must be between 1 and 100000; got {self.capacity_per_second}")
         if not 0 <= self.start_spread_seconds <= 60:
             raise ValueError(f"start_spread_seconds must be between 0 and 60; got {self.start_spread_seconds}")
+        if not self.outage_seconds < self.horizon_seconds <= 3600:
+            raise ValueError(f"horizon_seconds must be after the outage and at most 3600; got {self.horizon_seconds}")
 
 
 class RecoveringGateway:

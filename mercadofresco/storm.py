@@ -69,6 +69,18 @@ class StormConfig:
             raise ValueError(
                 f"need 1 <= start_pollers <= max_pollers <= 1000; got {self.start_pollers}, {self.max_pollers}"
             )
+        if not 1 <= self.degraded_max_in_flight <= self.max_in_flight <= 10_000:
+            raise ValueError(
+                "need 1 <= degraded_max_in_flight <= max_in_flight <= 10000; "
+                f"got {self.degraded_max_in_flight}, {self.max_in_flight}"
+            )
+        if not 0 <= self.degrade_from < self.degrade_until <= self.horizon_seconds:
+            raise ValueError(
+                "need 0 <= degrade_from < degrade_until <= horizon_seconds; "
+                f"got {self.degrade_from}, {self.degrade_until}"
+            )
+        if not 1 <= self.sdk_attempts <= 20:
+            raise ValueError(f"sdk_attempts must be between 1 and 20; got {self.sdk_attempts}")
         if not 1 <= self.max_receive_count <= 1000:
             raise ValueError(f"max_receive_count must be between 1 and 1000; got {self.max_receive_count}")
 

@@ -36,11 +36,32 @@ def test_exponential_doubles_until_the_cap_and_has_no_randomness():
     assert [strategy.wait(a, random.Random(a)) for a in range(1, 7)] == pytest.approx([0.2, 0.4, 0.8, 1.6, 2.0, 2.0])
 
 
+def uniform_over(sample: list[float], low: float, high: float) -> bool:
+    """Mean, spread and range of a uniform(low, high) sample, within sampling error."""
+    width = high - low
+    return (
+        statistics.mean(sample) == pytest.approx((low + high) / 2, rel=0.03)
+        and statistics.pstdev(sample) == pytest.approx(width / 12**0.5, rel=0.03)
+        and min(sample) < low + 0.02 * width
+        and max(sample) > high - 0.02 * width
+    )
+
+
 def test_full_jitter_is_uniform_over_the_whole_window():
-    sample = waits(retry.FullJitter(base=0.1, cap=20), attempt=3)  # window 0.8 s
-    assert statistics.mean(sample) == pytest.approx(0.4, rel=0.03)
-    assert statistics.pstdev(sample) == pytest.approx(0.8 / 12**0.5, rel=0.03)
-    assert min(sample) < 0.02 and max(sample) > 0.78
+    assert uniform_over(waits(retry.FullJitter(base=0.1, cap=20), attempt=3), 0.0, 0.8)  # window 0.8 s
+
+
+class HalfJitterPosingAsFull(retry.FullJitter):
+    """A wrong full jitter: random, capped, but never shorter than half the window."""
+
+    def wait(self, attempt, rng, previous=0.0):
+        return retry.EqualJitter(self.base, self.cap).wait(attempt, rng, previous)
+
+
+def test_the_distribution_check_catches_a_wrong_jitter():
+    wrong = waits(HalfJitterPosingAsFull(base=0.1, cap=20), attempt=3)
+    assert all(0 <= w <= 20 for w in wrong)  # a range check alone would let it pass
+    assert not uniform_over(wrong, 0.0, 0.8)
 
 
 def test_equal_jitter_never_waits_less_than_half_the_window():
