@@ -45,12 +45,12 @@ def waits_table(backoffs: dict[str, retry.Backoff], attempts: int = 6, seed: int
 
 
 def backoff_waits(backoffs: dict[str, retry.Backoff], attempts: int = 8, seed: int = 0) -> Figure:
-    """One panel per strategy: the waits of 200 clients at each attempt, with the cap."""
+    """One panel per strategy: the waits of 100 clients at each attempt, with the cap."""
     figure = Figure(figsize=(11, 2.6), layout="constrained")
     axes = figure.subplots(1, len(backoffs), sharey=True)
     for ax, (name, backoff) in zip(axes, backoffs.items(), strict=True):
         jitter = random.Random(seed)
-        for attempt, waits in enumerate(sample_waits(backoff, attempts, seed=seed), start=1):
+        for attempt, waits in enumerate(sample_waits(backoff, attempts, clients=100, seed=seed), start=1):
             xs = [attempt + jitter.uniform(-0.25, 0.25) for _ in waits]
             ax.scatter(xs, waits, s=3, alpha=0.35, color=COLOURS.get(name, "tab:blue"))
         cap = getattr(backoff, "cap", None)
