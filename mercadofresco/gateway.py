@@ -7,17 +7,20 @@ as 150 s at 19:14) and it can be told to fail: the response lost after the
 charge was made, a 503, a 429 with Retry-After, a declined card (402).
 
 `GatewayClient` is MercadoFresco's side: how long it waits for a response (the
-read timeout) and how many times its SDK tries. Notebook 01 uses both.
+read timeout) and how its SDK retries (a `retry.RetryPolicy`; by default the
+naive immediate retries of notebook 01, disciplined ones in notebooks 05-07).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import random
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import Enum
 
+from mercadofresco import retry
 from mercadofresco.clock import VirtualClock, Waiter
 from mercadofresco.errors import MercadoFrescoError
 
@@ -37,10 +40,13 @@ class GatewayError(MercadoFrescoError):
     """A charge call did not return a charge."""
 
     status: int | None = None
+    outcome_unknown = False  # True when the charge may have been made all the same
 
 
 class GatewayTimeoutError(GatewayError):
     """The caller stopped waiting (read timeout); the charge may or may not exist."""
+
+    outcome_unknown = True
 
     def __init__(self, waited_seconds: float) -> None:
         super().__init__(f"no response after {waited_seconds:g} s (read timeout)")
@@ -49,6 +55,8 @@ class GatewayTimeoutError(GatewayError):
 
 class ResponseLostError(GatewayError):
     """The connection dropped before the response arrived; the charge may exist."""
+
+    outcome_unknown = True
 
 
 class GatewayUnavailableError(GatewayError):
@@ -189,16 +197,16 @@ def is_permanent_failure(exc: Exception) -> bool:
     return isinstance(exc, CardDeclinedError)
 
 
-RETRYABLE_BY_SDK = (GatewayTimeoutError, ResponseLostError, GatewayUnavailableError, ThrottledError)
-
-
 @dataclass
 class GatewayClient:
-    """MercadoFresco's side of the call: read timeout, SDK attempts, and whether the key is sent.
+    """MercadoFresco's side of the call: read timeout, retry policy, and whether the key is sent.
 
-    Like an SDK in its default configuration, it retries timeouts, lost
-    responses, 503 and 429 at once, whether or not the charge is idempotent:
-    exercise 1's second mechanism.
+    By default it behaves like an SDK in its default configuration: up to
+    `max_attempts` attempts, retrying timeouts, lost responses, 503 and 429 at
+    once, whether or not the charge is idempotent (exercise 1's second
+    mechanism). Pass a `retry.RetryPolicy` (backoff, classifier) and optionally
+    a shared `retry.RetryBudget` to retry with discipline; the waits are spent on
+    the caller's waiter.
     """
 
     gateway: PaymentGateway
@@ -206,29 +214,34 @@ class GatewayClient:
     max_attempts: int = 1
     send_idempotency_key: bool = True
     attempts: int = 0
+    policy: retry.RetryPolicy | None = None
+    budget: retry.RetryBudget | None = None
+    rng: random.Random = field(default_factory=lambda: random.Random(0), repr=False)
+    retrier: retry.Retrier = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.read_timeout_seconds <= 0:
             raise ValueError(f"read_timeout_seconds must be positive; got {self.read_timeout_seconds}")
         if not 1 <= self.max_attempts <= 20:
             raise ValueError(f"max_attempts must be between 1 and 20; got {self.max_attempts}")
+        if self.policy is None:
+            self.policy = retry.RetryPolicy(retry.NoBackoff(), self.max_attempts, should_retry=retry.naive_sdk)
+        elif self.max_attempts not in (1, self.policy.max_attempts):
+            raise ValueError("give max_attempts either to the client or to its policy, not two different values")
+        self.max_attempts = self.policy.max_attempts
+        self.retrier = retry.Retrier(self.policy, self.rng, self.budget)
 
     def charge(
         self, pedido_id: str, importe: Decimal, clave: str | None = None, waiter: Waiter | None = None
     ) -> Charge:
         """Charge an order, passing `clave` as Idempotency-Key if configured to."""
         key = clave if self.send_idempotency_key else None
-        for attempt in range(1, self.max_attempts + 1):
+        waiter = waiter or self.gateway.clock
+
+        def attempt() -> Charge:
             self.attempts += 1
-            try:
-                return self.gateway.charge(
-                    pedido_id,
-                    importe,
-                    idempotency_key=key,
-                    read_timeout_seconds=self.read_timeout_seconds,
-                    waiter=waiter,
-                )
-            except RETRYABLE_BY_SDK:
-                if attempt == self.max_attempts:
-                    raise
-        raise AssertionError("unreachable")  # the loop returns or raises
+            return self.gateway.charge(
+                pedido_id, importe, idempotency_key=key, read_timeout_seconds=self.read_timeout_seconds, waiter=waiter
+            )
+
+        return self.retrier.call(attempt, waiter, idempotent=key is not None)

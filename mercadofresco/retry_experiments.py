@@ -1,0 +1,258 @@
+"""Sections 6 and 7's experiments on moto and the gateway model (notebooks 06 and 07).
+
+- `timeout_retries`: a retried timeout charges twice without an Idempotency-Key, once with it;
+- `classifier_table` / `botocore_table`: our classifier on every error class, and
+  botocore's own retryable codes read from the installed botocore next to ours;
+- `layer_calls`: orders through `cola-mercadofresco-pedidos` in moto, a consumer
+  that runs a modelled Step Functions Retry around the gateway client's SDK
+  attempts; counts what reaches the gateway. The workflow layer is a model
+  (moto's Step Functions sleeps in real time); its Retry is a `retry.RetryPolicy`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import botocore
+from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
+from botocore.retries import quota, standard
+
+from mercadofresco import consumer, orders, retry, world
+from mercadofresco import gateway as gw
+from mercadofresco.clock import VirtualClock
+
+AMOUNT = Decimal("48.20")
+PEDIDO = "PED-2026-084417"
+
+
+# -- section 6: what to retry -------------------------------------------------------------
+def timeout_retries(reloj: VirtualClock, send_key: bool, policy: retry.RetryPolicy | None = None) -> dict[str, Any]:
+    """One charge whose first call outlives the 30 s read timeout (45 s, for half a minute), then retried."""
+    provider = gw.PaymentGateway(reloj, latency=gw.spike_at(reloj.now(), minutes=0.5, latency_seconds=45))
+    client = gw.GatewayClient(
+        provider, read_timeout_seconds=30, max_attempts=1 if policy else 3, send_idempotency_key=send_key, policy=policy
+    )
+    try:
+        client.charge(PEDIDO, AMOUNT, f"cobro:{PEDIDO}")
+        outcome = "charged, answer received"
+    except gw.GatewayError as exc:
+        outcome = f"gave up: {type(exc).__name__}"
+    return {
+        "client": "disciplined (classify)" if policy else "naive SDK, 3 attempts",
+        "idempotency_key": send_key,
+        "attempts": client.attempts,
+        "charges": len(provider.charges_for(PEDIDO)),
+        "outcome": outcome,
+    }
+
+
+def _aws(code: str, status: int, retry_after: str | None = None) -> ClientError:
+    headers = {"retry-after": retry_after} if retry_after else {}
+    return ClientError(
+        {"Error": {"Code": code}, "ResponseMetadata": {"HTTPStatusCode": status, "HTTPHeaders": headers}}, "PutItem"
+    )
+
+
+def error_examples() -> list[tuple[str, BaseException]]:
+    """One example of every error class the workbook meets, with a short label."""
+    return [
+        ("gateway 503", gw.GatewayUnavailableError("503 Service Unavailable")),
+        ("gateway 429, Retry-After 7", gw.ThrottledError(7)),
+        ("gateway 402 card declined", gw.CardDeclinedError("402")),
+        ("gateway read timeout", gw.GatewayTimeoutError(30)),
+        ("gateway response lost", gw.ResponseLostError("connection reset")),
+        ("DynamoDB ConditionalCheckFailed", _aws("ConditionalCheckFailedException", 400)),
+        ("DynamoDB throughput exceeded", _aws("ProvisionedThroughputExceededException", 400)),
+        ("AWS ThrottlingException, Retry-After 3", _aws("ThrottlingException", 400, "3")),
+        ("AWS 500 InternalServerError", _aws("InternalServerError", 500)),
+        ("AWS 400 ValidationException", _aws("ValidationException", 400)),
+        ("AWS 404 ResourceNotFound", _aws("ResourceNotFoundException", 404)),
+        ("HTTP 409 conflict", _aws("Conflict", 409)),
+        ("connect timeout (never sent)", ConnectTimeoutError(endpoint_url="https://pasarela")),
+        ("read timeout (botocore)", ReadTimeoutError(endpoint_url="https://pasarela")),
+    ]
+
+
+def classifier_table() -> list[dict[str, Any]]:
+    """`retry.classify` on every example, without and with an idempotency key."""
+    rows = []
+    for label, error in error_examples():
+        plain, keyed = retry.classify(error, idempotent=False), retry.classify(error, idempotent=True)
+        rows.append(
+            {
+                "error": label,
+                "no key": plain.verdict.name,
+                "with key": keyed.verdict.name,
+                "wait at least": keyed.not_before_seconds,
+                "why": keyed.reason if keyed.verdict is not plain.verdict else plain.reason,
+            }
+        )
+    return rows
+
+
+def botocore_codes() -> dict[str, set[str]]:
+    """Error codes and statuses botocore retries: its legacy `_retry.json` and its standard mode's lists."""
+    data = json.loads((Path(botocore.__file__).parent / "data" / "_retry.json").read_text())
+    legacy = set()
+    for rule in data["definitions"].values():
+        response = rule["applies_when"].get("response", {})
+        legacy.add(response.get("service_error_code") or str(response.get("http_status_code")))
+    standard_codes = set(standard.TransientRetryableChecker._TRANSIENT_ERROR_CODES)
+    standard_codes |= set(standard.ThrottledRetryableChecker._THROTTLED_ERROR_CODES)
+    standard_codes |= {str(s) for s in standard.TransientRetryableChecker._TRANSIENT_STATUS_CODES}
+    standard_codes |= {str(s) for s in standard.ThrottlingStatusCodeChecker._THROTTLING_STATUS_CODES}
+    return {"legacy": legacy - {"None"}, "standard": standard_codes}
+
+
+def botocore_table() -> list[dict[str, Any]]:
+    """Every code botocore retries, whether each of its modes does, and what our classifier says."""
+    codes = botocore_codes()
+    rows = []
+    for code in sorted(codes["legacy"] | codes["standard"], key=lambda c: (c.isdigit(), c)):
+        error = _aws("", int(code)) if code.isdigit() else _aws(code, 400)
+        rows.append(
+            {
+                "code or status": code,
+                "legacy": "retry" if code in codes["legacy"] else "-",
+                "standard": "retry" if code in codes["standard"] else "-",
+                "ours": retry.classify(error, idempotent=True).verdict.name,
+            }
+        )
+    return rows
+
+
+def budget_comparison(failure_rates: list[float], calls: int = 1000, seed: int = 0) -> list[dict[str, Any]]:
+    """Retries granted when a share of calls fails (one retry wanted per failure): our 10 % budget vs botocore's quota.
+
+    botocore's side is its own `RetryQuota` with its standard mode's costs, read
+    from the installed botocore: a retry costs `_RETRY_COST`, a success without
+    retries gives back `_NO_RETRY_INCREMENT`, a retried success gives back its cost.
+    """
+    rows = []
+    for rate in failure_rates:
+        if not 0 <= rate <= 1:
+            raise ValueError(f"failure rates must be between 0 and 1; got {rate}")
+        rng = random.Random(seed)
+        ours, theirs = retry.RetryBudget(0.1), quota.RetryQuota()
+        cost, refund = standard.RetryQuotaChecker._RETRY_COST, standard.RetryQuotaChecker._NO_RETRY_INCREMENT
+        wanted = botocore_granted = 0
+        for _ in range(calls):
+            ours.record_call()
+            if rng.random() >= rate:
+                theirs.release(refund)
+                continue
+            wanted += 1
+            ours.try_retry()
+            if theirs.acquire(cost):
+                botocore_granted += 1
+                if rng.random() >= rate:
+                    theirs.release(cost)
+        rows.append(
+            {
+                "failure_rate": rate,
+                "calls": calls,
+                "failed_calls": wanted,
+                "ours_retries": ours.retries,
+                "botocore_retries": botocore_granted,
+            }
+        )
+    return rows
+
+
+def botocore_quota() -> dict[str, int]:
+    """botocore's standard-mode retry quota, as installed."""
+    return {
+        "initial_capacity": quota.RetryQuota.INITIAL_CAPACITY,
+        "retry_cost": standard.RetryQuotaChecker._RETRY_COST,
+        "throttling_retry_cost": standard.RetryQuotaChecker._THROTTLING_RETRY_COST,
+        "success_refund": standard.RetryQuotaChecker._NO_RETRY_INCREMENT,
+    }
+
+
+# -- section 7: where to retry ------------------------------------------------------------
+def workflow_retry(max_attempts: int = 4) -> retry.RetryPolicy:
+    """A Step Functions Retry as a policy: IntervalSeconds 1, BackoffRate 2, MaxAttempts 3 (= 4 attempts)."""
+    return retry.RetryPolicy(retry.Exponential(base=0.5, cap=60), max_attempts=max_attempts)
+
+
+@dataclass
+class ChargeViaWorkflow:
+    """A consumer that runs each order through a modelled workflow whose Retry wraps the SDK's attempts.
+
+    With `catch_failures` the workflow's Catch records the failed order and the
+    message is deleted: the queue's maxReceiveCount is then only a safety net.
+    """
+
+    client: gw.GatewayClient
+    workflow: retry.RetryPolicy
+    catch_failures: bool = False
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
+    caught: list[str] = field(default_factory=list)
+
+    def __call__(self, event: dict[str, Any], context: consumer.Invocation) -> dict[str, Any]:
+        failures = []
+        for record in event["Records"]:
+            order = orders.parse_order(record["body"])
+            execution = retry.Retrier(self.workflow, self.rng)
+            try:
+                execution.call(functools.partial(self._charge, order, context), context, idempotent=True)
+            except gw.GatewayError as exc:
+                context.record("workflow_failed", order.pedido_id, type(exc).__name__)
+                if self.catch_failures:
+                    self.caught.append(order.pedido_id)
+                else:
+                    failures.append({"itemIdentifier": record["messageId"]})
+        return {"batchItemFailures": failures}
+
+    def _charge(self, order: orders.Order, context: consumer.Invocation) -> gw.Charge:
+        """The workflow's task: one charge through the client's SDK attempts."""
+        return self.client.charge(order.pedido_id, order.importe, f"cobro:{order.pedido_id}", context)
+
+
+def layer_calls(
+    mf: world.World,
+    reloj: VirtualClock,
+    order_count: int = 10,
+    sdk_attempts: int = 5,
+    max_receive_count: int = 4,
+    workflow_attempts: int = 4,
+    catch_failures: bool = False,
+) -> dict[str, Any]:
+    """Send orders while the gateway is down and count every call that reaches it, next to the calculator."""
+    if not 1 <= order_count <= 50:
+        raise ValueError(f"order_count must be between 1 and 50 (moto slows down with big queues); got {order_count}")
+    mf.reset_orders_queue(visibility_timeout_seconds=400, max_receive_count=max_receive_count)
+    provider = gw.PaymentGateway(reloj)
+    provider.fail_next(gw.Fault.UNAVAILABLE, times=100_000)  # down for the whole experiment
+    sdk = retry.RetryPolicy(retry.NoBackoff(), max_attempts=sdk_attempts)
+    handler = ChargeViaWorkflow(
+        gw.GatewayClient(provider, policy=sdk), workflow_retry(workflow_attempts), catch_failures
+    )
+    poller = consumer.Poller(
+        mf.sqs, mf.orders.url, handler, reloj, config=consumer.PollerConfig(max_concurrency=5, max_idle_poll_seconds=20)
+    )
+    for i in range(order_count):
+        orders.send_order(mf.sqs, mf.orders.url, orders.Order(orders.order_id(84417 + i), AMOUNT))
+    poller.run_until_idle(6 * 3600)
+    receives = 1 if catch_failures else max_receive_count
+    layers = [
+        retry.Layer("SDK", sdk_attempts),
+        retry.Layer("queue", receives),
+        retry.Layer("workflow", workflow_attempts),
+    ]
+    expected = retry.worst_case(layers, order_count)
+    return {
+        "orders": order_count,
+        "gateway_calls": provider.calls,
+        "calls_per_order": provider.calls / order_count,
+        "calculator": expected["formula"],
+        "calculator_per_order": expected["per_order"],
+        "in_dlq": sum(world.queue_counts(mf.sqs, mf.orders.dlq_url).values()),
+        "caught_by_workflow": len(handler.caught),
+    }
