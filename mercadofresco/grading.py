@@ -1,0 +1,351 @@
+"""Grade a folder of learners' lab notebooks with the hidden checks, one nbval item per check.
+
+    python -m mercadofresco.grading build                         # labs/ from solutions/ (see labs.py)
+    python -m mercadofresco.grading grade SUBMISSIONS/ --lab lab1 # a report per learner and per check
+
+For each learner notebook the grader drops any cell that claims to be hidden,
+appends the solution's hidden cells after the learner's own, and runs the
+whole notebook through `pytest --nbval-lax` in a fresh kernel: every cell is a
+test item, and a hidden check passes only if its item passes *and* it printed
+this run's secret token, so a check that never ran (a dead kernel, a killed
+run) can never count as passed. Each cell has a time limit (an endless loop is
+interrupted and reported); the kernel runs with a memory limit (a kernelspec
+generated under .cache/grading); a notebook that stops answering is killed and
+its remaining checks fail. Reports: a table on screen, report.json, report.csv.
+
+`expect` is the helper public and hidden checks use to fail with a hint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import resource
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbformat import NotebookNode
+
+from mercadofresco import labs
+from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.nbval_record import RECORD_ENV
+
+KERNEL_NAME = "mercadofresco-grading"
+CACHE_DIR = labs.ROOT / ".cache" / "grading"
+STARTUP_SECONDS = 60  # kernel start plus imports, on a slow machine
+
+
+class CheckFailed(MercadoFrescoError, AssertionError):
+    """A lab check did not hold; the message is the hint for the learner."""
+
+
+def expect(condition: Callable[[], object] | bool, hint: str) -> None:
+    """Fail with `hint` unless `condition` (or calling it) is true; errors inside it become the hint too."""
+    try:
+        holds = condition() if callable(condition) else condition
+    except CheckFailed:
+        raise
+    except Exception as exc:  # the learner's code raised: say so, with the hint
+        raise CheckFailed(f"{hint} (the check could not run: {type(exc).__name__}: {exc})") from None
+    if not holds:
+        raise CheckFailed(hint)
+
+
+@dataclass(frozen=True)
+class GradingConfig:
+    """How learner notebooks are run."""
+
+    cell_timeout_seconds: float = 20.0
+    memory_mb: int = 2048
+    kernel_name: str = KERNEL_NAME
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.cell_timeout_seconds <= 3_600:
+            raise ValueError(f"cell_timeout_seconds must be between 1 and 3600; got {self.cell_timeout_seconds}")
+        if not 256 <= self.memory_mb <= 65_536:
+            raise ValueError(f"memory_mb must be between 256 and 65536; got {self.memory_mb}")
+
+
+@dataclass
+class CheckResult:
+    """One check for one learner."""
+
+    check: str
+    passed: bool
+    points: int
+    reason: str
+    hint: str
+
+
+@dataclass
+class LearnerReport:
+    """Everything the grader found in one notebook."""
+
+    learner: str
+    checks: list[CheckResult]
+    notes: list[str] = field(default_factory=list)  # learner cells that raised or ran out of time
+
+    @property
+    def score(self) -> int:
+        return sum(result.points for result in self.checks if result.passed)
+
+    @property
+    def max_score(self) -> int:
+        return sum(result.points for result in self.checks)
+
+
+# -- assembling the notebook that is graded ------------------------------------------
+def assemble(learner: NotebookNode, solution: NotebookNode, token: str) -> tuple[NotebookNode, int]:
+    """The learner's cells, then the solution's hidden cells; returns it and the number of learner code cells."""
+    graded = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": KERNEL_NAME, "display_name": KERNEL_NAME}})
+    for cell in learner.cells:
+        if labs.is_hidden(cell) or cell.cell_type != "code":
+            continue  # a learner cannot bring their own "hidden" checks
+        graded.cells.append(nbformat.v4.new_code_cell(cell.source))
+    learner_code_cells = len(graded.cells)
+    for cell in solution.cells:
+        if labs.is_hidden(cell):
+            proof = f"\nprint({token!r})" if labs.HIDDEN_CHECK in labs.cell_tags(cell) else ""
+            graded.cells.append(nbformat.v4.new_code_cell(cell.source + proof))
+    return graded, learner_code_cells
+
+
+# -- the kernel with a memory limit ----------------------------------------------------
+def write_kernelspec(config: GradingConfig, cache_dir: Path = CACHE_DIR) -> Path:
+    """A kernelspec whose kernel limits its own address space; returns the JUPYTER_PATH to use."""
+    jupyter_path = cache_dir / "jupyter"
+    spec_dir = jupyter_path / "kernels" / config.kernel_name
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "mercadofresco.grading", "kernel", "--memory-mb", str(config.memory_mb)]
+    spec = {"argv": [*argv, "-f", "{connection_file}"], "display_name": "MercadoFresco grading", "language": "python"}
+    (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
+    return jupyter_path
+
+
+def run_limited_kernel(memory_mb: int, connection_file: str) -> None:
+    """Start an IPython kernel whose process cannot grow past `memory_mb` of address space."""
+    limit = memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    from ipykernel import kernelapp
+
+    kernelapp.launch_new_instance(argv=["-f", connection_file])
+
+
+def _environment(jupyter_path: Path, record: Path, cache_dir: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({"JUPYTER_PATH": str(jupyter_path), RECORD_ENV: str(record), "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
+    for name, sub in [("MPLCONFIGDIR", "matplotlib"), ("IPYTHONDIR", "ipython"), ("XDG_CACHE_HOME", "xdg")]:
+        (cache_dir / sub).mkdir(parents=True, exist_ok=True)
+        env.setdefault(name, str(cache_dir / sub))
+    return env
+
+
+# -- running and reading the results ----------------------------------------------------
+def run_notebook(path: Path, config: GradingConfig, cache_dir: Path = CACHE_DIR) -> tuple[list[dict], bool]:
+    """Run one assembled notebook under nbval; return the recorded cells and whether the run was killed."""
+    jupyter_path = write_kernelspec(config, cache_dir)
+    record = path.with_suffix(".record.jsonl")
+    record.unlink(missing_ok=True)
+    ini = path.parent / "pytest.ini"
+    ini.write_text("[pytest]\naddopts =\n")  # ignore the project's own pytest options
+    cells = len(nbformat.read(path, as_version=4).cells)
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-c",
+        str(ini),
+        "--rootdir",
+        str(path.parent),
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "mercadofresco.nbval_record",
+        "--nbval-lax",
+        f"--nbval-kernel-name={config.kernel_name}",
+        f"--nbval-cell-timeout={config.cell_timeout_seconds:g}",
+        str(path),
+    ]
+    budget = STARTUP_SECONDS + cells * (config.cell_timeout_seconds + 10)
+    process = subprocess.Popen(
+        command,
+        cwd=path.parent,
+        env=_environment(jupyter_path, record, cache_dir),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # so a stuck run can be killed with its kernel
+    )
+    try:
+        process.wait(timeout=budget)
+        killed = False
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        killed = True
+    rows = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
+    return rows, killed
+
+
+def score(
+    rows: list[dict], learner_cells: int, specs: list[labs.CheckSpec], setup_cells: list[int], token: str, killed: bool
+) -> tuple[list[CheckResult], list[str]]:
+    """Turn recorded cells into check results: a check passes only if it passed and printed the token."""
+    by_cell = {row["cell"]: row for row in rows}
+    notes, stopped = [], ""
+    for cell in range(learner_cells):
+        row = by_cell.get(cell)
+        if row and row["outcome"] == "failed":
+            notes.append(f"your code cell {cell + 1}: {row['reason']}")
+            if "Failed to interrupt" in row["reason"] or "Kernel dead" in row["reason"]:
+                stopped = stopped or f"the kernel stopped answering at your code cell {cell + 1}"
+    for cell in setup_cells:
+        row = by_cell.get(cell)
+        if row and row["outcome"] == "failed":
+            stopped = stopped or f"the grader's setup could not run ({row['reason']})"
+    results = []
+    for number, spec in enumerate(specs):
+        cell = learner_cells + len(setup_cells) + number
+        row = by_cell.get(cell)
+        passed = bool(row) and row["outcome"] == "passed" and token in row["stdout"] and not stopped
+        if passed:
+            reason = ""
+        elif stopped:
+            reason = f"not run: {stopped}"
+        elif row is None:
+            reason = "not run: grading was stopped (the notebook ran out of time)" if killed else "not run"
+        else:
+            reason = row["reason"] or "the check did not finish"
+            if "Failed to interrupt" in reason or "Kernel dead" in reason:
+                stopped = "the kernel stopped answering during the checks"
+        results.append(CheckResult(spec.check, passed, spec.points, reason.replace(token, ""), spec.hint))
+    return results, notes
+
+
+def grade_notebook(
+    path: Path, solution: NotebookNode, config: GradingConfig, workdir: Path, cache_dir: Path = CACHE_DIR
+) -> LearnerReport:
+    """Grade one learner notebook; a notebook that cannot even be read fails every check."""
+    specs = labs.check_specs(solution)
+    try:
+        learner = nbformat.read(path, as_version=4)
+    except Exception as exc:  # not a notebook at all: every check fails, grading goes on
+        checks = [CheckResult(s.check, False, s.points, "not run: unreadable notebook", s.hint) for s in specs]
+        return LearnerReport(path.stem, checks, [f"could not read {path.name}: {type(exc).__name__}: {exc}"])
+    token = f"check-finished-{secrets.token_hex(8)}"
+    graded, learner_cells = assemble(learner, solution, token)
+    hidden = [cell for cell in solution.cells if labs.is_hidden(cell)]
+    setup_cells = [learner_cells + i for i, cell in enumerate(hidden) if labs.HIDDEN_CHECK not in labs.cell_tags(cell)]
+    if any(cell >= learner_cells + len(setup_cells) for cell in setup_cells):
+        raise labs.SolutionFormatError("hidden-setup cells must come before every hidden-check cell")
+    target = workdir / path.stem / f"{path.stem}.ipynb"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(graded, target)
+    rows, killed = run_notebook(target, config, cache_dir)
+    checks, notes = score(rows, learner_cells, specs, setup_cells, token, killed)
+    if killed:
+        notes.append("the notebook was stopped: it ran past its total time limit")
+    return LearnerReport(path.stem, checks, notes)
+
+
+def grade(
+    submissions: Path, lab: str, config: GradingConfig | None = None, solutions_dir: Path = labs.SOLUTIONS_DIR
+) -> list[LearnerReport]:
+    """Grade every notebook in `submissions` (sorted by name) with `lab`'s hidden checks."""
+    config = config or GradingConfig()
+    if not submissions.is_dir():
+        raise ValueError(f"submissions must be a folder of .ipynb files; got {submissions}")
+    solution = nbformat.read(solutions_dir / labs.lab_file(lab), as_version=4)
+    with tempfile.TemporaryDirectory(prefix="grading-") as workdir:
+        return [grade_notebook(p, solution, config, Path(workdir)) for p in sorted(submissions.glob("*.ipynb"))]
+
+
+# -- reports ------------------------------------------------------------------------
+def summary_table(reports: list[LearnerReport]) -> str:
+    """Learners as rows, checks as columns (numbered), then each failed check with its reason and hint."""
+    if not reports:
+        return "(no notebooks to grade)"
+    checks = [result.check for result in reports[0].checks]
+    width = max(len("learner"), *(len(report.learner) for report in reports))
+    header = f"{'learner':{width}}  score  " + " ".join(f"{i + 1:>2}" for i in range(len(checks)))
+    lines = [header, "-" * len(header)]
+    for report in reports:
+        marks = " ".join(f"{'ok' if r.passed else '--':>2}" for r in report.checks)
+        lines.append(f"{report.learner:{width}}  {report.score:>2}/{report.max_score:<2}  {marks}")
+    lines += ["", "checks: " + ", ".join(f"{i + 1} {name}" for i, name in enumerate(checks))]
+    for report in reports:
+        lines += ["", f"{report.learner}: {report.score}/{report.max_score}"]
+        lines += [f"  note: {note}" for note in report.notes]
+        for result in report.checks:
+            if not result.passed:
+                lines.append(f"  FAILED {result.check}: {result.reason}")
+                lines.append(f"         hint: {result.hint}")
+    return "\n".join(lines)
+
+
+def write_reports(reports: list[LearnerReport], lab: str, out_dir: Path) -> tuple[Path, Path]:
+    """report.json (everything) and report.csv (one row per learner and check) for a gradebook."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data = {
+        "lab": lab,
+        "learners": [
+            {"learner": r.learner, "score": r.score, "max_score": r.max_score, "notes": r.notes}
+            | {"checks": [asdict(c) for c in r.checks]}
+            for r in reports
+        ],
+    }
+    json_path, csv_path = out_dir / "report.json", out_dir / "report.csv"
+    json_path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    with csv_path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["learner", "check", "passed", "points", "reason", "hint"])
+        for r in reports:
+            for c in r.checks:
+                writer.writerow([r.learner, c.check, int(c.passed), c.points if c.passed else 0, c.reason, c.hint])
+    return json_path, csv_path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m mercadofresco.grading", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    build = commands.add_parser("build", help="write labs/ from solutions/")
+    build.add_argument("--solutions", type=Path, default=labs.SOLUTIONS_DIR)
+    build.add_argument("--labs", type=Path, default=labs.LABS_DIR)
+    grade_ = commands.add_parser("grade", help="grade a folder of learner notebooks")
+    grade_.add_argument("submissions", type=Path)
+    grade_.add_argument("--lab", required=True, choices=sorted(labs.LABS))
+    grade_.add_argument("--out", type=Path, help="where report.json/report.csv go (default grading-report-LAB)")
+    grade_.add_argument("--cell-timeout", type=float, default=GradingConfig.cell_timeout_seconds)
+    grade_.add_argument("--memory-mb", type=int, default=GradingConfig.memory_mb)
+    grade_.add_argument("--solutions", type=Path, default=labs.SOLUTIONS_DIR)
+    kernel = commands.add_parser("kernel", help="(used by the grader's kernelspec) a kernel with a memory limit")
+    kernel.add_argument("--memory-mb", type=int, required=True)
+    kernel.add_argument("-f", dest="connection_file", required=True)
+    args = parser.parse_args(argv)
+
+    if args.command == "kernel":
+        run_limited_kernel(args.memory_mb, args.connection_file)
+        return 0
+    if args.command == "build":
+        for path in labs.build(args.solutions, args.labs):
+            print(f"wrote {path}")
+        return 0
+    config = GradingConfig(cell_timeout_seconds=args.cell_timeout, memory_mb=args.memory_mb)
+    reports = grade(args.submissions, args.lab, config, args.solutions)
+    print(summary_table(reports))
+    json_path, csv_path = write_reports(reports, args.lab, args.out or Path(f"grading-report-{args.lab}"))
+    print(f"\nwrote {json_path} and {csv_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
