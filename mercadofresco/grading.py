@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -37,7 +38,7 @@ from nbformat import NotebookNode
 
 from mercadofresco import labs
 from mercadofresco.errors import MercadoFrescoError
-from mercadofresco.nbval_record import RECORD_ENV
+from mercadofresco.nbval_record import LEARNER_CELLS_ENV, RECORD_ENV, stops_grading
 
 KERNEL_NAME = "mercadofresco-grading"
 CACHE_DIR = labs.ROOT / ".cache" / "grading"
@@ -140,9 +141,10 @@ def run_limited_kernel(memory_mb: int, connection_file: str) -> None:
     kernelapp.launch_new_instance(argv=["-f", connection_file])
 
 
-def _environment(jupyter_path: Path, record: Path, cache_dir: Path) -> dict[str, str]:
+def _environment(jupyter_path: Path, record: Path, learner_cells: int, cache_dir: Path) -> dict[str, str]:
     env = dict(os.environ)
-    env.update({"JUPYTER_PATH": str(jupyter_path), RECORD_ENV: str(record), "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
+    env.update({"JUPYTER_PATH": str(jupyter_path), RECORD_ENV: str(record), LEARNER_CELLS_ENV: str(learner_cells)})
+    env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
     for name, sub in [("MPLCONFIGDIR", "matplotlib"), ("IPYTHONDIR", "ipython"), ("XDG_CACHE_HOME", "xdg")]:
         (cache_dir / sub).mkdir(parents=True, exist_ok=True)
         env.setdefault(name, str(cache_dir / sub))
@@ -150,7 +152,9 @@ def _environment(jupyter_path: Path, record: Path, cache_dir: Path) -> dict[str,
 
 
 # -- running and reading the results ----------------------------------------------------
-def run_notebook(path: Path, config: GradingConfig, cache_dir: Path = CACHE_DIR) -> tuple[list[dict], bool]:
+def run_notebook(
+    path: Path, config: GradingConfig, learner_cells: int, cache_dir: Path = CACHE_DIR
+) -> tuple[list[dict], bool]:
     """Run one assembled notebook under nbval; return the recorded cells and whether the run was killed."""
     jupyter_path = write_kernelspec(config, cache_dir)
     record = path.with_suffix(".record.jsonl")
@@ -180,7 +184,7 @@ def run_notebook(path: Path, config: GradingConfig, cache_dir: Path = CACHE_DIR)
     process = subprocess.Popen(
         command,
         cwd=path.parent,
-        env=_environment(jupyter_path, record, cache_dir),
+        env=_environment(jupyter_path, record, learner_cells, cache_dir),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # so a stuck run can be killed with its kernel
@@ -206,8 +210,8 @@ def score(
         row = by_cell.get(cell)
         if row and row["outcome"] == "failed":
             notes.append(f"your code cell {cell + 1}: {row['reason']}")
-            if "Failed to interrupt" in row["reason"] or "Kernel dead" in row["reason"]:
-                stopped = stopped or f"the kernel stopped answering at your code cell {cell + 1}"
+            if stops_grading(row["reason"]):
+                stopped = stopped or f"grading stopped at your code cell {cell + 1} ({row['reason']})"
     for cell in setup_cells:
         row = by_cell.get(cell)
         if row and row["outcome"] == "failed":
@@ -226,7 +230,7 @@ def score(
         else:
             reason = row["reason"] or "the check did not finish"
             if "Failed to interrupt" in reason or "Kernel dead" in reason:
-                stopped = "the kernel stopped answering during the checks"
+                stopped = f"the kernel stopped answering during the check {spec.check}"
         results.append(CheckResult(spec.check, passed, spec.points, reason.replace(token, ""), spec.hint))
     return results, notes
 
@@ -250,7 +254,7 @@ def grade_notebook(
     target = workdir / path.stem / f"{path.stem}.ipynb"
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(graded, target)
-    rows, killed = run_notebook(target, config, cache_dir)
+    rows, killed = run_notebook(target, config, learner_cells, cache_dir)
     checks, notes = score(rows, learner_cells, specs, setup_cells, token, killed)
     if killed:
         notes.append("the notebook was stopped: it ran past its total time limit")
@@ -258,15 +262,23 @@ def grade_notebook(
 
 
 def grade(
-    submissions: Path, lab: str, config: GradingConfig | None = None, solutions_dir: Path = labs.SOLUTIONS_DIR
+    submissions: Path,
+    lab: str,
+    config: GradingConfig | None = None,
+    solutions_dir: Path = labs.SOLUTIONS_DIR,
+    jobs: int = 1,
 ) -> list[LearnerReport]:
-    """Grade every notebook in `submissions` (sorted by name) with `lab`'s hidden checks."""
+    """Grade every notebook in `submissions` with `lab`'s hidden checks, `jobs` notebooks at a time (sorted by name)."""
     config = config or GradingConfig()
     if not submissions.is_dir():
         raise ValueError(f"submissions must be a folder of .ipynb files; got {submissions}")
+    if not 1 <= jobs <= 32:
+        raise ValueError(f"jobs must be between 1 and 32; got {jobs}")
     solution = nbformat.read(solutions_dir / labs.lab_file(lab), as_version=4)
-    with tempfile.TemporaryDirectory(prefix="grading-") as workdir:
-        return [grade_notebook(p, solution, config, Path(workdir)) for p in sorted(submissions.glob("*.ipynb"))]
+    paths = sorted(submissions.glob("*.ipynb"))
+    with tempfile.TemporaryDirectory(prefix="grading-") as workdir, ThreadPoolExecutor(jobs) as pool:
+        # Each notebook runs in its own pytest process and kernel; threads only wait for them.
+        return list(pool.map(lambda path: grade_notebook(path, solution, config, Path(workdir)), paths))
 
 
 # -- reports ------------------------------------------------------------------------
@@ -326,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     grade_.add_argument("--out", type=Path, help="where report.json/report.csv go (default grading-report-LAB)")
     grade_.add_argument("--cell-timeout", type=float, default=GradingConfig.cell_timeout_seconds)
     grade_.add_argument("--memory-mb", type=int, default=GradingConfig.memory_mb)
+    grade_.add_argument("--jobs", type=int, default=1, help="notebooks graded at the same time")
     grade_.add_argument("--solutions", type=Path, default=labs.SOLUTIONS_DIR)
     kernel = commands.add_parser("kernel", help="(used by the grader's kernelspec) a kernel with a memory limit")
     kernel.add_argument("--memory-mb", type=int, required=True)
@@ -340,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"wrote {path}")
         return 0
     config = GradingConfig(cell_timeout_seconds=args.cell_timeout, memory_mb=args.memory_mb)
-    reports = grade(args.submissions, args.lab, config, args.solutions)
+    reports = grade(args.submissions, args.lab, config, args.solutions, args.jobs)
     print(summary_table(reports))
     json_path, csv_path = write_reports(reports, args.lab, args.out or Path(f"grading-report-{args.lab}"))
     print(f"\nwrote {json_path} and {csv_path}")
