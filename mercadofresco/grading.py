@@ -19,6 +19,7 @@ its remaining checks fail. Reports: a table on screen, report.json, report.csv.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import os
@@ -43,6 +44,7 @@ from mercadofresco.nbval_record import LEARNER_CELLS_ENV, RECORD_ENV, stops_grad
 KERNEL_NAME = "mercadofresco-grading"
 CACHE_DIR = labs.ROOT / ".cache" / "grading"
 STARTUP_SECONDS = 60  # kernel start plus imports, on a slow machine
+KERNEL_PID_ENV = "MERCADOFRESCO_GRADING_KERNEL_PID"
 
 
 class CheckFailed(MercadoFrescoError, AssertionError):
@@ -128,14 +130,22 @@ def write_kernelspec(config: GradingConfig, cache_dir: Path = CACHE_DIR) -> Path
     spec_dir.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "mercadofresco.grading", "kernel", "--memory-mb", str(config.memory_mb)]
     spec = {"argv": [*argv, "-f", "{connection_file}"], "display_name": "MercadoFresco grading", "language": "python"}
-    (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1))
+    partial = spec_dir / f"kernel.json.{os.getpid()}.{secrets.token_hex(4)}"
+    partial.write_text(json.dumps(spec, indent=1))
+    partial.replace(spec_dir / "kernel.json")  # atomic: notebooks graded in parallel never read half a file
     return jupyter_path
 
 
 def run_limited_kernel(memory_mb: int, connection_file: str) -> None:
-    """Start an IPython kernel whose process cannot grow past `memory_mb` of address space."""
+    """Start an IPython kernel whose process cannot grow past `memory_mb` of address space.
+
+    It writes its pid where the grader asked (KERNEL_PID_ENV), so a run that stops
+    answering can be killed together with its kernel.
+    """
     limit = memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    if os.environ.get(KERNEL_PID_ENV):
+        Path(os.environ[KERNEL_PID_ENV]).write_text(str(os.getpid()))
     from ipykernel import kernelapp
 
     kernelapp.launch_new_instance(argv=["-f", connection_file])
@@ -144,7 +154,7 @@ def run_limited_kernel(memory_mb: int, connection_file: str) -> None:
 def _environment(jupyter_path: Path, record: Path, learner_cells: int, cache_dir: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.update({"JUPYTER_PATH": str(jupyter_path), RECORD_ENV: str(record), LEARNER_CELLS_ENV: str(learner_cells)})
-    env["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"
+    env.update({KERNEL_PID_ENV: str(record.with_suffix(".kernel-pid")), "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
     for name, sub in [("MPLCONFIGDIR", "matplotlib"), ("IPYTHONDIR", "ipython"), ("XDG_CACHE_HOME", "xdg")]:
         (cache_dir / sub).mkdir(parents=True, exist_ok=True)
         env.setdefault(name, str(cache_dir / sub))
@@ -195,9 +205,16 @@ def run_notebook(
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
+        _kill_kernel(record.with_suffix(".kernel-pid"))  # jupyter starts kernels in a session of their own
         killed = True
     rows = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
     return rows, killed
+
+
+def _kill_kernel(pid_file: Path) -> None:
+    """Kill the kernel whose pid is in `pid_file`; no file (no kernel started) or no process is fine."""
+    with contextlib.suppress(FileNotFoundError, ValueError, ProcessLookupError):
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)
 
 
 def score(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 import time
@@ -138,6 +139,24 @@ def test_the_learners_kernel_has_a_memory_limit(tmp_path):
     assert not killed
     assert [(row["cell"], row["outcome"]) for row in rows] == [(0, "failed"), (1, "passed")]
     assert rows[0]["reason"].startswith("MemoryError")
+
+
+def test_a_kernel_that_ignores_interrupts_is_stopped_and_nothing_after_it_runs(tmp_path):
+    stubborn = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(stubborn), nbformat.v4.new_code_cell("print('never')")]
+    )
+    path = tmp_path / "stubborn.ipynb"
+    nbformat.write(notebook, path)
+    started = time.perf_counter()
+    rows, killed = grading.run_notebook(path, grading.GradingConfig(cell_timeout_seconds=2), learner_cells=1)
+    assert not killed  # nbval itself gave up on the kernel; the run did not need killing
+    assert time.perf_counter() - started < 30
+    assert [(row["cell"], row["outcome"]) for row in rows] == [(0, "failed")]
+    assert "Failed to interrupt kernel" in rows[0]["reason"]
+    pid = int(path.with_suffix(".record.kernel-pid").read_text())
+    with pytest.raises(ProcessLookupError):  # no kernel left running
+        os.kill(pid, 0)
 
 
 # -- the command, on four notebooks ------------------------------------------------------------
