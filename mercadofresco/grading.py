@@ -19,14 +19,9 @@ its remaining checks fail. Reports: a table on screen, report.json, report.csv.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import csv
 import json
-import os
-import resource
 import secrets
-import signal
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -37,14 +32,8 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-from mercadofresco import labs
+from mercadofresco import labs, nbrun
 from mercadofresco.errors import MercadoFrescoError
-from mercadofresco.nbval_record import LEARNER_CELLS_ENV, RECORD_ENV, stops_grading
-
-KERNEL_NAME = "mercadofresco-grading"
-CACHE_DIR = labs.ROOT / ".cache" / "grading"
-STARTUP_SECONDS = 60  # kernel start plus imports, on a slow machine
-KERNEL_PID_ENV = "MERCADOFRESCO_GRADING_KERNEL_PID"
 
 
 class CheckFailed(MercadoFrescoError, AssertionError):
@@ -61,21 +50,6 @@ def expect(condition: Callable[[], object] | bool, hint: str) -> None:
         raise CheckFailed(f"{hint} (the check could not run: {type(exc).__name__}: {exc})") from None
     if not holds:
         raise CheckFailed(hint)
-
-
-@dataclass(frozen=True)
-class GradingConfig:
-    """How learner notebooks are run."""
-
-    cell_timeout_seconds: float = 20.0
-    memory_mb: int = 2048
-    kernel_name: str = KERNEL_NAME
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.cell_timeout_seconds <= 3_600:
-            raise ValueError(f"cell_timeout_seconds must be between 1 and 3600; got {self.cell_timeout_seconds}")
-        if not 256 <= self.memory_mb <= 65_536:
-            raise ValueError(f"memory_mb must be between 256 and 65536; got {self.memory_mb}")
 
 
 @dataclass
@@ -109,7 +83,8 @@ class LearnerReport:
 # -- assembling the notebook that is graded ------------------------------------------
 def assemble(learner: NotebookNode, solution: NotebookNode, token: str) -> tuple[NotebookNode, int]:
     """The learner's cells, then the solution's hidden cells; returns it and the number of learner code cells."""
-    graded = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": KERNEL_NAME, "display_name": KERNEL_NAME}})
+    kernelspec = {"name": nbrun.KERNEL_NAME, "display_name": nbrun.KERNEL_NAME}
+    graded = nbformat.v4.new_notebook(metadata={"kernelspec": kernelspec})
     for cell in learner.cells:
         if labs.is_hidden(cell) or cell.cell_type != "code":
             continue  # a learner cannot bring their own "hidden" checks
@@ -122,101 +97,6 @@ def assemble(learner: NotebookNode, solution: NotebookNode, token: str) -> tuple
     return graded, learner_code_cells
 
 
-# -- the kernel with a memory limit ----------------------------------------------------
-def write_kernelspec(config: GradingConfig, cache_dir: Path = CACHE_DIR) -> Path:
-    """A kernelspec whose kernel limits its own address space; returns the JUPYTER_PATH to use."""
-    jupyter_path = cache_dir / "jupyter"
-    spec_dir = jupyter_path / "kernels" / config.kernel_name
-    spec_dir.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "mercadofresco.grading", "kernel", "--memory-mb", str(config.memory_mb)]
-    spec = {"argv": [*argv, "-f", "{connection_file}"], "display_name": "MercadoFresco grading", "language": "python"}
-    partial = spec_dir / f"kernel.json.{os.getpid()}.{secrets.token_hex(4)}"
-    partial.write_text(json.dumps(spec, indent=1))
-    partial.replace(spec_dir / "kernel.json")  # atomic: notebooks graded in parallel never read half a file
-    return jupyter_path
-
-
-def run_limited_kernel(memory_mb: int, connection_file: str) -> None:
-    """Start an IPython kernel whose process cannot grow past `memory_mb` of address space.
-
-    It writes its pid where the grader asked (KERNEL_PID_ENV), so a run that stops
-    answering can be killed together with its kernel.
-    """
-    limit = memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    if os.environ.get(KERNEL_PID_ENV):
-        Path(os.environ[KERNEL_PID_ENV]).write_text(str(os.getpid()))
-    from ipykernel import kernelapp
-
-    kernelapp.launch_new_instance(argv=["-f", connection_file])
-
-
-def _environment(jupyter_path: Path, record: Path, learner_cells: int, cache_dir: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update({"JUPYTER_PATH": str(jupyter_path), RECORD_ENV: str(record), LEARNER_CELLS_ENV: str(learner_cells)})
-    env.update({KERNEL_PID_ENV: str(record.with_suffix(".kernel-pid")), "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
-    for name, sub in [("MPLCONFIGDIR", "matplotlib"), ("IPYTHONDIR", "ipython"), ("XDG_CACHE_HOME", "xdg")]:
-        (cache_dir / sub).mkdir(parents=True, exist_ok=True)
-        env.setdefault(name, str(cache_dir / sub))
-    return env
-
-
-# -- running and reading the results ----------------------------------------------------
-def run_notebook(
-    path: Path, config: GradingConfig, learner_cells: int, cache_dir: Path = CACHE_DIR
-) -> tuple[list[dict], bool]:
-    """Run one assembled notebook under nbval; return the recorded cells and whether the run was killed."""
-    jupyter_path = write_kernelspec(config, cache_dir)
-    record = path.with_suffix(".record.jsonl")
-    record.unlink(missing_ok=True)
-    ini = path.parent / "pytest.ini"
-    ini.write_text("[pytest]\naddopts =\n")  # ignore the project's own pytest options
-    cells = len(nbformat.read(path, as_version=4).cells)
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-c",
-        str(ini),
-        "--rootdir",
-        str(path.parent),
-        "-p",
-        "no:cacheprovider",
-        "-p",
-        "mercadofresco.nbval_record",
-        "--nbval-lax",
-        f"--nbval-kernel-name={config.kernel_name}",
-        f"--nbval-cell-timeout={config.cell_timeout_seconds:g}",
-        str(path),
-    ]
-    budget = STARTUP_SECONDS + cells * (config.cell_timeout_seconds + 10)
-    process = subprocess.Popen(
-        command,
-        cwd=path.parent,
-        env=_environment(jupyter_path, record, learner_cells, cache_dir),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # so a stuck run can be killed with its kernel
-    )
-    try:
-        process.wait(timeout=budget)
-        killed = False
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-        _kill_kernel(record.with_suffix(".kernel-pid"))  # jupyter starts kernels in a session of their own
-        killed = True
-    rows = [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
-    return rows, killed
-
-
-def _kill_kernel(pid_file: Path) -> None:
-    """Kill the kernel whose pid is in `pid_file`; no file (no kernel started) or no process is fine."""
-    with contextlib.suppress(FileNotFoundError, ValueError, ProcessLookupError):
-        os.kill(int(pid_file.read_text()), signal.SIGKILL)
-
-
 def score(
     rows: list[dict], learner_cells: int, specs: list[labs.CheckSpec], setup_cells: list[int], token: str, killed: bool
 ) -> tuple[list[CheckResult], list[str]]:
@@ -227,7 +107,7 @@ def score(
         row = by_cell.get(cell)
         if row and row["outcome"] == "failed":
             notes.append(f"your code cell {cell + 1}: {row['reason']}")
-            if stops_grading(row["reason"]):
+            if nbrun.stops_grading(row["reason"]):
                 stopped = stopped or f"grading stopped at your code cell {cell + 1} ({row['reason']})"
     for cell in setup_cells:
         row = by_cell.get(cell)
@@ -253,7 +133,7 @@ def score(
 
 
 def grade_notebook(
-    path: Path, solution: NotebookNode, config: GradingConfig, workdir: Path, cache_dir: Path = CACHE_DIR
+    path: Path, solution: NotebookNode, limits: nbrun.Limits, workdir: Path, cache_dir: Path = nbrun.CACHE_DIR
 ) -> LearnerReport:
     """Grade one learner notebook; a notebook that cannot even be read fails every check."""
     specs = labs.check_specs(solution)
@@ -271,7 +151,7 @@ def grade_notebook(
     target = workdir / path.stem / f"{path.stem}.ipynb"
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(graded, target)
-    rows, killed = run_notebook(target, config, learner_cells, cache_dir)
+    rows, killed = nbrun.run_notebook(target, limits, learner_cells, cache_dir)
     checks, notes = score(rows, learner_cells, specs, setup_cells, token, killed)
     if killed:
         notes.append("the notebook was stopped: it ran past its total time limit")
@@ -281,12 +161,12 @@ def grade_notebook(
 def grade(
     submissions: Path,
     lab: str,
-    config: GradingConfig | None = None,
+    limits: nbrun.Limits | None = None,
     solutions_dir: Path = labs.SOLUTIONS_DIR,
     jobs: int = 1,
 ) -> list[LearnerReport]:
     """Grade every notebook in `submissions` with `lab`'s hidden checks, `jobs` notebooks at a time (sorted by name)."""
-    config = config or GradingConfig()
+    limits = limits or nbrun.Limits()
     if not submissions.is_dir():
         raise ValueError(f"submissions must be a folder of .ipynb files; got {submissions}")
     if not 1 <= jobs <= 32:
@@ -295,7 +175,7 @@ def grade(
     paths = sorted(submissions.glob("*.ipynb"))
     with tempfile.TemporaryDirectory(prefix="grading-") as workdir, ThreadPoolExecutor(jobs) as pool:
         # Each notebook runs in its own pytest process and kernel; threads only wait for them.
-        return list(pool.map(lambda path: grade_notebook(path, solution, config, Path(workdir)), paths))
+        return list(pool.map(lambda path: grade_notebook(path, solution, limits, Path(workdir)), paths))
 
 
 # -- reports ------------------------------------------------------------------------
@@ -353,24 +233,18 @@ def main(argv: list[str] | None = None) -> int:
     grade_.add_argument("submissions", type=Path)
     grade_.add_argument("--lab", required=True, choices=sorted(labs.LABS))
     grade_.add_argument("--out", type=Path, help="where report.json/report.csv go (default grading-report-LAB)")
-    grade_.add_argument("--cell-timeout", type=float, default=GradingConfig.cell_timeout_seconds)
-    grade_.add_argument("--memory-mb", type=int, default=GradingConfig.memory_mb)
+    grade_.add_argument("--cell-timeout", type=float, default=nbrun.Limits.cell_timeout_seconds)
+    grade_.add_argument("--memory-mb", type=int, default=nbrun.Limits.memory_mb)
     grade_.add_argument("--jobs", type=int, default=1, help="notebooks graded at the same time")
     grade_.add_argument("--solutions", type=Path, default=labs.SOLUTIONS_DIR)
-    kernel = commands.add_parser("kernel", help="(used by the grader's kernelspec) a kernel with a memory limit")
-    kernel.add_argument("--memory-mb", type=int, required=True)
-    kernel.add_argument("-f", dest="connection_file", required=True)
     args = parser.parse_args(argv)
 
-    if args.command == "kernel":
-        run_limited_kernel(args.memory_mb, args.connection_file)
-        return 0
     if args.command == "build":
         for path in labs.build(args.solutions, args.labs):
             print(f"wrote {path}")
         return 0
-    config = GradingConfig(cell_timeout_seconds=args.cell_timeout, memory_mb=args.memory_mb)
-    reports = grade(args.submissions, args.lab, config, args.solutions, args.jobs)
+    limits = nbrun.Limits(cell_timeout_seconds=args.cell_timeout, memory_mb=args.memory_mb)
+    reports = grade(args.submissions, args.lab, limits, args.solutions, args.jobs)
     print(summary_table(reports))
     json_path, csv_path = write_reports(reports, args.lab, args.out or Path(f"grading-report-{args.lab}"))
     print(f"\nwrote {json_path} and {csv_path}")

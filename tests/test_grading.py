@@ -13,7 +13,7 @@ import lab_variants
 import nbformat
 import pytest
 
-from mercadofresco import grading, labs
+from mercadofresco import grading, labs, nbrun
 
 CELL_TIMEOUT = "10"  # generous for a slow CI machine; the solution's slowest cell takes about 2 s
 
@@ -87,9 +87,9 @@ def test_expect_turns_a_false_condition_or_an_error_into_the_hint():
 
 
 @pytest.mark.parametrize(("name", "value"), [("cell_timeout_seconds", 0), ("memory_mb", 100)])
-def test_grading_config_refuses_values_out_of_range(name, value):
+def test_run_limits_refuse_values_out_of_range(name, value):
     with pytest.raises(ValueError, match=name):
-        grading.GradingConfig(**{name: value})
+        nbrun.Limits(**{name: value})
 
 
 SPECS = [labs.CheckSpec(f"check_{i}", f"hint {i}") for i in range(3)]
@@ -135,7 +135,7 @@ def test_the_learners_kernel_has_a_memory_limit(tmp_path):
     )
     path = tmp_path / "hog.ipynb"
     nbformat.write(notebook, path)
-    rows, killed = grading.run_notebook(path, grading.GradingConfig(memory_mb=1024), learner_cells=0)
+    rows, killed = nbrun.run_notebook(path, nbrun.Limits(memory_mb=1024), learner_cells=0)
     assert not killed
     assert [(row["cell"], row["outcome"]) for row in rows] == [(0, "failed"), (1, "passed")]
     assert rows[0]["reason"].startswith("MemoryError")
@@ -149,7 +149,7 @@ def test_a_kernel_that_ignores_interrupts_is_stopped_and_nothing_after_it_runs(t
     path = tmp_path / "stubborn.ipynb"
     nbformat.write(notebook, path)
     started = time.perf_counter()
-    rows, killed = grading.run_notebook(path, grading.GradingConfig(cell_timeout_seconds=2), learner_cells=1)
+    rows, killed = nbrun.run_notebook(path, nbrun.Limits(cell_timeout_seconds=2), learner_cells=1)
     assert not killed  # nbval itself gave up on the kernel; the run did not need killing
     assert time.perf_counter() - started < 30
     assert [(row["cell"], row["outcome"]) for row in rows] == [(0, "failed")]

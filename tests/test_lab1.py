@@ -9,7 +9,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from mercadofresco import grading, labs
+from mercadofresco import grading, labs, nbrun
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +18,7 @@ def mistakes(tmp_path_factory):
     folder = tmp_path_factory.mktemp("mistakes")
     for name in lab_variants.EDITS:
         lab_variants.write(lab_variants.variant(name), folder / f"{name}.ipynb")
-    reports = grading.grade(folder, "lab1", grading.GradingConfig(cell_timeout_seconds=10), jobs=2)
+    reports = grading.grade(folder, "lab1", nbrun.Limits(cell_timeout_seconds=10), jobs=2)
     return {report.learner: report for report in reports}
 
 
