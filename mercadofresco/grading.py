@@ -35,6 +35,8 @@ from nbformat import NotebookNode
 from mercadofresco import labs, nbrun
 from mercadofresco.errors import MercadoFrescoError
 
+NOTES_ON_SCREEN = 3  # the first problems in a learner's own cells; report.json keeps them all
+
 
 class CheckFailed(MercadoFrescoError, AssertionError):
     """A lab check did not hold; the message is the hint for the learner."""
@@ -193,7 +195,9 @@ def summary_table(reports: list[LearnerReport]) -> str:
     lines += ["", "checks: " + ", ".join(f"{i + 1} {name}" for i, name in enumerate(checks))]
     for report in reports:
         lines += ["", f"{report.learner}: {report.score}/{report.max_score}"]
-        lines += [f"  note: {note}" for note in report.notes]
+        lines += [f"  note: {note}" for note in report.notes[:NOTES_ON_SCREEN]]
+        if len(report.notes) > NOTES_ON_SCREEN:
+            lines.append(f"  note: … and {len(report.notes) - NOTES_ON_SCREEN} more in report.json")
         for result in report.checks:
             if not result.passed:
                 lines.append(f"  FAILED {result.check}: {result.reason}")

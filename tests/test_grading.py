@@ -129,6 +129,15 @@ def test_a_learner_cell_cut_off_by_the_time_limit_fails_every_check_after_it():
     assert notes == ["your code cell 2: Timeout of 5 seconds exceeded executing cell (interrupted)"]
 
 
+def test_a_file_that_is_not_a_notebook_fails_every_check_and_grading_goes_on(tmp_path):
+    (tmp_path / "broken.ipynb").write_text("{ not json")
+    solution = nbformat.read(labs.SOLUTIONS_DIR / labs.lab_file("lab1"), as_version=4)
+    report = grading.grade_notebook(tmp_path / "broken.ipynb", solution, nbrun.Limits(), tmp_path)
+    assert (report.score, report.max_score) == (0, 15)
+    assert {result.reason for result in report.checks} == {"not run: unreadable notebook"}
+    assert report.notes[0].startswith("could not read broken.ipynb")
+
+
 def test_the_learners_kernel_has_a_memory_limit(tmp_path):
     notebook = nbformat.v4.new_notebook(
         cells=[nbformat.v4.new_code_cell("hog = bytearray(1536 * 1024 * 1024)"), nbformat.v4.new_code_cell("1 + 1")]
