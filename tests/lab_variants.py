@@ -84,6 +84,18 @@ EXPECTED_FAILURES = {
 
 LOOP = "    xs = []\n    while True:\n        xs.append(1)\n"
 
+# A handler that hangs for one order only, PED-2026-900005: the one the hidden check `producer_resends` sends.
+# The learner's own cells never meet it; only that check hangs, and grading must go on after it.
+HANGS_ON_ONE_ORDER = [
+    (
+        HANDLER_CELL,
+        '        order = orders.parse_order(record["body"])\n',
+        '        order = orders.parse_order(record["body"])\n'
+        '        while order.pedido_id == "PED-2026-900005":\n'
+        "            pass\n",
+    )
+]
+
 
 def solution() -> nbformat.NotebookNode:
     """The solution notebook, as the instructor has it."""
@@ -92,10 +104,15 @@ def solution() -> nbformat.NotebookNode:
 
 def variant(name: str) -> nbformat.NotebookNode:
     """The solution with the mistake `name`, and without its hidden cells (a learner never has them)."""
+    return edited(EDITS[name], name)
+
+
+def edited(edits: list[tuple[str, str, str]], name: str) -> nbformat.NotebookNode:
+    """The solution without its hidden cells, with `edits` applied (each must find its text)."""
     notebook = copy.deepcopy(solution())
     notebook.cells = [cell for cell in notebook.cells if "hidden" not in str(cell.metadata.get("tags", []))]
     cells = {cell.get("id"): cell for cell in notebook.cells}
-    for cell_id, old, new in EDITS[name]:
+    for cell_id, old, new in edits:
         source = cells[cell_id].source
         assert old in source, f"variant {name}: {old!r} is no longer in cell {cell_id}; update tests/lab_variants.py"
         cells[cell_id].source = source.replace(old, new, 1)

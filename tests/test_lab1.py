@@ -11,6 +11,8 @@ from nbclient import NotebookClient
 
 from mercadofresco import grading, labs, nbrun
 
+CELL_TIMEOUT = 10
+
 
 @pytest.fixture(scope="module")
 def mistakes(tmp_path_factory):
@@ -18,7 +20,9 @@ def mistakes(tmp_path_factory):
     folder = tmp_path_factory.mktemp("mistakes")
     for name in lab_variants.EDITS:
         lab_variants.write(lab_variants.variant(name), folder / f"{name}.ipynb")
-    reports = grading.grade(folder, "lab1", nbrun.Limits(cell_timeout_seconds=10), jobs=2)
+    hangs = lab_variants.edited(lab_variants.HANGS_ON_ONE_ORDER, "hangs_on_one_order")
+    lab_variants.write(hangs, folder / "hangs_on_one_order.ipynb")
+    reports = grading.grade(folder, "lab1", nbrun.Limits(cell_timeout_seconds=CELL_TIMEOUT), jobs=2)
     return {report.learner: report for report in reports}
 
 
@@ -30,6 +34,14 @@ def test_each_common_mistake_fails_the_hidden_checks_aimed_at_it(mistakes, name)
     assert report.score < report.max_score
     # the mistake is in the handler or the answers, never a crash of the notebook itself
     assert not any("not run" in result.reason for result in report.checks)
+
+
+def test_a_check_that_hangs_fails_with_its_reason_and_grading_goes_on_with_the_next_checks(mistakes):
+    report = mistakes["hangs_on_one_order"]
+    failed = [result for result in report.checks if not result.passed]
+    assert [result.check for result in failed] == ["producer_resends"]
+    assert failed[0].reason == f"Timeout of {CELL_TIMEOUT} seconds exceeded executing cell (interrupted)"
+    assert report.score == 14  # the four checks after the one that hung still ran and passed
 
 
 def test_there_are_at_least_five_mistakes_and_each_edit_changes_the_solution():
