@@ -1,0 +1,156 @@
+"""Labs from solutions: `solutions/` is the source, `labs/` is what the build step makes of it.
+
+A solution notebook holds the whole lab. Solution code sits between
+`### BEGIN SOLUTION` and `### END SOLUTION`; the build replaces each region
+with a prompt and `raise NotImplementedError`. Cells tagged `hidden-check`
+(the graded checks) or `hidden-setup` (the helpers they share) are removed,
+and every output is cleared. The same input always gives byte-identical
+output, so a test can prove `labs/` is up to date. nbgrader and otter-grader
+use the same two ideas (solution delimiters, hidden cells by tag).
+
+    python -m mercadofresco.grading build        # writes labs/ from solutions/
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+from nbformat import NotebookNode
+
+from mercadofresco.errors import MercadoFrescoError
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS_DIR = ROOT / "solutions"
+LABS_DIR = ROOT / "labs"
+
+BEGIN_SOLUTION = "### BEGIN SOLUTION"
+END_SOLUTION = "### END SOLUTION"
+HIDDEN_CHECK = "hidden-check"  # a graded check: removed from labs/, put back by the grader
+HIDDEN_SETUP = "hidden-setup"  # helpers the hidden checks share: removed and put back, never scored
+HIDDEN_TAGS = (HIDDEN_CHECK, HIDDEN_SETUP)
+METADATA_KEY = "mercadofresco"  # cell metadata: {"check": id, "hint": text, "points": n}
+CODE_PROMPT = (
+    "# YOUR CODE HERE: replace the next line with your solution.",
+    'raise NotImplementedError("your code here")',
+)
+MARKDOWN_PROMPT = "*Your answer here.*"
+# What must never appear in labs/: the delimiters, the hidden tags, the grader's metadata.
+LEAK_MARKERS = (BEGIN_SOLUTION, END_SOLUTION, *HIDDEN_TAGS, f'"{METADATA_KEY}"')
+
+# Lab name (as given to `grade --lab`) -> notebook file name in solutions/ and labs/.
+LABS = {"lab1": "lab1_double_charge.ipynb"}
+
+
+class SolutionFormatError(MercadoFrescoError, ValueError):
+    """A solution notebook's delimiters or check metadata are malformed."""
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    """One hidden check: its id, what the learner is told when it fails, its weight."""
+
+    check: str
+    hint: str
+    points: int = 1
+
+
+def lab_file(lab: str) -> str:
+    """The notebook file name of `lab` ("lab1" -> "lab1_double_charge.ipynb")."""
+    if lab not in LABS:
+        raise ValueError(f"lab must be one of {', '.join(LABS)}; got {lab!r}")
+    return LABS[lab]
+
+
+def cell_tags(cell: NotebookNode) -> list[str]:
+    """The tags of a cell (an empty list if it has none)."""
+    return list(cell.get("metadata", {}).get("tags", []))
+
+
+def is_hidden(cell: NotebookNode) -> bool:
+    """True for the cells the learner never sees."""
+    return any(tag in HIDDEN_TAGS for tag in cell_tags(cell))
+
+
+def strip_solutions(source: str, prompt: tuple[str, ...] = CODE_PROMPT) -> str:
+    """Replace each BEGIN/END SOLUTION region with `prompt`, indented like the BEGIN line."""
+    lines, out, inside = source.split("\n"), [], False
+    for number, line in enumerate(lines, start=1):
+        marker = line.strip()
+        if marker == BEGIN_SOLUTION:
+            if inside:
+                raise SolutionFormatError(f"line {number}: {BEGIN_SOLUTION} inside another solution region")
+            inside = True
+            indent = line[: len(line) - len(line.lstrip())]
+            out.extend(indent + prompt_line for prompt_line in prompt)
+        elif marker == END_SOLUTION:
+            if not inside:
+                raise SolutionFormatError(f"line {number}: {END_SOLUTION} without {BEGIN_SOLUTION}")
+            inside = False
+        elif not inside:
+            out.append(line)
+    if inside:
+        raise SolutionFormatError(f"{BEGIN_SOLUTION} is never closed by {END_SOLUTION}")
+    return "\n".join(out)
+
+
+def check_specs(notebook: NotebookNode) -> list[CheckSpec]:
+    """The hidden checks of a solution notebook, in order."""
+    specs = []
+    for cell in notebook.cells:
+        if HIDDEN_CHECK not in cell_tags(cell):
+            continue
+        meta = cell.metadata.get(METADATA_KEY, {})
+        if not meta.get("check") or not meta.get("hint"):
+            raise SolutionFormatError(f"hidden check cell {cell.get('id')!r} needs metadata.{METADATA_KEY}.check/hint")
+        specs.append(CheckSpec(meta["check"], meta["hint"], int(meta.get("points", 1))))
+    ids = [spec.check for spec in specs]
+    if len(set(ids)) != len(ids):
+        raise SolutionFormatError(f"check ids must be unique; got {ids}")
+    return specs
+
+
+def lab_notebook(solution: NotebookNode) -> NotebookNode:
+    """The learner's copy of a solution notebook: no solutions, no hidden cells, no outputs."""
+    lab = copy.deepcopy(solution)
+    lab.cells = [cell for cell in lab.cells if not is_hidden(cell)]
+    for cell in lab.cells:
+        cell.metadata.pop(METADATA_KEY, None)
+        if cell.cell_type == "code":
+            cell.source = strip_solutions(cell.source)
+            cell.outputs = []
+            cell.execution_count = None
+            cell.metadata.pop("execution", None)
+        elif cell.cell_type == "markdown":
+            cell.source = strip_solutions(cell.source, (MARKDOWN_PROMPT,))
+    lab.metadata.pop("widgets", None)
+    return lab
+
+
+def leaks(notebook_text: str) -> list[str]:
+    """The solution or hidden markers found in a lab notebook's text (none, if the build worked)."""
+    return [marker for marker in LEAK_MARKERS if marker in notebook_text]
+
+
+def render(notebook: NotebookNode) -> str:
+    """The exact text written to disk: nbformat's JSON, ending in a newline."""
+    return nbformat.writes(notebook) + "\n"
+
+
+def build(solutions_dir: Path = SOLUTIONS_DIR, labs_dir: Path = LABS_DIR) -> list[Path]:
+    """Write one lab per solution notebook; return the paths written."""
+    written = []
+    labs_dir.mkdir(parents=True, exist_ok=True)
+    for path in sorted(solutions_dir.glob("*.ipynb")):
+        solution = nbformat.read(path, as_version=4)
+        check_specs(solution)  # refuse to build from malformed check metadata
+        text = render(lab_notebook(solution))
+        found = leaks(text)
+        if found:
+            raise SolutionFormatError(f"{path.name}: the lab would still contain {found}")
+        target = labs_dir / path.name
+        target.write_text(text, encoding="utf-8")
+        written.append(target)
+    return written

@@ -1,0 +1,135 @@
+"""Lab 1 as learners might hand it in: the solution with one of the lesson's common mistakes (section 17).
+
+Each variant is the solution notebook with a few lines replaced, so it differs from a passing notebook in
+exactly one idea. `EXPECTED_FAILURES` names the hidden checks each mistake must fail (at least).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTION = ROOT / "solutions" / "lab1_double_charge.ipynb"
+LAB = ROOT / "labs" / "lab1_double_charge.ipynb"
+
+HANDLER_CELL = "l16"
+KEY_LINE = 'clave = f"cobro:{order.pedido_id}"'
+FREE = 'free = "attribute_not_exists(clave) OR expira_en < :now OR (estado = :en_curso AND caduca_bloqueo < :now)"'
+
+# name -> [(cell id, text in the solution, replacement)]
+EDITS: dict[str, list[tuple[str, str, str]]] = {
+    # "The SQS MessageId changes if the producer resends the same work."
+    "messageid_key": [(HANDLER_CELL, KEY_LINE, "clave = f\"cobro:{record['messageId']}\"")],
+    # "A UUID generated in the consumer changes on every attempt."
+    "consumer_uuid": [(HANDLER_CELL, KEY_LINE, "clave = f\"cobro:{__import__('uuid').uuid4()}\"")],
+    # "With only two states, both would see 'it is not there' and both would charge": check, then write.
+    "two_states": [
+        (
+            HANDLER_CELL,
+            "        try:\n            dynamodb.put_item(",
+            "        found = dynamodb.get_item(TableName=table_name, Key={'clave': {'S': clave}}).get('Item')\n"
+            "        if found and int(found['expira_en']['N']) >= now:\n"
+            "            return found\n"
+            "        return None\n"
+            "        try:\n            dynamodb.put_item(",
+        )
+    ],
+    # "Locking with EN_CURSO without expiry": the claim never runs out.
+    "lock_without_expiry": [
+        (HANDLER_CELL, FREE, 'free = "attribute_not_exists(clave) OR expira_en < :now"'),
+        (HANDLER_CELL, '"caduca_bloqueo": {"N": str(now + LOCK_SECONDS)},', ""),
+    ],
+    # "Raising visibility as the only fix": the incident's consumer (no table, no key) behind a longer visibility.
+    "visibility_only": [
+        (
+            HANDLER_CELL,
+            "    def claim(clave, now):",
+            "    def handler(event, context):\n"
+            "        for record in event['Records']:\n"
+            "            order = orders.parse_order(record['body'])\n"
+            "            client.charge(order.pedido_id, order.importe, None, context)\n"
+            "        return {'batchItemFailures': []}\n\n"
+            "    return handler\n\n"
+            "    def claim(clave, now):",
+        ),
+        ("l13", '"read_timeout_seconds": 30', '"read_timeout_seconds": 180'),
+        ("l13", '"sdk_max_attempts": 2', '"sdk_max_attempts": 5'),
+        ("l13", 'root_fix = "idempotency_table"', 'root_fix = "visibility_400"'),
+        (
+            "l13",
+            'fix_order = ["idempotency_table", "gateway_key", "visibility_400",',
+            'fix_order = ["visibility_400", "idempotency_table", "gateway_key",',
+        ),
+    ],
+    # The TTL trusted to delete expired records: moto never does, DynamoDB does it late.
+    "ttl_trusted": [
+        (HANDLER_CELL, FREE, 'free = "attribute_not_exists(clave) OR (estado = :en_curso AND caduca_bloqueo < :now)"')
+    ],
+    # A transient failure that keeps the claim: the next delivery finds EN_CURSO and cannot charge.
+    "transient_keeps_lock": [(HANDLER_CELL, "            release(clave)\n", "")],
+}
+
+EXPECTED_FAILURES = {
+    "messageid_key": {"record_contract", "producer_resends"},
+    "consumer_uuid": {"record_contract", "producer_resends", "crash_recovery"},
+    "two_states": {"parallel_duplicates"},
+    "lock_without_expiry": {"lock_expires"},
+    "visibility_only": {"fix_order", "config_relations", "crash_recovery", "producer_resends", "incident_replay"},
+    "ttl_trusted": {"expired_record_ignored"},
+    "transient_keeps_lock": {"transient_releases"},
+}
+
+LOOP = "    xs = []\n    while True:\n        xs.append(1)\n"
+
+# A handler that hangs for one order only, PED-2026-900005: the one the hidden check `producer_resends` sends.
+# The learner's own cells never meet it; only that check hangs, and grading must go on after it.
+HANGS_ON_ONE_ORDER = [
+    (
+        HANDLER_CELL,
+        '        order = orders.parse_order(record["body"])\n',
+        '        order = orders.parse_order(record["body"])\n'
+        '        while order.pedido_id == "PED-2026-900005":\n'
+        "            pass\n",
+    )
+]
+
+
+def solution() -> nbformat.NotebookNode:
+    """The solution notebook, as the instructor has it."""
+    return nbformat.read(SOLUTION, as_version=4)
+
+
+def variant(name: str) -> nbformat.NotebookNode:
+    """The solution with the mistake `name`, and without its hidden cells (a learner never has them)."""
+    return edited(EDITS[name], name)
+
+
+def edited(edits: list[tuple[str, str, str]], name: str) -> nbformat.NotebookNode:
+    """The solution without its hidden cells, with `edits` applied (each must find its text)."""
+    notebook = copy.deepcopy(solution())
+    notebook.cells = [cell for cell in notebook.cells if "hidden" not in str(cell.metadata.get("tags", []))]
+    cells = {cell.get("id"): cell for cell in notebook.cells}
+    for cell_id, old, new in edits:
+        source = cells[cell_id].source
+        assert old in source, f"variant {name}: {old!r} is no longer in cell {cell_id}; update tests/lab_variants.py"
+        cells[cell_id].source = source.replace(old, new, 1)
+    return notebook
+
+
+def looping() -> nbformat.NotebookNode:
+    """The solution whose first solution region is `while True: xs.append(1)`: it never finishes, eating memory."""
+    notebook = copy.deepcopy(solution())
+    notebook.cells = [cell for cell in notebook.cells if "hidden" not in str(cell.metadata.get("tags", []))]
+    cell = next(cell for cell in notebook.cells if cell.get("id") == "l03")
+    start, end = cell.source.index("    ### BEGIN SOLUTION"), cell.source.index("    ### END SOLUTION")
+    cell.source = cell.source[:start] + LOOP + cell.source[end + len("    ### END SOLUTION") :]
+    return notebook
+
+
+def write(notebook: nbformat.NotebookNode, path: Path) -> Path:
+    """Write a notebook and return its path."""
+    nbformat.write(notebook, path)
+    return path

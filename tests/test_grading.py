@@ -1,0 +1,243 @@
+"""The build step (labs/ from solutions/) and the grading command, end to end on four notebooks."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import subprocess
+import sys
+import time
+
+import lab_variants
+import nbformat
+import pytest
+
+from mercadofresco import grading, labs, nbrun
+
+CELL_TIMEOUT = "10"  # generous for a slow CI machine; the solution's slowest cell takes about 2 s
+
+
+# -- the build step ----------------------------------------------------------------------
+def test_strip_solutions_keeps_the_code_around_and_the_indentation():
+    source = "def f():\n    x = 1\n    ### BEGIN SOLUTION\n    return x + 1\n    ### END SOLUTION\n\nf()"
+    assert labs.strip_solutions(source) == (
+        "def f():\n    x = 1\n"
+        "    # YOUR CODE HERE: replace the next line with your solution.\n"
+        '    raise NotImplementedError("your code here")\n\nf()'
+    )
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "### BEGIN SOLUTION\nx = 1",
+        "x = 1\n### END SOLUTION",
+        "### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION",
+    ],
+)
+def test_malformed_solution_regions_are_refused(source):
+    with pytest.raises(labs.SolutionFormatError):
+        labs.strip_solutions(source)
+
+
+def test_the_lab_has_no_hidden_cells_no_outputs_and_no_grader_metadata():
+    solution = nbformat.read(labs.SOLUTIONS_DIR / labs.lab_file("lab1"), as_version=4)
+    lab = labs.lab_notebook(solution)
+    assert sum(labs.is_hidden(cell) for cell in solution.cells) == 16  # 1 setup + 15 checks
+    assert not any(labs.is_hidden(cell) for cell in lab.cells)
+    assert all(cell.outputs == [] and cell.execution_count is None for cell in lab.cells if cell.cell_type == "code")
+    assert len(lab.cells) == len(solution.cells) - 16
+    assert solution.cells[3].source != lab.cells[3].source  # the input was not modified in place
+
+
+def test_labs_folder_is_exactly_what_the_build_produces(tmp_path):
+    written = labs.build(labs.SOLUTIONS_DIR, tmp_path)
+    committed = sorted(path.name for path in labs.LABS_DIR.glob("*.ipynb"))
+    assert [path.name for path in written] == committed, "run `python -m mercadofresco.grading build` and commit"
+    for path in written:
+        assert path.read_bytes() == (labs.LABS_DIR / path.name).read_bytes(), f"labs/{path.name} is out of date"
+
+
+def test_nothing_of_the_solution_or_the_hidden_checks_leaks_into_labs():
+    solution = nbformat.read(labs.SOLUTIONS_DIR / labs.lab_file("lab1"), as_version=4)
+    text = (labs.LABS_DIR / labs.lab_file("lab1")).read_text()
+    assert labs.leaks(text) == []
+    hidden_lines = [line.strip() for cell in solution.cells if labs.is_hidden(cell) for line in cell.source.split("\n")]
+    answers = ['more_likely = "visibility"', "ReturnValuesOnConditionCheckFailure", "caduca_bloqueo < :now"]
+    distinctive = [line for line in hidden_lines if len(line) > 30] + answers
+    assert [line for line in distinctive if line in text] == []
+    sources = "\n".join(cell.source for cell in nbformat.reads(text, as_version=4).cells)
+    assert sources.count('raise NotImplementedError("your code here")') == 7  # one per solution region
+
+
+def test_check_ids_are_unique_and_every_check_has_a_hint():
+    specs = labs.check_specs(nbformat.read(labs.SOLUTIONS_DIR / labs.lab_file("lab1"), as_version=4))
+    assert len(specs) == 15
+    assert all(len(spec.hint) > 40 for spec in specs)
+
+
+# -- pieces of the grader ------------------------------------------------------------------
+def test_expect_turns_a_false_condition_or_an_error_into_the_hint():
+    grading.expect(lambda: True, "unused")
+    with pytest.raises(grading.CheckFailed, match=r"^count the charges$"):
+        grading.expect(False, "count the charges")
+    with pytest.raises(grading.CheckFailed, match=r"count the charges \(the check could not run: NameError"):
+        grading.expect(lambda: undefined_name, "count the charges")  # noqa: F821
+
+
+@pytest.mark.parametrize(("name", "value"), [("cell_timeout_seconds", 0), ("memory_mb", 100)])
+def test_run_limits_refuse_values_out_of_range(name, value):
+    with pytest.raises(ValueError, match=name):
+        nbrun.Limits(**{name: value})
+
+
+SPECS = [labs.CheckSpec(f"check_{i}", f"hint {i}") for i in range(3)]
+
+
+def _row(cell, outcome="passed", reason="", stdout="TOKEN\n"):
+    return {"cell": cell, "outcome": outcome, "reason": reason, "stdout": stdout}
+
+
+def test_a_check_that_did_not_print_the_token_never_passes():
+    # cells: 0-1 learner, 2 setup, 3-5 checks
+    rows = [_row(0), _row(1), _row(2, stdout=""), _row(3), _row(4, stdout="forged\n"), _row(5, stdout="")]
+    results, notes = grading.score(rows, 2, SPECS, [2], "TOKEN", killed=False)
+    assert [result.passed for result in results] == [True, False, False]
+    assert notes == []
+
+
+def test_after_the_kernel_dies_every_remaining_check_fails_even_if_reported_passed():
+    rows = [
+        _row(0),
+        _row(1),
+        _row(2, stdout=""),
+        _row(3, "failed", "Timeout of 5 seconds exceeded while executing cell. Failed to interrupt kernel"),
+        _row(4, "failed", "Kernel dead on test start"),
+        _row(5),  # cannot happen with nbval, and must not count if it did
+    ]
+    results, _ = grading.score(rows, 2, SPECS, [2], "TOKEN", killed=False)
+    assert [result.passed for result in results] == [False, False, False]
+    assert results[2].reason == "not run: the kernel stopped answering during the check check_0"
+
+
+def test_a_learner_cell_cut_off_by_the_time_limit_fails_every_check_after_it():
+    rows = [_row(0), _row(1, "failed", "Timeout of 5 seconds exceeded executing cell (interrupted)")]
+    results, notes = grading.score(rows, 2, SPECS, [2], "TOKEN", killed=False)
+    assert not any(result.passed for result in results)
+    assert all(result.reason.startswith("not run: grading stopped at your code cell 2") for result in results)
+    assert notes == ["your code cell 2: Timeout of 5 seconds exceeded executing cell (interrupted)"]
+
+
+def test_a_file_that_is_not_a_notebook_fails_every_check_and_grading_goes_on(tmp_path):
+    (tmp_path / "broken.ipynb").write_text("{ not json")
+    solution = nbformat.read(labs.SOLUTIONS_DIR / labs.lab_file("lab1"), as_version=4)
+    report = grading.grade_notebook(tmp_path / "broken.ipynb", solution, nbrun.Limits(), tmp_path)
+    assert (report.score, report.max_score) == (0, 15)
+    assert {result.reason for result in report.checks} == {"not run: unreadable notebook"}
+    assert report.notes[0].startswith("could not read broken.ipynb")
+
+
+def test_the_learners_kernel_has_a_memory_limit(tmp_path):
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("hog = bytearray(1536 * 1024 * 1024)"), nbformat.v4.new_code_cell("1 + 1")]
+    )
+    path = tmp_path / "hog.ipynb"
+    nbformat.write(notebook, path)
+    rows, killed = nbrun.run_notebook(path, nbrun.Limits(memory_mb=1024), learner_cells=0)
+    assert not killed
+    assert [(row["cell"], row["outcome"]) for row in rows] == [(0, "failed"), (1, "passed")]
+    assert rows[0]["reason"].startswith("MemoryError")
+
+
+def test_a_kernel_that_ignores_interrupts_is_stopped_and_nothing_after_it_runs(tmp_path):
+    stubborn = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(stubborn), nbformat.v4.new_code_cell("print('never')")]
+    )
+    path = tmp_path / "stubborn.ipynb"
+    nbformat.write(notebook, path)
+    started = time.perf_counter()
+    rows, killed = nbrun.run_notebook(path, nbrun.Limits(cell_timeout_seconds=2), learner_cells=1)
+    assert not killed  # nbval itself gave up on the kernel; the run did not need killing
+    assert time.perf_counter() - started < 30
+    assert [(row["cell"], row["outcome"]) for row in rows] == [(0, "failed")]
+    assert "Failed to interrupt kernel" in rows[0]["reason"]
+    pid = int(path.with_suffix(".record.kernel-pid").read_text())
+    with pytest.raises(ProcessLookupError):  # no kernel left running
+        os.kill(pid, 0)
+
+
+# -- the command, on four notebooks ------------------------------------------------------------
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """`python -m mercadofresco.grading grade` on the solution, the blank lab, one mistake and an endless loop."""
+    folder = tmp_path_factory.mktemp("submissions")
+    lab_variants.write(lab_variants.solution(), folder / "ana_solution.ipynb")
+    (folder / "bea_blank.ipynb").write_bytes(lab_variants.LAB.read_bytes())
+    lab_variants.write(lab_variants.variant("messageid_key"), folder / "carla_messageid.ipynb")
+    lab_variants.write(lab_variants.looping(), folder / "dani_loops.ipynb")
+    out = tmp_path_factory.mktemp("report")
+    command = [sys.executable, "-m", "mercadofresco.grading", "grade", str(folder), "--lab", "lab1", "--out", str(out)]
+    started = time.perf_counter()
+    result = subprocess.run(
+        [*command, "--cell-timeout", CELL_TIMEOUT, "--jobs", "2"], capture_output=True, text=True, check=False
+    )
+    seconds = time.perf_counter() - started
+    assert result.returncode == 0, result.stderr
+    return result.stdout, json.loads((out / "report.json").read_text()), out / "report.csv", seconds
+
+
+def test_the_command_prints_the_expected_score_of_each_learner(graded):
+    stdout, _, _, seconds = graded
+    table = stdout.split("\n\n")[0].splitlines()
+    scores = {line.split()[0]: line.split()[1] for line in table[2:]}
+    assert scores == {"ana_solution": "15/15", "bea_blank": "0/15", "carla_messageid": "11/15", "dani_loops": "0/15"}
+    assert seconds < 150, f"grading four notebooks took {seconds:.0f} s"
+
+
+def test_the_looping_notebook_is_cut_off_reported_and_scores_zero_after_it(graded):
+    stdout, report, _, _ = graded
+    dani = next(learner for learner in report["learners"] if learner["learner"] == "dani_loops")
+    assert dani["score"] == 0
+    # cut off by the time limit, or by the memory limit if the list fills it first
+    assert dani["notes"][0] in (
+        f"your code cell 2: Timeout of {CELL_TIMEOUT} seconds exceeded executing cell (interrupted)",
+        "your code cell 2: MemoryError: the cell ran out of memory (the grader's memory limit)",
+    )
+    assert all(check["reason"].startswith("not run: grading stopped at your code cell 2") for check in dani["checks"])
+    assert "dani_loops: 0/15\n  note: your code cell 2: " in stdout
+
+
+def test_feedback_names_failed_checks_and_hints_but_never_shows_hidden_source(graded):
+    stdout, report, csv_path, _ = graded
+    carla = next(learner for learner in report["learners"] if learner["learner"] == "carla_messageid")
+    failed = {check["check"] for check in carla["checks"] if not check["passed"]}
+    assert failed == {"record_contract", "parallel_duplicates", "producer_resends", "permanent_failure_kept"}
+    assert "FAILED producer_resends: AssertionError: 3 charges for one order sent three times" in stdout
+    assert "hint: (d) the producer may send the same order again" in stdout
+    solution = lab_variants.solution()
+    hidden = [line.strip() for cell in solution.cells if labs.is_hidden(cell) for line in cell.source.split("\n")]
+    shown = stdout + json.dumps(report) + csv_path.read_text()
+    assert [line for line in hidden if len(line) > 25 and line in shown] == []
+    assert "_learner(" not in shown and "_fresh(" not in shown
+
+
+def test_the_blank_lab_fails_public_checks_with_hints_not_bare_assertions(graded):
+    _, report, _, _ = graded
+    bea = next(learner for learner in report["learners"] if learner["learner"] == "bea_blank")
+    public = [note for note in bea["notes"] if "CheckFailed" in note]
+    assert len(public) == 6
+    assert all("(the check could not run: NameError" in note for note in public)
+    ana = next(learner for learner in report["learners"] if learner["learner"] == "ana_solution")
+    assert ana["notes"] == []
+
+
+def test_the_csv_has_one_row_per_learner_and_check(graded):
+    _, report, csv_path, _ = graded
+    rows = list(csv.DictReader(csv_path.open()))
+    assert len(rows) == 4 * 15
+    by_learner = {}
+    for row in rows:
+        by_learner[row["learner"]] = by_learner.get(row["learner"], 0) + int(row["points"])
+    assert by_learner == {learner["learner"]: learner["score"] for learner in report["learners"]}

@@ -1,0 +1,63 @@
+"""Lab 1's hidden checks can fail: each of the lesson's common mistakes fails at least the check aimed at it."""
+
+from __future__ import annotations
+
+import time
+
+import lab_variants
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from mercadofresco import grading, labs, nbrun
+
+CELL_TIMEOUT = 10
+
+
+@pytest.fixture(scope="module")
+def mistakes(tmp_path_factory):
+    """Grade every variant of tests/lab_variants.py; return {variant: set of failed checks}."""
+    folder = tmp_path_factory.mktemp("mistakes")
+    for name in lab_variants.EDITS:
+        lab_variants.write(lab_variants.variant(name), folder / f"{name}.ipynb")
+    hangs = lab_variants.edited(lab_variants.HANGS_ON_ONE_ORDER, "hangs_on_one_order")
+    lab_variants.write(hangs, folder / "hangs_on_one_order.ipynb")
+    reports = grading.grade(folder, "lab1", nbrun.Limits(cell_timeout_seconds=CELL_TIMEOUT), jobs=2)
+    return {report.learner: report for report in reports}
+
+
+@pytest.mark.parametrize("name", sorted(lab_variants.EXPECTED_FAILURES))
+def test_each_common_mistake_fails_the_hidden_checks_aimed_at_it(mistakes, name):
+    report = mistakes[name]
+    failed = {result.check for result in report.checks if not result.passed}
+    assert lab_variants.EXPECTED_FAILURES[name] <= failed, f"{name} failed only {sorted(failed)}"
+    assert report.score < report.max_score
+    # the mistake is in the handler or the answers, never a crash of the notebook itself
+    assert not any("not run" in result.reason for result in report.checks)
+
+
+def test_a_check_that_hangs_fails_with_its_reason_and_grading_goes_on_with_the_next_checks(mistakes):
+    report = mistakes["hangs_on_one_order"]
+    failed = [result for result in report.checks if not result.passed]
+    assert [result.check for result in failed] == ["producer_resends"]
+    assert failed[0].reason == f"Timeout of {CELL_TIMEOUT} seconds exceeded executing cell (interrupted)"
+    assert report.score == 14  # the four checks after the one that hung still ran and passed
+
+
+def test_there_are_at_least_five_mistakes_and_each_edit_changes_the_solution():
+    assert len(lab_variants.EDITS) >= 5
+    solution = nbformat.writes(lab_variants.solution())
+    for name in lab_variants.EDITS:
+        assert nbformat.writes(lab_variants.variant(name)) != solution
+
+
+def test_the_solution_runs_top_to_bottom_without_its_hidden_cells_in_under_10_seconds():
+    notebook = lab_variants.solution()
+    notebook.cells = [cell for cell in notebook.cells if not labs.is_hidden(cell)]
+    started = time.perf_counter()
+    NotebookClient(notebook, timeout=30, kernel_name="python3").execute()
+    seconds = time.perf_counter() - started
+    outputs = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs]
+    errors = [output for output in outputs if output.output_type == "error"]
+    assert errors == []
+    assert seconds <= 10, f"the solved lab took {seconds:.1f} s (kernel start included)"
