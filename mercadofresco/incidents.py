@@ -63,17 +63,24 @@ def version2_body(pedido_id: str, importe: Decimal) -> str:
     return f'{{"canal": "app", "importe": "{importe}", "pedido_id": "{pedido_id}", "version": 2}}'
 
 
-def seed_exercise2_incident(mf: world.World, reloj: VirtualClock, seed: int = 0) -> Incident:
-    """Exercise 2's world: 340 version-2 orders in mercadofresco-pedidos-fallidos; the clock at Monday 09:00."""
+def seed_exercise2_incident(
+    mf: world.World, reloj: VirtualClock, seed: int = 0, count: int = EXERCISE2_MESSAGES
+) -> Incident:
+    """Exercise 2's world: 340 version-2 orders in mercadofresco-pedidos-fallidos; the clock at Monday 09:00.
+
+    A smaller `count` keeps the same shape for quick experiments (moto slows down as a queue grows).
+    """
+    if not 2 <= count <= 1_000:
+        raise ValueError(f"count must be between 2 and 1000; got {count}")
     if reloj.now() > SUNDAY_2204:
         raise SeedError(f"the clock is at {reloj.now():%a %d %H:%M}; the incident starts Sunday 18 22:04")
     rng = random.Random(seed)
     pair = mf.reset_orders_queue(visibility_timeout_seconds=120, max_receive_count=4)
     sqs = mf.sqs
-    ids = [orders.order_id(200_000 + i) for i in range(EXERCISE2_MESSAGES)]
+    ids = [orders.order_id(200_000 + i) for i in range(count)]
     chunk_start: dt.datetime | None = None
     pending = 0
-    for pedido_id, at in zip(ids, spread(rng, SUNDAY_2204, SUNDAY_2351, EXERCISE2_MESSAGES), strict=True):
+    for pedido_id, at in zip(ids, spread(rng, SUNDAY_2204, SUNDAY_2351, count), strict=True):
         if chunk_start is not None and (pending == 10 or (at - chunk_start).total_seconds() >= CHUNK_SECONDS):
             _fail_until_dead_lettered(sqs, reloj, pair)
             chunk_start, pending = None, 0
