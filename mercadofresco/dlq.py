@@ -160,6 +160,8 @@ def inspect(
 
 def time_shape(samples: list[Sample]) -> str:
     """ "burst" if nine in ten messages fall inside three hours, else "trickle"."""
+    if not samples:
+        raise ValueError("samples must not be empty: inspect the DLQ first")
     times = sorted(s.sent_at.timestamp() for s in samples)
     needed = max(1, int(BURST_SHARE * len(times) + 0.999))
     tightest = min(times[i + needed - 1] - times[i] for i in range(len(times) - needed + 1))
@@ -245,7 +247,7 @@ def discard(
     records, wanted = [], set(message_ids)
     while wanted:
         batch = sqs.receive_message(
-            QueueUrl=dlq_url, MaxNumberOfMessages=10, VisibilityTimeout=30, WaitTimeSeconds=0
+            QueueUrl=dlq_url, MaxNumberOfMessages=10, VisibilityTimeout=INSPECT_VISIBILITY_SECONDS, WaitTimeSeconds=0
         ).get("Messages", [])
         if not batch:
             break
@@ -256,10 +258,6 @@ def discard(
                 records.append(
                     {"message_id": message["MessageId"], "quien": who, "cuando": now.isoformat(), "por_que": why}
                     | {"cuerpo": message["Body"]}
-                )
-            else:  # not ours: hand it straight back
-                sqs.change_message_visibility(
-                    QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
                 )
     if wanted:
         raise DiscardRefusedError(f"{len(wanted)} message(s) not found in the DLQ; {len(records)} discarded")

@@ -85,7 +85,7 @@ def start_message_move_task(
         if not batch:
             break
         if wanted is not None:
-            batch = _keep_wanted(sqs, source_url, batch, wanted)
+            batch = _keep_wanted(batch, wanted)
         if batch:
             _move(sqs, task, batch, (reloj.now() - task.started_at).total_seconds())
             reloj.advance(len(batch) / rate)  # the pace: `rate` messages per second, never more
@@ -103,14 +103,14 @@ def _receive(sqs: Any, url: str, how_many: int) -> list[dict[str, Any]]:
     ).get("Messages", [])
 
 
-def _keep_wanted(sqs: Any, url: str, batch: list[dict[str, Any]], wanted: set[str]) -> list[dict[str, Any]]:
-    """The chosen messages of a batch; the others go straight back to the DLQ."""
+def _keep_wanted(batch: list[dict[str, Any]], wanted: set[str]) -> list[dict[str, Any]]:
+    """The chosen messages of a batch; the others are back in the DLQ when their 30 s visibility ends.
+
+    (Handing them back at once with ChangeMessageVisibility(0) fails in moto for messages first
+    received more than 12 hours ago: it counts the 12-hour limit from the first receive.)
+    """
     keep = [m for m in batch if m["MessageId"] in wanted]
-    for message in batch:
-        if message["MessageId"] in wanted:
-            wanted.discard(message["MessageId"])
-        else:
-            sqs.change_message_visibility(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0)
+    wanted.difference_update(m["MessageId"] for m in keep)
     return keep
 
 
