@@ -219,13 +219,15 @@ def oldest_age_seconds(sqs: Any, dlq_url: str, now: dt.datetime) -> float:
     return max(0.0, (now - samples[0].sent_at).total_seconds()) if samples else 0.0
 
 
-def check_alarms(mf: world.World, dlq_url: str, now: dt.datetime, dlq_name: str = world.ORDERS_DLQ) -> dict[str, str]:
-    """Evaluate both DLQ alarms at `now` from what the queue holds; returns each alarm's state."""
+def check_alarms(mf: world.World, dlq_url: str, now: dt.datetime, dlq_name: str = world.ORDERS_DLQ) -> dict[str, Any]:
+    """Evaluate both DLQ alarms at `now` from what the queue holds: the values seen and each alarm's state."""
     count_rule, age_rule = alarm_rules(dlq_name)
     visible = world.queue_counts(mf.sqs, dlq_url)["visible"]
     age = oldest_age_seconds(mf.sqs, dlq_url, now)
     cloudwatch, sns = mf.client("cloudwatch"), mf.client("sns")
     return {
+        "visible": visible,
+        "oldest_minutes": round(age / 60, 1),
         "count": alarms.evaluate(cloudwatch, sns, count_rule, visible, now).state,
         "age": alarms.evaluate(cloudwatch, sns, age_rule, age, now).state,
     }

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -30,6 +30,7 @@ SUNDAY_2351 = dt.datetime(2026, 10, 18, 23, 51, tzinfo=MADRID)
 MONDAY_0900 = dt.datetime(2026, 10, 19, 9, 0, tzinfo=MADRID)
 EXERCISE2_MESSAGES = 340
 SOURCE_OLDEST_SECONDS = 12
+ALARM_STEP_SECONDS = 300  # how often the alarm model evaluates (the alarms' period)
 CHUNK_SECONDS = 60  # the failing consumer works through what arrived in the last minute
 
 
@@ -121,11 +122,11 @@ def _kinds(rng: random.Random) -> list[tuple[str, str, dt.datetime, dt.datetime,
             "transient",
             saturday.replace(hour=18, minute=12),
             saturday.replace(hour=18, minute=41),
-            340,
+            40,
         ),
-        ("goteo-veneno", "poison", saturday, saturday + dt.timedelta(days=3), 40),
-        ("goteo-datos", "data", saturday + dt.timedelta(hours=2), saturday + dt.timedelta(days=3, hours=1), 30),
-        ("rafaga-version-2", "poison", SUNDAY_2204, SUNDAY_2351, 100),
+        ("goteo-veneno", "poison", saturday, saturday + dt.timedelta(days=3), 30),
+        ("goteo-datos", "data", saturday + dt.timedelta(hours=2), saturday + dt.timedelta(days=3, hours=1), 20),
+        ("rafaga-version-2", "poison", SUNDAY_2204, SUNDAY_2351, 40),
     ]
 
 
@@ -147,8 +148,22 @@ def _failure(name: str, number: int, rng: random.Random) -> tuple[str, dlq.Failu
     return body, dlq.FailureReason("MalformedOrderError", "version 2, this consumer expects 1", "1.4.0", 4, source)
 
 
-def seed_kinds(mf: world.World, reloj: VirtualClock, seed: int = 0) -> dict[str, Incident]:
-    """Four DLQs, one per incident, filled in time order; the clock ends after the last message."""
+@dataclass
+class Seeded:
+    """The incidents of `seed_kinds`, and the alarm evaluations made while one of them played."""
+
+    incidents: dict[str, Incident]
+    alarm_rows: list[dict[str, Any]] = field(default_factory=list)
+
+
+def seed_kinds(
+    mf: world.World, reloj: VirtualClock, seed: int = 0, watch: str | None = None, watch_hours: float = 1.25
+) -> Seeded:
+    """Four DLQs, one per incident, filled in time order; the clock ends after the last message.
+
+    With `watch` (an incident's name), both DLQ alarms of that incident's DLQ are
+    evaluated every 5 minutes from its first message for `watch_hours`.
+    """
     rng = random.Random(seed)
     plan, incidents = [], {}
     for index, (name, kind, first, last, count) in enumerate(_kinds(rng)):
@@ -163,11 +178,28 @@ def seed_kinds(mf: world.World, reloj: VirtualClock, seed: int = 0) -> dict[str,
         )
         numbers = [300_000 + 1_000 * index + i for i in range(count)]
         plan += [(at, name, pair.dlq_url, n) for at, n in zip(spread(rng, first, last, count), numbers, strict=True)]
-        incidents[name] = Incident(
-            name, pair.dlq_url, pair.url, count, first, last, kind, tuple(map(orders.order_id, numbers))
-        )
+        ids = tuple(map(orders.order_id, numbers))
+        incidents[name] = Incident(name, pair.dlq_url, pair.url, count, first, last, kind, ids)
+    seeded = Seeded(incidents)
+    checks = _alarm_instants(incidents[watch], watch_hours) if watch else []
+    if watch:
+        dlq.define_alarms(mf, f"{world.ORDERS_DLQ}-{watch}")
     for at, name, dlq_url, number in sorted(plan):
+        while checks and checks[0] < at:
+            seeded.alarm_rows.append(_check(mf, reloj, incidents[watch], checks.pop(0)))
         reloj.advance_to(at)
         body, reason = _failure(name, number, rng)
         dlq.dead_letter_copy(mf.sqs, dlq_url, body, reason, int(reloj.timestamp() * 1000))
-    return incidents
+    return seeded
+
+
+def _alarm_instants(incident: Incident, hours: float) -> list[dt.datetime]:
+    steps = int(hours * 3_600 // ALARM_STEP_SECONDS)
+    # CloudWatch judges a period once it has ended: the first verdict comes 5 minutes after the first message.
+    return [incident.first_sent + dt.timedelta(seconds=ALARM_STEP_SECONDS * i) for i in range(1, steps + 1)]
+
+
+def _check(mf: world.World, reloj: VirtualClock, incident: Incident, at: dt.datetime) -> dict[str, Any]:
+    """Both alarms of `incident`'s DLQ, evaluated at `at` from what the queue holds."""
+    reloj.advance_to(at)
+    return {"at": reloj.now(), **dlq.check_alarms(mf, incident.dlq_url, at, f"{world.ORDERS_DLQ}-{incident.name}")}

@@ -19,7 +19,7 @@ def classify_by_time_only(samples):
 
 @pytest.fixture
 def kinds(mf, reloj):
-    return incidents.seed_kinds(mf, reloj, seed=7)
+    return incidents.seed_kinds(mf, reloj, seed=7).incidents
 
 
 def test_inspect_deletes_nothing(mf, reloj):
