@@ -41,6 +41,7 @@ from mercadofresco.breaker import (
     current,
     retry_after,
 )
+from mercadofresco.clock import MADRID
 from mercadofresco.errors import MercadoFrescoError
 
 NAMESPACE = "mercadofresco:breaker"
@@ -236,6 +237,9 @@ class SharedBreaker:
                     pipe.watch(self.key)
                     old = decode(pipe.hgetall(self.key))
                     new, answer = step(old)
+                    if new == old:  # nothing to write (an open breaker refusing a call): no transaction
+                        pipe.unwatch()
+                        return answer
                     pipe.multi()
                     pipe.hset(self.key, mapping=encode(new))
                     pipe.expire(self.key, self.ttl_seconds)
@@ -256,4 +260,4 @@ class SharedBreaker:
             return
         self.transitions.append((now, seen.state, new.state))
         if new.state is State.OPEN and self.alarm is not None:
-            self.alarm.opened(dt.datetime.fromtimestamp(now, dt.UTC))
+            self.alarm.opened(dt.datetime.fromtimestamp(now, MADRID))
