@@ -20,6 +20,7 @@ yet. The tools here answer it without destroying the evidence:
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -129,7 +130,8 @@ def _sample(message: dict[str, Any], expected_version: int) -> Sample:
         message_id=message["MessageId"],
         body=message["Body"],
         sent_at=dt.datetime.fromtimestamp(int(sent_ms) / 1000, dt.UTC),
-        receive_count=max(int(message["Attributes"]["ApproximateReceiveCount"]), reason.attempts if reason else 0),
+        # a kept reason counts the consumer's attempts; the copy's own count only counts inspections
+        receive_count=reason.attempts if reason else int(message["Attributes"]["ApproximateReceiveCount"]),
         reason=reason,
         problem=content_problem(message["Body"], expected_version),
     )
@@ -156,6 +158,25 @@ def inspect(
         for message in batch:
             seen[message["MessageId"]] = _sample(message, expected_version)
     return sorted(seen.values(), key=lambda s: s.sent_at)
+
+
+def sample_rows(samples: list[Sample]) -> list[dict[str, Any]]:
+    """One printable row per inspected message (Madrid time), for show.table."""
+    return [
+        {
+            "sent": _madrid(s.sent_at),
+            "receives": s.receive_count,
+            "pedido_id": _pedido(s.body),
+            "content_problem": s.problem or "-",
+            "kept_reason": s.reason.error_class if s.reason else "-",
+        }
+        for s in samples
+    ]
+
+
+def _pedido(body: str) -> str:
+    found = re.search(r"PED-\d{4}-\d{6}", body)
+    return found.group(0) if found else "?"
 
 
 def time_shape(samples: list[Sample]) -> str:

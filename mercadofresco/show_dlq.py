@@ -56,11 +56,11 @@ def alarm_timeline(rows: list[dict[str, Any]], title: str = "") -> Figure:
     age_ax.plot(times, [row["oldest_minutes"] for row in rows], color="tab:orange", label="oldest (min)")
     age_ax.axhline(60, color="tab:orange", linestyle=":", linewidth=1)
     age_ax.set_ylabel("age of the oldest message (min)")
-    for alarm, color in (("count", "tab:blue"), ("age", "tab:orange")):
+    for alarm, color, height in (("count", "tab:blue", 0.9), ("age", "tab:orange", 0.2)):
         fired = next((t for t, row in zip(times, rows, strict=True) if row[alarm] == "ALARM"), None)
         if fired is not None:
             ax.axvline(fired, color=color, linestyle="--", linewidth=1)
-            ax.annotate(f"{alarm} alarm {fired:%H:%M}", (fired, ax.get_ylim()[1] * 0.9), fontsize=8, color=color)
+            ax.annotate(f" {alarm} alarm {fired:%H:%M}", (fired, ax.get_ylim()[1] * height), fontsize=8, color=color)
     ax.set_xlabel("Madrid time")
     ax.set_title(title)
     return figure
