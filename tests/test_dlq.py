@@ -32,6 +32,14 @@ def test_inspect_deletes_nothing(mf, reloj):
     assert bodies(mf, incident.dlq_url) == before and len(before) == 40
 
 
+def test_alarm_replay_fires_the_count_alarm_at_2209_and_the_age_alarm_an_hour_later(mf, reloj):
+    rows = incidents.seed_kinds(mf, reloj, seed=0, watch="rafaga-version-2").alarm_rows
+    first_count = next(row["at"] for row in rows if row["count"] == "ALARM")
+    first_age = next(row["at"] for row in rows if row["age"] == "ALARM")
+    assert (first_count.hour, first_count.minute) == (22, 9)
+    assert (first_age.hour, first_age.minute) == (23, 9)
+
+
 def test_exercise2_seed_has_the_lessons_shape(mf, reloj):
     incident = incidents.seed_exercise2_incident(mf, reloj, seed=1, count=60)
     sample = dlq.inspect(mf.sqs, incident.dlq_url, max_messages=10)
@@ -83,7 +91,7 @@ def test_alarms_fire_by_count_after_5_minutes_and_by_age_after_an_hour(mf, reloj
     for minutes in (5, 55, 65):
         reloj.advance_to(start + dt.timedelta(minutes=minutes))
         states[minutes] = dlq.check_alarms(mf, pair.dlq_url, reloj.now())
-    assert states[5] == {"count": "ALARM", "age": "OK"}
+    assert states[5] == {"visible": 1, "oldest_minutes": 5.0, "count": "ALARM", "age": "OK"}
     assert states[55]["age"] == "OK" and states[65]["age"] == "ALARM"
     assert alarms.state_of(mf.client("cloudwatch"), f"{world.ORDERS_DLQ}-antiguedad") == "ALARM"
 
