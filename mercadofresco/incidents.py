@@ -94,9 +94,7 @@ def seed_exercise2_incident(
     reloj.advance_to(MONDAY_0900 - dt.timedelta(seconds=SOURCE_OLDEST_SECONDS))
     orders.send_order(sqs, pair.url, orders.Order(orders.order_id(210_001), Decimal("31.75")))
     reloj.advance_to(MONDAY_0900)
-    return Incident(
-        "version-2", pair.dlq_url, pair.url, EXERCISE2_MESSAGES, SUNDAY_2204, SUNDAY_2351, "poison", tuple(ids)
-    )
+    return Incident("version-2", pair.dlq_url, pair.url, count, SUNDAY_2204, SUNDAY_2351, "poison", tuple(ids))
 
 
 def _fail_until_dead_lettered(sqs: Any, reloj: VirtualClock, pair: world.QueuePair) -> None:

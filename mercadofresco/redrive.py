@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from mercadofresco import consumer, orders, world
@@ -91,6 +92,16 @@ def start_message_move_task(
             reloj.advance(len(batch) / rate)  # the pace: `rate` messages per second, never more
     task.status, task.finished_at = "COMPLETED", reloj.now()
     return task
+
+
+def pacing_seconds(count: int, max_number_of_messages_per_second: int) -> float:
+    """How long `start_message_move_task` takes to move `count` messages at that rate (its own pacing rule)."""
+    rate = max_number_of_messages_per_second
+    if not 1 <= rate <= MAX_RATE:
+        raise ValueError(f"max_number_of_messages_per_second must be between 1 and {MAX_RATE}; got {rate}")
+    batch = min(10, rate)
+    full, rest = divmod(count, batch)
+    return full * batch / rate + rest / rate
 
 
 def _receive(sqs: Any, url: str, how_many: int) -> list[dict[str, Any]]:
@@ -169,6 +180,47 @@ class VersionedCharge:
         raise error or orders.MalformedOrderError("no version accepted", body)
 
 
+def consume(
+    sqs: Any, queue_url: str, reloj: VirtualClock, client: gw.GatewayClient, versions: tuple[int, ...]
+) -> consumer.Poller:
+    """Run the deployed consumer (reading `versions`) on the queue until it is empty; return its poller."""
+    config = consumer.PollerConfig(max_idle_poll_seconds=20)
+    poller = consumer.Poller(sqs, queue_url, VersionedCharge(client, versions), reloj, config)
+    poller.run_until_idle(3_600)
+    return poller
+
+
 def deleted_count(poller: consumer.Poller) -> int:
     """Messages the poller deleted (the source queue's NumberOfMessagesDeleted, which moto does not publish)."""
     return sum(1 for row in poller.timeline if row["event"] == "deleted")
+
+
+def redrive_after_lost_responses(
+    mf: world.World, reloj: VirtualClock, count: int = 10, send_idempotency_key: bool = False
+) -> dict[str, Any]:
+    """Orders whose charge went through but whose answer was lost end in the DLQ; redrive them into ChargeOrders.
+
+    The naive consumer charges again: the redrive duplicates the effect, unless the
+    gateway gets an Idempotency-Key (`cobro:{pedido_id}`) and returns the first charge.
+    """
+    if not 1 <= count <= 100:
+        raise ValueError(f"count must be between 1 and 100; got {count}")
+    pair = mf.reset_orders_queue(visibility_timeout_seconds=120, max_receive_count=1)
+    provider = gw.PaymentGateway(reloj)
+    provider.fail_next(gw.Fault.RESPONSE_LOST, times=count)  # charged, then the connection dropped
+    client = gw.GatewayClient(provider, read_timeout_seconds=30, send_idempotency_key=send_idempotency_key)
+    for number in range(count):
+        orders.send_order(mf.sqs, pair.url, orders.Order(orders.order_id(400_000 + number), Decimal("48.20")))
+    config = consumer.PollerConfig(max_idle_poll_seconds=20)
+    consumer.Poller(mf.sqs, pair.url, consumer.ChargeOrders(client), reloj, config).run_until_idle(3_600)
+    in_dlq = world.queue_counts(mf.sqs, pair.dlq_url)["visible"]
+    start_message_move_task(mf.sqs, reloj, pair.dlq_url, pair.url, 10)
+    consumer.Poller(mf.sqs, pair.url, consumer.ChargeOrders(client), reloj, config).run_until_idle(3_600)
+    per_order = provider.charges_per_order()
+    return {
+        "idempotency_key": send_idempotency_key,
+        "orders": count,
+        "in_dlq_before_redrive": in_dlq,
+        "charges": len(provider.ledger),
+        "orders_charged_twice": sum(1 for n in per_order.values() if n > 1),
+    }

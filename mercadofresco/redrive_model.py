@@ -94,6 +94,7 @@ def run_mass_redrive(config: MassRedriveConfig, seed: int = 0) -> MassRedriveRes
     env.process(_watch_done(env, result, config, done))
     env.run(until=done)
     result.finished_seconds = env.now
+    result.timeline.append(_row(env, queue, database, result, busy))
     return result
 
 
@@ -139,17 +140,20 @@ def _return_later(env, queue, message, config, result):
 
 def _sample(env, queue, database, result, busy):
     while True:
-        result.timeline.append(
-            {
-                "second": env.now,
-                "waiting": len(queue.items),
-                "busy_consumers": busy[0],
-                "db_connections": database.count,
-                "processed": result.processed,
-                "back_in_dlq": result.back_in_dlq,
-            }
-        )
+        result.timeline.append(_row(env, queue, database, result, busy))
         yield env.timeout(result.config.sample_every_seconds)
+
+
+def _row(env, queue, database, result, busy) -> dict[str, Any]:
+    return {
+        "second": env.now,
+        "waiting": sum(batch[0] for batch in queue.items),
+        "busy_consumers": busy[0],
+        "db_connections": database.count,
+        "processed": result.processed,
+        "failed_attempts": result.failed_attempts,
+        "back_in_dlq": result.back_in_dlq,
+    }
 
 
 def _watch_done(env, result, config, done):

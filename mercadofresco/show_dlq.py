@@ -81,7 +81,7 @@ def redrive_pace(tasks: dict[str, MoveTask], title: str = "") -> Figure:
 
 
 def mass_redrive(results: list[MassRedriveResult], title: str = "") -> Figure:
-    """The simpy model: database connections in use and messages back in the DLQ, per way of redriving."""
+    """The simpy model: database connections in use, failed attempts and messages back in the DLQ."""
     figure = Figure(figsize=(9, 3.2), layout="constrained")
     left, right = figure.subplots(1, 2)
     for result in results:
@@ -89,10 +89,13 @@ def mass_redrive(results: list[MassRedriveResult], title: str = "") -> Figure:
         color = COLORS[result.config.release]
         label = f"{result.config.release}, concurrency {result.config.max_concurrency}"
         left.plot(minutes, [row["db_connections"] for row in result.timeline], color=color, label=label)
-        right.plot(minutes, [row["back_in_dlq"] for row in result.timeline], color=color, label=label)
+        right.plot(minutes, [row["failed_attempts"] for row in result.timeline], color=color, label=label)
+        right.plot(minutes, [row["back_in_dlq"] for row in result.timeline], color=color, linestyle="--")
     left.axhline(results[0].config.db_connections, color="grey", linestyle=":", linewidth=1)
-    left.set_ylabel("database connections in use")
-    right.set_ylabel("messages back in the DLQ")
+    left.set_ylabel("database connections")
+    left.set_title("connections in use (dotted: the limit)", fontsize=9)
+    right.set_ylabel("messages")
+    right.set_title("failed attempts (solid), back in the DLQ (dashed)", fontsize=9)
     for ax in (left, right):
         ax.set_xlabel("minutes (model time)")
     right.legend(fontsize=8)

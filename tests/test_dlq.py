@@ -24,6 +24,7 @@ def kinds(mf, reloj):
 
 def test_inspect_deletes_nothing(mf, reloj):
     incident = incidents.seed_exercise2_incident(mf, reloj, seed=1, count=40)
+    assert incident.count == 40
     before = bodies(mf, incident.dlq_url)
     reloj.advance(6)
     sample = dlq.inspect(mf.sqs, incident.dlq_url, max_messages=10)
