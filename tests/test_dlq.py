@@ -5,7 +5,7 @@ from decimal import Decimal
 
 import pytest
 
-from mercadofresco import alarms, consumer, dlq, gateway, incidents, orders, redrive, world
+from mercadofresco import alarms, consumer, dlq, gateway, incidents, orders, redrive, redrive_model, world
 
 
 def bodies(mf, url):
@@ -159,3 +159,27 @@ def test_rate_must_be_within_sqs_limits(mf, reloj):
 
 def test_version2_body_is_what_the_fixed_consumer_reads():
     assert orders.parse_order(incidents.version2_body("PED-2026-000001", Decimal("1.00")), 2).version == 2
+
+
+def test_pacing_matches_the_lesson_and_the_move_task():
+    assert redrive.pacing_seconds(340, 10) == 34
+    assert redrive.pacing_seconds(10_000, 500) == 20
+
+
+def test_redrive_into_a_non_idempotent_consumer_duplicates_charges(mf, reloj):
+    naive = redrive.redrive_after_lost_responses(mf, reloj, 5, send_idempotency_key=False)
+    keyed = redrive.redrive_after_lost_responses(mf, reloj, 5, send_idempotency_key=True)
+    assert naive["in_dlq_before_redrive"] == keyed["in_dlq_before_redrive"] == 5
+    assert (naive["charges"], naive["orders_charged_twice"]) == (10, 5)
+    assert (keyed["charges"], keyed["orders_charged_twice"]) == (5, 0)
+
+
+def test_41200_at_once_overwhelms_the_database_paced_batches_do_not():
+    at_once = redrive_model.run_mass_redrive(redrive_model.MassRedriveConfig())
+    paced = redrive_model.run_mass_redrive(redrive_model.MassRedriveConfig(release="paced", max_concurrency=40))
+    assert at_once.back_in_dlq > 1_000 and at_once.processed + at_once.back_in_dlq == 41_200
+    assert paced.failed_attempts == 0 and paced.processed == 41_200
+    assert 5 <= paced.finished_seconds / 60 <= 7  # class 210: about 6 minutes at ~120 messages/s
+    assert max(row["db_connections"] for row in paced.timeline) <= 40
+    with pytest.raises(ValueError, match="release"):
+        redrive_model.MassRedriveConfig(release="yolo")
