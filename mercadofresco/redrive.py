@@ -8,8 +8,8 @@ virtual clock so that no second ever moves more than
 single message (or any chosen few). `verify` is the runbook's step 6: the DLQ
 at zero and the consumer's deletions up by the expected count.
 
-`VersionedCharge` is the consumer as deployed: the versions of the order
-schema it reads. Before the fix it reads only version 1; the fix adds 2.
+`consume` runs the deployed consumer (`consumer.ChargeOrders`) with the schema
+versions it reads: before exercise 2's fix only version 1; the fix adds 2.
 """
 
 from __future__ import annotations
@@ -151,41 +151,12 @@ def verify(sqs: Any, dlq_url: str, task: MoveTask, deleted_by_consumer: int) -> 
     }
 
 
-@dataclass
-class VersionedCharge:
-    """The order consumer as deployed: charges orders of the schema versions it reads."""
-
-    client: gw.GatewayClient
-    versions: tuple[int, ...] = (orders.SCHEMA_VERSION,)
-
-    def __call__(self, event: dict[str, Any], context: consumer.Invocation) -> dict[str, Any]:
-        failures = []
-        for record in event["Records"]:
-            try:
-                order = self._parse(record["body"])
-                charge = self.client.charge(order.pedido_id, order.importe, f"cobro:{order.pedido_id}", context)
-                context.record("charged", order.pedido_id, charge.referencia_cobro)
-            except (orders.MalformedOrderError, gw.GatewayError) as exc:
-                context.record("failed", "", f"{type(exc).__name__}: {exc}")
-                failures.append({"itemIdentifier": record["messageId"]})
-        return {"batchItemFailures": failures}
-
-    def _parse(self, body: str) -> orders.Order:
-        error: orders.MalformedOrderError | None = None
-        for version in self.versions:
-            try:
-                return orders.parse_order(body, expected_version=version)
-            except orders.MalformedOrderError as exc:
-                error = exc
-        raise error or orders.MalformedOrderError("no version accepted", body)
-
-
 def consume(
     sqs: Any, queue_url: str, reloj: VirtualClock, client: gw.GatewayClient, versions: tuple[int, ...]
 ) -> consumer.Poller:
     """Run the deployed consumer (reading `versions`) on the queue until it is empty; return its poller."""
     config = consumer.PollerConfig(max_idle_poll_seconds=20)
-    poller = consumer.Poller(sqs, queue_url, VersionedCharge(client, versions), reloj, config)
+    poller = consumer.Poller(sqs, queue_url, consumer.ChargeOrders(client, versions), reloj, config)
     poller.run_until_idle(3_600)
     return poller
 

@@ -5,7 +5,7 @@ from decimal import Decimal
 
 import pytest
 
-from mercadofresco import alarms, consumer, dlq, gateway, incidents, orders, redrive, redrive_model, world
+from mercadofresco import alarms, dlq, gateway, incidents, orders, redrive, redrive_model, world
 
 
 def bodies(mf, url):
@@ -133,9 +133,7 @@ def test_redrive_can_move_a_single_message(mf, reloj):
 
 def run_consumer(mf, reloj, versions, incident):
     client = gateway.GatewayClient(gateway.PaymentGateway(reloj))
-    poller = consumer.Poller(mf.sqs, incident.source_url, redrive.VersionedCharge(client, versions), reloj)
-    poller.run_until_idle(3_600)
-    return poller, client.gateway
+    return redrive.consume(mf.sqs, incident.source_url, reloj, client, versions), client.gateway
 
 
 def test_redrive_without_the_fix_sends_the_messages_back(mf, reloj):
@@ -183,3 +181,10 @@ def test_41200_at_once_overwhelms_the_database_paced_batches_do_not():
     assert max(row["db_connections"] for row in paced.timeline) <= 40
     with pytest.raises(ValueError, match="release"):
         redrive_model.MassRedriveConfig(release="yolo")
+
+
+def test_the_fixed_consumer_reads_both_versions_the_old_one_says_why_not():
+    body = incidents.version2_body("PED-2026-000002", Decimal("9.99"))
+    assert consumer.read_order(body, (1, 2)).version == 2
+    with pytest.raises(orders.MalformedOrderError, match="version 2, this consumer expects 1"):
+        consumer.read_order(body, (1,))
