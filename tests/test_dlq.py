@@ -5,7 +5,7 @@ from decimal import Decimal
 
 import pytest
 
-from mercadofresco import alarms, dlq, gateway, incidents, orders, redrive, redrive_model, world
+from mercadofresco import alarms, consumer, dlq, gateway, incidents, orders, redrive, redrive_model, world
 
 
 def bodies(mf, url):
