@@ -12,6 +12,8 @@ virtual clock, so each message's SentTimestamp is the instant it was sent.
 - `seed_kinds`: four DLQs as a reason-keeping consumer leaves them: a transient
   burst (503s, 18:12-18:41), a poison trickle and a data trickle over three
   days, and a version-2 burst that looks transient and is poison.
+- `first_alarm_at`: when an alarm configuration would first fire on an
+  incident's arrivals (a pure replay, for checking a safeguard).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from mercadofresco import dlq, orders, world
+from mercadofresco import alarms, dlq, orders, world
 from mercadofresco.clock import MADRID, VirtualClock
 
 SUNDAY_2204 = dt.datetime(2026, 10, 18, 22, 4, tzinfo=MADRID)
@@ -201,3 +203,28 @@ def _check(mf: world.World, reloj: VirtualClock, incident: Incident, at: dt.date
     """Both alarms of `incident`'s DLQ, evaluated at `at` from what the queue holds."""
     reloj.advance_to(at)
     return {"at": reloj.now(), **dlq.check_alarms(mf, incident.dlq_url, at, f"{world.ORDERS_DLQ}-{incident.name}")}
+
+
+def first_alarm_at(rule: alarms.AlarmRule, arrivals: list[dt.datetime], until: dt.datetime) -> dt.datetime | None:
+    """When `rule` would first go to ALARM on a DLQ that received messages at `arrivals` (nobody removes them).
+
+    Pure replay for checking an alarm configuration against a seeded incident
+    (lab 2): the DLQ count metric is the arrivals so far, the age metric the
+    time since the first one; verdicts come at the end of each period from the
+    first arrival, as in `seed_kinds`.
+    """
+    if rule.metric_name not in ("ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage"):
+        raise ValueError(f"rule.metric_name must be a DLQ count or age metric; got {rule.metric_name!r}")
+    if not arrivals:
+        return None
+    first = min(arrivals)
+    at = first + dt.timedelta(seconds=rule.period_seconds)
+    while at <= until:
+        if rule.metric_name == "ApproximateNumberOfMessagesVisible":
+            value = float(sum(1 for arrival in arrivals if arrival <= at))
+        else:
+            value = (at - first).total_seconds()
+        if rule.breached_by(value):
+            return at
+        at += dt.timedelta(seconds=rule.period_seconds)
+    return None

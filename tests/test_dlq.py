@@ -188,3 +188,15 @@ def test_the_fixed_consumer_reads_both_versions_the_old_one_says_why_not():
     assert consumer.read_order(body, (1, 2)).version == 2
     with pytest.raises(orders.MalformedOrderError, match="version 2, this consumer expects 1"):
         consumer.read_order(body, (1,))
+
+
+def test_an_alarm_configuration_can_be_checked_against_the_exercise2_incident(mf, reloj):
+    incident = incidents.seed_exercise2_incident(mf, reloj, seed=5, count=30)
+    arrivals = [s.sent_at for s in dlq.inspect(mf.sqs, incident.dlq_url, max_messages=1000)]
+    count_rule, age_rule = dlq.alarm_rules()
+    fired = incidents.first_alarm_at(count_rule, arrivals, until=reloj.now())
+    assert fired.astimezone(incidents.MADRID).strftime("%a %H:%M") == "Sun 22:09"
+    aged = incidents.first_alarm_at(age_rule, arrivals, until=reloj.now())
+    assert aged.astimezone(incidents.MADRID).strftime("%a %H:%M") == "Sun 23:09"
+    too_lax = alarms.AlarmRule("laxa", "AWS/SQS", "ApproximateNumberOfMessagesVisible", threshold=400)
+    assert incidents.first_alarm_at(too_lax, arrivals, until=reloj.now()) is None
