@@ -33,8 +33,6 @@ INSPECT_VISIBILITY_SECONDS = 5
 BURST_WINDOW_SECONDS = 3 * 3_600  # a burst: nine in ten messages inside three hours
 BURST_SHARE = 0.9
 SCHEMA_PROBLEMS = ("not JSON", "not a JSON object", "missing field", "version")
-TRANSIENT_ERRORS = ("GatewayUnavailableError", "GatewayTimeoutError", "ThrottledError", "ResponseLostError")
-KINDS = ("poison", "transient", "data")
 REASON_PREFIX = "motivo-"
 
 

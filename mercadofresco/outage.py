@@ -84,7 +84,9 @@ class OutageRun:
         }
 
 
-def run_outage(reloj: VirtualClock, mode: str, config: OutageConfig | None = None, alarm: Any = None) -> OutageRun:
+def run_outage(
+    reloj: VirtualClock, mode: str, config: OutageConfig | None = None, alarm: breaker_store.OpenAlarm | None = None
+) -> OutageRun:
     """Run `config.consumers` consumers against a gateway that is down for `down_seconds`."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
