@@ -231,6 +231,10 @@ class SharedBreaker:
 
     def _change(self, step: Callable[[BreakerState], tuple[BreakerState, bool]], now: float) -> bool:
         """Read the record, decide with `step`, write it back only if nobody wrote in between."""
+        seen = self.load()
+        new, answer = step(seen)
+        if new == seen:  # a decision that changes nothing (an open breaker refusing): no transaction needed
+            return answer
         for _ in range(MAX_WRITE_ATTEMPTS):
             try:
                 with self.store.pipeline() as pipe:

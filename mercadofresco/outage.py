@@ -41,7 +41,7 @@ class OutageConfig:
     open_seconds: float = 30.0
     half_open_max_calls: int = 1
     down_seconds: float = 180.0
-    run_seconds: float = 240.0
+    run_seconds: float = 220.0
     pause_seconds: float = 1.0  # between two orders of the same consumer
 
     def __post_init__(self) -> None:
