@@ -77,6 +77,8 @@ def encode(s: BreakerState) -> dict[str, str]:
         "consecutive_failures": str(s.consecutive_failures),
         "opened_at": repr(s.opened_at),
         "trial_calls": str(s.trial_calls),
+        "window_calls": str(s.window_calls),
+        "window_failures": str(s.window_failures),
     }
 
 
@@ -89,6 +91,8 @@ def decode(fields: dict[str, str]) -> BreakerState:
         consecutive_failures=int(fields["consecutive_failures"]),
         opened_at=float(fields["opened_at"]),
         trial_calls=int(fields["trial_calls"]),
+        window_calls=int(fields.get("window_calls", 0)),
+        window_failures=int(fields.get("window_failures", 0)),
     )
 
 

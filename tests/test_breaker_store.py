@@ -105,3 +105,21 @@ def test_erp_notice_is_deferred_instead_of_spending_a_receive_per_visibility_tim
     assert naive["delivered"] and deferred["delivered"]
     assert deferred["erp_calls"] == 1 and naive["erp_calls"] > 10
     assert deferred["receives"] <= 4 < naive["receives"]
+
+
+def test_a_failure_rate_opens_what_consecutive_failures_never_would():
+    rate = breaker.BreakerPolicy(failure_threshold=20, failure_rate=0.5, window_calls=10)
+    for guard in (breaker.CircuitBreaker(rate), shared(policy=rate)):
+        for call in range(9):  # fail, succeed, fail, ...: never two failures in a row
+            assert guard.allow(call)
+            (guard.record_failure if call % 2 == 0 else guard.record_success)(call)
+        assert guard.state_at(9) is State.CLOSED
+        guard.allow(9)
+        guard.record_success(9)  # the tenth call completes a window with 5 failures out of 10
+        assert guard.state_at(9) is State.OPEN
+    healthy = breaker.CircuitBreaker(rate)
+    for call in range(30):  # one failure in five: each window is judged and restarted
+        healthy.record_failure(call) if call % 5 == 0 else healthy.record_success(call)
+    assert healthy.state_at(30) is State.CLOSED and healthy.state.window_calls == 0
+    with pytest.raises(ValueError, match="failure_rate"):
+        breaker.BreakerPolicy(failure_rate=0)
