@@ -132,11 +132,6 @@ def _consumer(env: ClockedEnvironment, name: str, guard: Any, provider: gw.Payme
         yield env.timeout(run.config.pause_seconds)
 
 
-def compare(reloj: VirtualClock, config: OutageConfig | None = None) -> list[dict[str, Any]]:
-    """Per-process against shared breakers, same outage: one summary row each."""
-    return [run_outage(reloj, mode, config).summary() for mode in MODES]
-
-
 # -- what to do while the breaker is open, per operation --------------------------------
 def charge_or_refuse(guard: Any, client: gw.GatewayClient, order: orders.Order, now: float) -> dict[str, Any]:
     """The charge cannot be degraded: if the breaker is open, refuse at once and tell the customer."""
