@@ -3,7 +3,10 @@
 Three states:
 
 - CLOSED: calls go through; consecutive failures are counted. At
-  `failure_threshold` (20 by default) the breaker opens.
+  `failure_threshold` (20 by default) the breaker opens. With a
+  `failure_rate`, it also opens when a window of `window_calls` calls ends
+  with at least that share of failures (slow, intermittent failure that never
+  makes 20 in a row).
 - OPEN: calls fail at once, without touching the gateway, for `open_seconds`.
 - HALF_OPEN: after that, up to `half_open_max_calls` trial calls go through.
   A success closes the breaker; a failure opens it again for another period.
@@ -47,6 +50,8 @@ class BreakerPolicy:
     failure_threshold: int = 20
     open_seconds: float = 30.0
     half_open_max_calls: int = 1
+    failure_rate: float | None = None  # e.g. 0.5: open when half the calls of a window failed
+    window_calls: int = 20  # the window the failure rate is judged on, when it is complete
 
     def __post_init__(self) -> None:
         if not 1 <= self.failure_threshold <= 10_000:
@@ -55,6 +60,10 @@ class BreakerPolicy:
             raise ValueError(f"open_seconds must be between 0 and 86400 (exclusive of 0); got {self.open_seconds}")
         if not 1 <= self.half_open_max_calls <= 1_000:
             raise ValueError(f"half_open_max_calls must be between 1 and 1000; got {self.half_open_max_calls}")
+        if self.failure_rate is not None and not 0 < self.failure_rate <= 1:
+            raise ValueError(f"failure_rate must be between 0 and 1 (exclusive of 0), or None; got {self.failure_rate}")
+        if not 1 <= self.window_calls <= 10_000:
+            raise ValueError(f"window_calls must be between 1 and 10000; got {self.window_calls}")
 
 
 @dataclass(frozen=True)
@@ -65,6 +74,8 @@ class BreakerState:
     consecutive_failures: int = 0
     opened_at: float = 0.0
     trial_calls: int = 0
+    window_calls: int = 0  # counted only when the policy has a failure_rate
+    window_failures: int = 0
 
 
 # -- transitions: pure, `now` in epoch seconds ---------------------------------------
@@ -86,11 +97,13 @@ def before_call(s: BreakerState, policy: BreakerPolicy, now: float) -> tuple[Bre
 
 
 def after_success(s: BreakerState, policy: BreakerPolicy, now: float) -> BreakerState:
-    """A call succeeded: close (a half-open trial worked) and forget the failures."""
+    """A call succeeded: close (a half-open trial worked) and forget the consecutive failures."""
     s = current(s, policy, now)
     if s.state is State.OPEN:
         return s  # a slow call that started before the breaker opened proves nothing
-    return BreakerState()
+    if s.state is State.HALF_OPEN or policy.failure_rate is None:
+        return BreakerState()
+    return _judge_window(replace(s, consecutive_failures=0), policy, failed=False, now=now)
 
 
 def after_failure(s: BreakerState, policy: BreakerPolicy, now: float) -> BreakerState:
@@ -103,7 +116,18 @@ def after_failure(s: BreakerState, policy: BreakerPolicy, now: float) -> Breaker
     failures = s.consecutive_failures + 1
     if failures >= policy.failure_threshold:
         return BreakerState(State.OPEN, failures, opened_at=now)
-    return replace(s, consecutive_failures=failures)
+    s = replace(s, consecutive_failures=failures)
+    return s if policy.failure_rate is None else _judge_window(s, policy, failed=True, now=now)
+
+
+def _judge_window(s: BreakerState, policy: BreakerPolicy, failed: bool, now: float) -> BreakerState:
+    """Count one call in the window; when the window is complete, open if its failure share is too high."""
+    calls, failures = s.window_calls + 1, s.window_failures + int(failed)
+    if calls < policy.window_calls:
+        return replace(s, window_calls=calls, window_failures=failures)
+    if failures / calls >= policy.failure_rate:
+        return BreakerState(State.OPEN, s.consecutive_failures, opened_at=now)
+    return replace(s, window_calls=0, window_failures=0)  # a healthy window: start the next one
 
 
 def retry_after(s: BreakerState, policy: BreakerPolicy, now: float) -> float:

@@ -262,17 +262,28 @@ def _pedido_of(message: dict[str, Any]) -> str:
         return ""
 
 
+def read_order(body: str, versions: tuple[int, ...]) -> orders.Order:
+    """The order in `body` if its schema version is one of `versions`; otherwise the parser's error for the last."""
+    for version in versions[:-1]:
+        try:
+            return orders.parse_order(body, expected_version=version)
+        except orders.MalformedOrderError:
+            continue
+    return orders.parse_order(body, expected_version=versions[-1])
+
+
 @dataclass
 class ChargeOrders:
     """Section 1's consumer: charge each order. No idempotency: this is the one that double-charges."""
 
     client: gw.GatewayClient
+    versions: tuple[int, ...] = (orders.SCHEMA_VERSION,)  # the order schema versions this deployment reads
 
     def __call__(self, event: dict[str, Any], context: Invocation) -> dict[str, Any]:
         failures = []
         for record in event["Records"]:
             try:
-                order = orders.parse_order(record["body"])
+                order = read_order(record["body"], self.versions)
                 charge = self.client.charge(order.pedido_id, order.importe, f"cobro:{order.pedido_id}", context)
                 context.record("charged", order.pedido_id, charge.referencia_cobro)
                 context.crashes.reached("after_charge")

@@ -1,0 +1,285 @@
+"""Dead-letter queues: keep the reason, inspect without deleting, classify, alarm, discard (notebooks 10-11).
+
+A message in `mercadofresco-pedidos-fallidos` is a question nobody has answered
+yet. The tools here answer it without destroying the evidence:
+
+- `give_up`: a consumer that stops trying copies the message to the DLQ with
+  why (error class, message, consumer version, attempts) as message
+  attributes, then deletes the original. A message moved by the RedrivePolicy
+  carries no reason: the content has to speak for it.
+- `inspect`: read up to 10 messages with a 5 s visibility timeout and never
+  delete; if the script dies they are back in 5 s.
+- `classify`: poison, transient or data. The time distribution (a burst or a
+  trickle) and the receive counts are clues; the content is the proof.
+- `alarm_rules` / `check_alarms`: messages visible > 0 over 5 minutes, and the
+  oldest message older than 1 hour, computed from the queue because moto
+  publishes no SQS metrics, then evaluated by `alarms`.
+- `discard`: remove messages on purpose and return the record of who, when, why.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from mercadofresco import alarms, orders, world
+from mercadofresco.clock import MADRID
+from mercadofresco.errors import MercadoFrescoError
+
+INSPECT_VISIBILITY_SECONDS = 5
+BURST_WINDOW_SECONDS = 3 * 3_600  # a burst: nine in ten messages inside three hours
+BURST_SHARE = 0.9
+SCHEMA_PROBLEMS = ("not JSON", "not a JSON object", "missing field", "version")
+REASON_PREFIX = "motivo-"
+
+
+class DiscardRefusedError(MercadoFrescoError):
+    """A discard without who and why, or of messages the DLQ does not hold."""
+
+
+@dataclass(frozen=True)
+class FailureReason:
+    """Why a consumer gave up on a message; travels as message attributes motivo-*."""
+
+    error_class: str
+    error: str
+    consumer_version: str
+    attempts: int
+    source_queue: str
+
+    def attributes(self) -> dict[str, dict[str, str]]:
+        values = {
+            "clase": self.error_class,
+            "error": self.error[:500],
+            "version-consumidor": self.consumer_version,
+            "intentos": str(self.attempts),
+            "cola-origen": self.source_queue,
+        }
+        return {REASON_PREFIX + name: {"DataType": "String", "StringValue": v} for name, v in values.items()}
+
+    @classmethod
+    def from_attributes(cls, attributes: dict[str, Any]) -> FailureReason | None:
+        """The reason a message carries, or None if it was moved by the RedrivePolicy."""
+        if REASON_PREFIX + "clase" not in attributes:
+            return None
+        value = {name[len(REASON_PREFIX) :]: a["StringValue"] for name, a in attributes.items()}
+        return cls(
+            value["clase"], value["error"], value["version-consumidor"], int(value["intentos"]), value["cola-origen"]
+        )
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One inspected DLQ message, as the runbook's step 2 reads it."""
+
+    message_id: str
+    body: str
+    sent_at: dt.datetime
+    receive_count: int
+    reason: FailureReason | None
+    problem: str | None  # what parse_order says is wrong with the body, or None
+
+    @property
+    def problem_kind(self) -> str | None:
+        """ "schema" (the shape is wrong), "value" (the shape is fine, a value is impossible) or None."""
+        if self.problem is None:
+            return None
+        return "schema" if self.problem.startswith(SCHEMA_PROBLEMS) else "value"
+
+
+@dataclass(frozen=True)
+class Classification:
+    """The verdict and the evidence behind it."""
+
+    kind: str
+    time_shape: str  # "burst" or "trickle"
+    evidence: tuple[str, ...]
+
+
+def give_up(sqs: Any, message: dict[str, Any], source_url: str, dlq_url: str, reason: FailureReason) -> None:
+    """Copy `message` to the DLQ with its reason and original send time, then delete it from the source."""
+    dead_letter_copy(sqs, dlq_url, message["Body"], reason, int(message["Attributes"]["SentTimestamp"]))
+    sqs.delete_message(QueueUrl=source_url, ReceiptHandle=message["ReceiptHandle"])
+
+
+def dead_letter_copy(sqs: Any, dlq_url: str, body: str, reason: FailureReason, sent_ms: int) -> None:
+    """Put `body` in the DLQ with its reason and the time it was first sent (epoch milliseconds)."""
+    extra = {"enviado-en": {"DataType": "Number", "StringValue": str(sent_ms)}}
+    sqs.send_message(QueueUrl=dlq_url, MessageBody=body, MessageAttributes={**reason.attributes(), **extra})
+
+
+def content_problem(body: str, expected_version: int = orders.SCHEMA_VERSION) -> str | None:
+    """What the consumer's own parser says is wrong with `body` (None if it is a valid order)."""
+    try:
+        orders.parse_order(body, expected_version)
+    except orders.MalformedOrderError as exc:
+        return exc.reason
+    return None
+
+
+def _sample(message: dict[str, Any], expected_version: int) -> Sample:
+    attributes = message.get("MessageAttributes", {})
+    sent_ms = attributes.get("enviado-en", {}).get("StringValue") or message["Attributes"]["SentTimestamp"]
+    reason = FailureReason.from_attributes(attributes)
+    return Sample(
+        message_id=message["MessageId"],
+        body=message["Body"],
+        sent_at=dt.datetime.fromtimestamp(int(sent_ms) / 1000, dt.UTC),
+        # a kept reason counts the consumer's attempts; the copy's own count only counts inspections
+        receive_count=reason.attempts if reason else int(message["Attributes"]["ApproximateReceiveCount"]),
+        reason=reason,
+        problem=content_problem(message["Body"], expected_version),
+    )
+
+
+def inspect(
+    sqs: Any, dlq_url: str, max_messages: int = 10, expected_version: int = orders.SCHEMA_VERSION
+) -> list[Sample]:
+    """Read up to `max_messages` with a 5 s visibility timeout. Deletes nothing: they come back in 5 s."""
+    if not 1 <= max_messages <= 1_000:
+        raise ValueError(f"max_messages must be between 1 and 1000; got {max_messages}")
+    seen: dict[str, Sample] = {}
+    while len(seen) < max_messages:
+        batch = sqs.receive_message(
+            QueueUrl=dlq_url,
+            MaxNumberOfMessages=min(10, max_messages - len(seen)),
+            VisibilityTimeout=INSPECT_VISIBILITY_SECONDS,
+            WaitTimeSeconds=0,
+            MessageSystemAttributeNames=["All"],
+            MessageAttributeNames=["All"],
+        ).get("Messages", [])
+        if not batch:
+            break
+        for message in batch:
+            seen[message["MessageId"]] = _sample(message, expected_version)
+    return sorted(seen.values(), key=lambda s: s.sent_at)
+
+
+def sample_rows(samples: list[Sample]) -> list[dict[str, Any]]:
+    """One printable row per inspected message (Madrid time), for show.table."""
+    return [
+        {
+            "sent": _madrid(s.sent_at),
+            "receives": s.receive_count,
+            "pedido_id": _pedido(s.body),
+            "content_problem": s.problem or "-",
+            "kept_reason": s.reason.error_class if s.reason else "-",
+        }
+        for s in samples
+    ]
+
+
+def _pedido(body: str) -> str:
+    found = re.search(r"PED-\d{4}-\d{6}", body)
+    return found.group(0) if found else "?"
+
+
+def time_shape(samples: list[Sample]) -> str:
+    """ "burst" if nine in ten messages fall inside three hours, else "trickle"."""
+    if not samples:
+        raise ValueError("samples must not be empty: inspect the DLQ first")
+    times = sorted(s.sent_at.timestamp() for s in samples)
+    needed = max(1, int(BURST_SHARE * len(times) + 0.999))
+    tightest = min(times[i + needed - 1] - times[i] for i in range(len(times) - needed + 1))
+    return "burst" if tightest <= BURST_WINDOW_SECONDS else "trickle"
+
+
+def _madrid(instant: dt.datetime) -> str:
+    return f"{instant.astimezone(MADRID):%a %d %H:%M}"
+
+
+def classify(samples: list[Sample]) -> Classification:
+    """Poison, transient or data: the time shape is a clue, the content (and a kept reason) the proof."""
+    if not samples:
+        raise ValueError("samples must not be empty: inspect the DLQ first")
+    shape = time_shape(samples)
+    counts = Counter(s.receive_count for s in samples)
+    problems = Counter(s.problem for s in samples if s.problem)
+    kinds = Counter(s.problem_kind for s in samples if s.problem_kind)
+    evidence = [
+        f"{len(samples)} messages sent {_madrid(samples[0].sent_at)} to {_madrid(samples[-1].sent_at)}: a {shape}",
+        "receive counts " + ", ".join(f"{n} x{c}" for n, c in sorted(counts.items())),
+    ]
+    if problems:
+        top, how_many = problems.most_common(1)[0]
+        evidence.append(f"content: {how_many}/{len(samples)} say {top!r}")
+    kept = Counter(s.reason.error_class for s in samples if s.reason)
+    if kept:
+        evidence.append("kept reason: " + ", ".join(f"{name} x{c}" for name, c in kept.most_common()))
+    if kinds["schema"] >= kinds["value"] and kinds["schema"]:
+        kind = "poison"
+    elif kinds["value"]:
+        kind = "data"
+    else:
+        kind = "transient"
+        evidence.append("the content is a valid order: the dependency failed, not the message")
+    return Classification(kind, shape, tuple(evidence))
+
+
+# -- alarms, computed from the queue ------------------------------------------------------
+def alarm_rules(dlq_name: str = world.ORDERS_DLQ) -> tuple[alarms.AlarmRule, alarms.AlarmRule]:
+    """The two DLQ alarms: any message visible over 5 minutes, and the oldest older than 1 hour."""
+    dimensions = (("QueueName", dlq_name),)
+    count = alarms.AlarmRule(
+        f"{dlq_name}-mensajes", "AWS/SQS", "ApproximateNumberOfMessagesVisible", 0, 300, dimensions=dimensions
+    )
+    age = alarms.AlarmRule(
+        f"{dlq_name}-antiguedad", "AWS/SQS", "ApproximateAgeOfOldestMessage", 3_600, 300, dimensions=dimensions
+    )
+    return count, age
+
+
+def oldest_age_seconds(sqs: Any, dlq_url: str, now: dt.datetime) -> float:
+    """Age of the oldest message (from its original send time), read with inspect; 0 if empty."""
+    samples = inspect(sqs, dlq_url, max_messages=1_000)
+    return max(0.0, (now - samples[0].sent_at).total_seconds()) if samples else 0.0
+
+
+def check_alarms(mf: world.World, dlq_url: str, now: dt.datetime, dlq_name: str = world.ORDERS_DLQ) -> dict[str, Any]:
+    """Evaluate both DLQ alarms at `now` from what the queue holds: the values seen and each alarm's state."""
+    count_rule, age_rule = alarm_rules(dlq_name)
+    visible = world.queue_counts(mf.sqs, dlq_url)["visible"]
+    age = oldest_age_seconds(mf.sqs, dlq_url, now)
+    cloudwatch, sns = mf.client("cloudwatch"), mf.client("sns")
+    return {
+        "visible": visible,
+        "oldest_minutes": round(age / 60, 1),
+        "count": alarms.evaluate(cloudwatch, sns, count_rule, visible, now).state,
+        "age": alarms.evaluate(cloudwatch, sns, age_rule, age, now).state,
+    }
+
+
+def define_alarms(mf: world.World, dlq_name: str = world.ORDERS_DLQ) -> None:
+    """Create both DLQ alarms in CloudWatch, notifying alertas-mercadofresco."""
+    for rule in alarm_rules(dlq_name):
+        alarms.define(mf.client("cloudwatch"), rule, mf.alerts_topic_arn)
+
+
+# -- discard with a record ---------------------------------------------------------------
+def discard(
+    sqs: Any, dlq_url: str, message_ids: set[str], who: str, why: str, now: dt.datetime
+) -> list[dict[str, Any]]:
+    """Delete the given messages from the DLQ on purpose; return one record per message (who, when, why, body)."""
+    if not who.strip() or len(why.strip()) < 10:
+        raise DiscardRefusedError("a discard needs who and a reason of at least 10 characters")
+    records, wanted = [], set(message_ids)
+    while wanted:
+        batch = sqs.receive_message(
+            QueueUrl=dlq_url, MaxNumberOfMessages=10, VisibilityTimeout=INSPECT_VISIBILITY_SECONDS, WaitTimeSeconds=0
+        ).get("Messages", [])
+        if not batch:
+            break
+        for message in batch:
+            if message["MessageId"] in wanted:
+                sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=message["ReceiptHandle"])
+                wanted.discard(message["MessageId"])
+                records.append(
+                    {"message_id": message["MessageId"], "quien": who, "cuando": now.isoformat(), "por_que": why}
+                    | {"cuerpo": message["Body"]}
+                )
+    if wanted:
+        raise DiscardRefusedError(f"{len(wanted)} message(s) not found in the DLQ; {len(records)} discarded")
+    return records

@@ -1,0 +1,186 @@
+"""Twenty consumers against a payment gateway that is down, and what to do while the breaker is open (notebook 09).
+
+`run_outage` is a model in virtual time (simpy on the shared clock): each
+consumer takes an order, asks its breaker, and calls the gateway model if
+allowed. With per-process breakers every consumer must collect its own
+`failure_threshold` failures before it stops; with one shared breaker the
+first `failure_threshold` failures stop everyone. The gateway counts the calls
+that still reach it.
+
+While the breaker is open each operation has its own plan:
+`charge_or_refuse` fails fast with a message for the customer,
+`erp_notice_during_outage` puts the ERP notice back with
+ChangeMessageVisibility(300) instead of calling the ERP on every receive, and
+`email_provider` switches the confirmation to a secondary provider.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from mercadofresco import breaker_store, orders, world
+from mercadofresco import gateway as gw
+from mercadofresco.breaker import BreakerPolicy, CircuitBreaker, State
+from mercadofresco.clock import ClockedEnvironment, Stopwatch, VirtualClock
+
+MODES = ("per_process", "shared")
+CUSTOMER_MESSAGE = "No hemos podido confirmar el pago ahora mismo. Inténtalo de nuevo en unos minutos."
+ERP_QUEUE = "cola-mercadofresco-erp"
+DEFER_SECONDS = 300
+
+
+@dataclass(frozen=True)
+class OutageConfig:
+    """Twenty consumers, a gateway down for `down_seconds`, a breaker policy."""
+
+    consumers: int = 20
+    failure_threshold: int = 20
+    open_seconds: float = 30.0
+    half_open_max_calls: int = 1
+    down_seconds: float = 180.0
+    run_seconds: float = 220.0
+    pause_seconds: float = 1.0  # between two orders of the same consumer
+
+    def __post_init__(self) -> None:
+        for name, low, high in [("consumers", 1, 200), ("failure_threshold", 1, 1000), ("open_seconds", 1, 3600)]:
+            if not low <= getattr(self, name) <= high:
+                raise ValueError(f"{name} must be between {low} and {high}; got {getattr(self, name)}")
+        if not 0 <= self.down_seconds <= self.run_seconds <= 3_600:
+            raise ValueError(
+                f"need 0 <= down_seconds <= run_seconds <= 3600; got {self.down_seconds}, {self.run_seconds}"
+            )
+
+    def policy(self) -> BreakerPolicy:
+        return BreakerPolicy(self.failure_threshold, self.open_seconds, self.half_open_max_calls)
+
+
+@dataclass
+class OutageRun:
+    """What the gateway saw: one row per call that reached it, and the fast failures."""
+
+    mode: str
+    config: OutageConfig
+    calls: list[dict[str, Any]] = field(default_factory=list)  # second, consumer, ok
+    fast_failures: int = 0
+    transitions: list[tuple[float, State, State]] = field(default_factory=list)
+
+    @property
+    def gateway_calls(self) -> int:
+        return len(self.calls)
+
+    def calls_while_down(self) -> int:
+        """Calls that reached the gateway while it could only fail."""
+        return sum(1 for call in self.calls if call["second"] < self.config.down_seconds)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "breaker": self.mode,
+            "calls_while_down": self.calls_while_down(),
+            "calls_after_recovery": self.gateway_calls - self.calls_while_down(),
+            "fast_failures": self.fast_failures,
+        }
+
+
+def run_outage(
+    reloj: VirtualClock, mode: str, config: OutageConfig | None = None, alarm: breaker_store.OpenAlarm | None = None
+) -> OutageRun:
+    """Run `config.consumers` consumers against a gateway that is down for `down_seconds`."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+    config = config or OutageConfig()
+    env = ClockedEnvironment(reloj)
+    provider = gw.PaymentGateway(reloj)
+    run = OutageRun(mode, config)
+    if mode == "shared":
+        one = breaker_store.SharedBreaker(breaker_store.embedded_store(), config.policy(), alarm=alarm)
+        breakers = [one] * config.consumers
+    else:
+        breakers = [CircuitBreaker(config.policy()) for _ in range(config.consumers)]
+    for number, guard in enumerate(breakers, start=1):
+        env.process(_consumer(env, f"consumidor-{number:02d}", guard, provider, run))
+    env.run(until=config.run_seconds)
+    for guard in {id(b): b for b in breakers}.values():
+        run.transitions.extend(guard.transitions)
+    run.transitions.sort(key=lambda t: t[0])
+    return run
+
+
+def _consumer(env: ClockedEnvironment, name: str, guard: Any, provider: gw.PaymentGateway, run: OutageRun):
+    clock, number = env.clock, 0
+    while True:
+        number += 1
+        if not guard.allow(clock.timestamp()):
+            run.fast_failures += 1  # the customer hears CUSTOMER_MESSAGE at once
+            yield env.timeout(run.config.pause_seconds)
+            continue
+        if env.now < run.config.down_seconds:
+            provider.fail_next(gw.Fault.UNAVAILABLE)
+        watch, started = Stopwatch(clock), env.now
+        try:
+            provider.charge(
+                f"PED-2026-{number:06d}", Decimal("48.20"), idempotency_key=f"{name}:{number}", waiter=watch
+            )
+            ok = True
+        except gw.GatewayError:
+            ok = False
+        yield env.timeout(watch.elapsed_seconds)
+        run.calls.append({"second": round(started, 3), "consumer": name, "ok": ok})
+        (guard.record_success if ok else guard.record_failure)(clock.timestamp())
+        yield env.timeout(run.config.pause_seconds)
+
+
+# -- what to do while the breaker is open, per operation --------------------------------
+def charge_or_refuse(guard: Any, client: gw.GatewayClient, order: orders.Order, now: float) -> dict[str, Any]:
+    """The charge cannot be degraded: if the breaker is open, refuse at once and tell the customer."""
+    if not guard.allow(now):
+        return {"pedido_id": order.pedido_id, "cobrado": False, "mensaje": CUSTOMER_MESSAGE}
+    try:
+        charge = client.charge(order.pedido_id, order.importe, f"cobro:{order.pedido_id}")
+    except gw.GatewayError as exc:
+        guard.record_failure(now)
+        return {"pedido_id": order.pedido_id, "cobrado": False, "mensaje": f"{type(exc).__name__}"}
+    guard.record_success(now)
+    return {"pedido_id": order.pedido_id, "cobrado": True, "mensaje": charge.referencia_cobro}
+
+
+def email_provider(guard: Any, now: float) -> str:
+    """The confirmation email degrades: the secondary provider while the primary's breaker is open."""
+    return "primario" if guard.allow(now) else "secundario"
+
+
+def erp_notice_during_outage(
+    mf: world.World, reloj: VirtualClock, defer: bool, outage_seconds: int = 720, poll_seconds: int = 10
+) -> dict[str, Any]:
+    """One ERP notice through an ERP outage: call and fail on every receive, or defer 300 s while open.
+
+    The ERP queue's visibility timeout is 30 s, so a consumer that just fails
+    sees the notice again every 30 s and spends a receive each time.
+    """
+    if not 60 <= outage_seconds <= 3_600:
+        raise ValueError(f"outage_seconds must be between 60 and 3600; got {outage_seconds}")
+    sqs, url = mf.sqs, mf.fanout_queue_urls[ERP_QUEUE]
+    sqs.purge_queue(QueueUrl=url)
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": "30"})
+    sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"pedido_id": "PED-2026-084417", "aviso": "confirmado"}))
+    erp_down_until = reloj.timestamp() + outage_seconds
+    guard = CircuitBreaker(BreakerPolicy(failure_threshold=1, open_seconds=outage_seconds))
+    guard.record_failure(reloj.timestamp())  # the ERP's breaker opened as the outage began
+    started, erp_calls, receives = reloj.timestamp(), 0, 0
+    while reloj.timestamp() - started < 4 * outage_seconds:
+        messages = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0, MessageSystemAttributeNames=["All"])
+        for message in messages.get("Messages", []):
+            receives = int(message["Attributes"]["ApproximateReceiveCount"])
+            if defer and not guard.allow(reloj.timestamp()):
+                sqs.change_message_visibility(
+                    QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=DEFER_SECONDS
+                )
+                continue
+            erp_calls += 1
+            if reloj.timestamp() >= erp_down_until:
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+                return {"defer": defer, "receives": receives, "erp_calls": erp_calls, "delivered": True}
+        reloj.advance(poll_seconds)
+    return {"defer": defer, "receives": receives, "erp_calls": erp_calls, "delivered": False}

@@ -1,0 +1,197 @@
+"""A rate-limited redrive shaped like SQS's StartMessageMoveTask, and its verification (notebook 11).
+
+moto raises NotImplementedError for start_message_move_task, so this is a
+model of it: receive from the DLQ, send to the destination (body and message
+attributes kept), delete from the DLQ, in batches of up to 10, pausing on the
+virtual clock so that no second ever moves more than
+`max_number_of_messages_per_second` (SQS allows at most 500). It can move a
+single message (or any chosen few). `verify` is the runbook's step 6: the DLQ
+at zero and the consumer's deletions up by the expected count.
+
+`consume` runs the deployed consumer (`consumer.ChargeOrders`) with the schema
+versions it reads: before exercise 2's fix only version 1; the fix adds 2.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from mercadofresco import consumer, orders, world
+from mercadofresco import gateway as gw
+from mercadofresco.clock import VirtualClock
+
+MAX_RATE = 500  # SQS's limit for MaxNumberOfMessagesPerSecond
+MOVE_VISIBILITY_SECONDS = 30
+
+
+@dataclass
+class MoveTask:
+    """What StartMessageMoveTask / ListMessageMoveTasks would report, plus when each message moved."""
+
+    task_handle: str
+    source_url: str
+    destination_url: str
+    max_number_of_messages_per_second: int
+    approximate_number_of_messages_to_move: int
+    started_at: dt.datetime
+    status: str = "RUNNING"
+    approximate_number_of_messages_moved: int = 0
+    finished_at: dt.datetime | None = None
+    moved_seconds: list[float] = field(default_factory=list)  # since started_at, one per message
+
+    @property
+    def duration_seconds(self) -> float:
+        """Virtual seconds from start to finish."""
+        end = self.finished_at or self.started_at
+        return (end - self.started_at).total_seconds()
+
+    def max_moved_in_any_second(self) -> int:
+        """The most messages moved inside any one-second window: never above the rate."""
+        times = sorted(self.moved_seconds)
+        most, left = 0, 0
+        for right, t in enumerate(times):
+            while t - times[left] >= 1.0:
+                left += 1
+            most = max(most, right - left + 1)
+        return most
+
+
+def start_message_move_task(
+    sqs: Any,
+    reloj: VirtualClock,
+    source_url: str,
+    destination_url: str,
+    max_number_of_messages_per_second: int = 10,
+    message_ids: set[str] | None = None,
+) -> MoveTask:
+    """Move messages from a DLQ back to `destination_url` at a limited rate; return the finished task."""
+    rate = max_number_of_messages_per_second
+    if not 1 <= rate <= MAX_RATE:
+        raise ValueError(f"max_number_of_messages_per_second must be between 1 and {MAX_RATE}; got {rate}")
+    waiting = world.queue_counts(sqs, source_url)["visible"]
+    task = MoveTask(
+        task_handle=f"tarea-{reloj.now():%Y%m%d%H%M%S}",
+        source_url=source_url,
+        destination_url=destination_url,
+        max_number_of_messages_per_second=rate,
+        approximate_number_of_messages_to_move=len(message_ids) if message_ids is not None else waiting,
+        started_at=reloj.now(),
+    )
+    wanted = set(message_ids) if message_ids is not None else None
+    while wanted is None or wanted:
+        batch = _receive(sqs, source_url, min(10, rate))
+        if not batch:
+            break
+        if wanted is not None:
+            batch = _keep_wanted(batch, wanted)
+        if batch:
+            _move(sqs, task, batch, (reloj.now() - task.started_at).total_seconds())
+            reloj.advance(len(batch) / rate)  # the pace: `rate` messages per second, never more
+    task.status, task.finished_at = "COMPLETED", reloj.now()
+    return task
+
+
+def pacing_seconds(count: int, max_number_of_messages_per_second: int) -> float:
+    """How long `start_message_move_task` takes to move `count` messages at that rate (its own pacing rule)."""
+    rate = max_number_of_messages_per_second
+    if not 1 <= rate <= MAX_RATE:
+        raise ValueError(f"max_number_of_messages_per_second must be between 1 and {MAX_RATE}; got {rate}")
+    batch = min(10, rate)
+    full, rest = divmod(count, batch)
+    return full * batch / rate + rest / rate
+
+
+def _receive(sqs: Any, url: str, how_many: int) -> list[dict[str, Any]]:
+    return sqs.receive_message(
+        QueueUrl=url,
+        MaxNumberOfMessages=how_many,
+        VisibilityTimeout=MOVE_VISIBILITY_SECONDS,
+        WaitTimeSeconds=0,
+        MessageAttributeNames=["All"],
+    ).get("Messages", [])
+
+
+def _keep_wanted(batch: list[dict[str, Any]], wanted: set[str]) -> list[dict[str, Any]]:
+    """The chosen messages of a batch; the others are back in the DLQ when their 30 s visibility ends.
+
+    (Handing them back at once with ChangeMessageVisibility(0) fails in moto for messages first
+    received more than 12 hours ago: it counts the 12-hour limit from the first receive.)
+    """
+    keep = [m for m in batch if m["MessageId"] in wanted]
+    wanted.difference_update(m["MessageId"] for m in keep)
+    return keep
+
+
+def _move(sqs: Any, task: MoveTask, batch: list[dict[str, Any]], second: float) -> None:
+    entries = []
+    for i, message in enumerate(batch):
+        entry = {"Id": str(i), "MessageBody": message["Body"]}
+        if message.get("MessageAttributes"):
+            entry["MessageAttributes"] = message["MessageAttributes"]
+        entries.append(entry)
+    sqs.send_message_batch(QueueUrl=task.destination_url, Entries=entries)
+    receipts = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)]
+    sqs.delete_message_batch(QueueUrl=task.source_url, Entries=receipts)
+    task.approximate_number_of_messages_moved += len(batch)
+    task.moved_seconds += [second] * len(batch)
+
+
+def verify(sqs: Any, dlq_url: str, task: MoveTask, deleted_by_consumer: int) -> dict[str, Any]:
+    """Step 6: the DLQ is at zero and the consumer deleted as many messages as were moved."""
+    left = sum(world.queue_counts(sqs, dlq_url).values())
+    moved = task.approximate_number_of_messages_moved
+    return {
+        "moved": moved,
+        "deleted_by_consumer": deleted_by_consumer,
+        "left_in_dlq": left,
+        "ok": left == 0 and deleted_by_consumer == moved,
+    }
+
+
+def consume(
+    sqs: Any, queue_url: str, reloj: VirtualClock, client: gw.GatewayClient, versions: tuple[int, ...]
+) -> consumer.Poller:
+    """Run the deployed consumer (reading `versions`) on the queue until it is empty; return its poller."""
+    config = consumer.PollerConfig(max_idle_poll_seconds=20)
+    poller = consumer.Poller(sqs, queue_url, consumer.ChargeOrders(client, versions), reloj, config)
+    poller.run_until_idle(3_600)
+    return poller
+
+
+def deleted_count(poller: consumer.Poller) -> int:
+    """Messages the poller deleted (the source queue's NumberOfMessagesDeleted, which moto does not publish)."""
+    return sum(1 for row in poller.timeline if row["event"] == "deleted")
+
+
+def redrive_after_lost_responses(
+    mf: world.World, reloj: VirtualClock, count: int = 10, send_idempotency_key: bool = False
+) -> dict[str, Any]:
+    """Orders whose charge went through but whose answer was lost end in the DLQ; redrive them into ChargeOrders.
+
+    The naive consumer charges again: the redrive duplicates the effect, unless the
+    gateway gets an Idempotency-Key (`cobro:{pedido_id}`) and returns the first charge.
+    """
+    if not 1 <= count <= 100:
+        raise ValueError(f"count must be between 1 and 100; got {count}")
+    pair = mf.reset_orders_queue(visibility_timeout_seconds=120, max_receive_count=1)
+    provider = gw.PaymentGateway(reloj)
+    provider.fail_next(gw.Fault.RESPONSE_LOST, times=count)  # charged, then the connection dropped
+    client = gw.GatewayClient(provider, read_timeout_seconds=30, send_idempotency_key=send_idempotency_key)
+    for number in range(count):
+        orders.send_order(mf.sqs, pair.url, orders.Order(orders.order_id(400_000 + number), Decimal("48.20")))
+    config = consumer.PollerConfig(max_idle_poll_seconds=20)
+    consumer.Poller(mf.sqs, pair.url, consumer.ChargeOrders(client), reloj, config).run_until_idle(3_600)
+    in_dlq = world.queue_counts(mf.sqs, pair.dlq_url)["visible"]
+    start_message_move_task(mf.sqs, reloj, pair.dlq_url, pair.url, 10)
+    consumer.Poller(mf.sqs, pair.url, consumer.ChargeOrders(client), reloj, config).run_until_idle(3_600)
+    per_order = provider.charges_per_order()
+    return {
+        "idempotency_key": send_idempotency_key,
+        "orders": count,
+        "in_dlq_before_redrive": in_dlq,
+        "charges": len(provider.ledger),
+        "orders_charged_twice": sum(1 for n in per_order.values() if n > 1),
+    }

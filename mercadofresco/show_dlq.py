@@ -1,0 +1,103 @@
+"""Figures for notebooks 09-11 (breaker, DLQs, runbook); built with matplotlib.figure.Figure, never pyplot."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from mercadofresco.clock import MADRID
+from mercadofresco.dlq import Sample
+from mercadofresco.outage import OutageRun
+from mercadofresco.redrive import MoveTask
+from mercadofresco.redrive_model import MassRedriveResult
+
+COLORS = {"per_process": "tab:red", "shared": "tab:blue", "all_at_once": "tab:red", "paced": "tab:green"}
+
+
+def gateway_calls(runs: list[OutageRun], title: str = "") -> Figure:
+    """Cumulative calls that reached the gateway, one line per kind of breaker; the outage shaded."""
+    figure = Figure(figsize=(8, 3.2), layout="constrained")
+    ax = figure.subplots()
+    for run in runs:
+        seconds = [call["second"] for call in run.calls]
+        ax.step(seconds, range(1, len(seconds) + 1), where="post", color=COLORS[run.mode], label=run.mode)
+    down = runs[0].config.down_seconds
+    ax.axvspan(0, down, color="grey", alpha=0.15, label="gateway down")
+    ax.set_xlabel("seconds since the gateway went down (virtual time)")
+    ax.set_ylabel("calls that reached the gateway")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    return figure
+
+
+def arrivals(groups: dict[str, list[Sample]], title: str = "") -> Figure:
+    """When each DLQ's messages were sent: one lane per incident, one tick per message (Madrid time)."""
+    figure = Figure(figsize=(9, 0.7 + 0.6 * len(groups)), layout="constrained")
+    ax = figure.subplots()
+    for lane, samples in enumerate(groups.values()):
+        times = [s.sent_at.astimezone(MADRID).replace(tzinfo=None) for s in samples]
+        ax.plot(times, [lane] * len(times), "|", markersize=14, alpha=0.6)
+    ax.set_yticks(range(len(groups)), list(groups))
+    ax.set_ylim(-0.6, len(groups) - 0.4)
+    ax.set_xlabel("sent (Madrid time)")
+    ax.set_title(title)
+    return figure
+
+
+def alarm_timeline(rows: list[dict[str, Any]], title: str = "") -> Figure:
+    """Messages in the DLQ and the age of the oldest, with the instant each alarm went to ALARM."""
+    figure = Figure(figsize=(8, 3.2), layout="constrained")
+    ax = figure.subplots()
+    times = [row["at"].astimezone(MADRID).replace(tzinfo=None) for row in rows]
+    ax.step(times, [row["visible"] for row in rows], where="post", label="messages in the DLQ")
+    ax.set_ylabel("messages")
+    age_ax = ax.twinx()
+    age_ax.plot(times, [row["oldest_minutes"] for row in rows], color="tab:orange", label="oldest (min)")
+    age_ax.axhline(60, color="tab:orange", linestyle=":", linewidth=1)
+    age_ax.set_ylabel("age of the oldest message (min)")
+    for alarm, color, height in (("count", "tab:blue", 0.9), ("age", "tab:orange", 0.2)):
+        fired = next((t for t, row in zip(times, rows, strict=True) if row[alarm] == "ALARM"), None)
+        if fired is not None:
+            ax.axvline(fired, color=color, linestyle="--", linewidth=1)
+            ax.annotate(f" {alarm} alarm {fired:%H:%M}", (fired, ax.get_ylim()[1] * height), fontsize=8, color=color)
+    ax.set_xlabel("Madrid time")
+    ax.set_title(title)
+    return figure
+
+
+def redrive_pace(tasks: dict[str, MoveTask], title: str = "") -> Figure:
+    """Messages moved against virtual seconds, one line per rate."""
+    figure = Figure(figsize=(7, 3), layout="constrained")
+    ax = figure.subplots()
+    for label, task in tasks.items():
+        seconds = sorted(task.moved_seconds)
+        ax.step(seconds, range(1, len(seconds) + 1), where="post", label=label)
+    ax.set_xlabel("seconds since the move task started (virtual)")
+    ax.set_ylabel("messages moved")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    return figure
+
+
+def mass_redrive(results: list[MassRedriveResult], title: str = "") -> Figure:
+    """The simpy model: database connections in use, failed attempts and messages back in the DLQ."""
+    figure = Figure(figsize=(9, 3.2), layout="constrained")
+    left, right = figure.subplots(1, 2)
+    for result in results:
+        minutes = [row["second"] / 60 for row in result.timeline]
+        color = COLORS[result.config.release]
+        label = f"{result.config.release}, concurrency {result.config.max_concurrency}"
+        left.plot(minutes, [row["db_connections"] for row in result.timeline], color=color, label=label)
+        right.plot(minutes, [row["failed_attempts"] for row in result.timeline], color=color, label=label)
+        right.plot(minutes, [row["back_in_dlq"] for row in result.timeline], color=color, linestyle="--")
+    left.axhline(results[0].config.db_connections, color="grey", linestyle=":", linewidth=1)
+    left.set_ylabel("database connections")
+    left.set_title("connections in use (dotted: the limit)", fontsize=9)
+    right.set_ylabel("messages")
+    right.set_title("failed attempts (solid), back in the DLQ (dashed)", fontsize=9)
+    for ax in (left, right):
+        ax.set_xlabel("minutes (model time)")
+    right.legend(fontsize=8)
+    figure.suptitle(title)
+    return figure

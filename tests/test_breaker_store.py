@@ -1,0 +1,125 @@
+"""The shared breaker: one counter for every consumer, atomic, observable, never silent about its store."""
+
+import threading
+
+import fakeredis
+import pytest
+import redis
+
+from mercadofresco import alarms, breaker, breaker_store, outage
+from mercadofresco.breaker import State
+
+POLICY = breaker.BreakerPolicy(failure_threshold=3, open_seconds=30, half_open_max_calls=2)
+
+
+def shared(server=None, policy=POLICY, **options):
+    return breaker_store.SharedBreaker(breaker_store.embedded_store(server), policy, **options)
+
+
+def test_consumers_on_one_server_share_the_count():
+    server = fakeredis.FakeServer()
+    a, b, c = (shared(server) for _ in range(3))
+    for one in (a, b, c):
+        assert one.allow(0)
+        one.record_failure(0)
+    assert a.state_at(0) is State.OPEN and c.state_at(1) is State.OPEN
+    assert not b.allow(1)
+    assert a.key == "mercadofresco:breaker:pasarela-pagos"
+
+
+def test_half_open_lets_only_its_trial_calls_through_across_consumers():
+    server = fakeredis.FakeServer()
+    consumers = [shared(server) for _ in range(5)]
+    for one in consumers[:3]:
+        one.record_failure(0)
+    assert [one.allow(29) for one in consumers] == [False] * 5
+    assert [one.allow(30) for one in consumers] == [True, True, False, False, False]
+    consumers[0].record_success(31)
+    assert all(one.allow(31) for one in consumers)
+
+
+def test_transitions_are_atomic_under_threads():
+    server = fakeredis.FakeServer()
+    policy = breaker.BreakerPolicy(failure_threshold=10_000)
+
+    def work():
+        one = shared(server, policy)
+        for _ in range(50):
+            one.record_failure(0)
+
+    threads = [threading.Thread(target=work) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert shared(server, policy).load().consecutive_failures == 16 * 50
+
+
+def test_store_errors_are_raised_unless_a_degraded_mode_is_chosen():
+    dead = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.05)
+    with pytest.raises(breaker_store.BreakerStoreError):
+        breaker_store.SharedBreaker(dead, POLICY).allow(0)
+    lenient = breaker_store.SharedBreaker(dead, POLICY, if_store_fails="allow")
+    assert lenient.allow(0) and lenient.store_errors == 1
+    assert not breaker_store.SharedBreaker(dead, POLICY, if_store_fails="deny").allow(0)
+    with pytest.raises(ValueError, match="if_store_fails"):
+        breaker_store.SharedBreaker(dead, POLICY, if_store_fails="ignore")
+
+
+def test_an_idle_record_expires_on_the_virtual_clock(reloj):
+    one = shared(forget_after_seconds=600)
+    one.record_failure(reloj.timestamp())
+    assert one.load().consecutive_failures == 1
+    reloj.advance(601)
+    assert one.load() == breaker.BreakerState()
+
+
+def test_opening_publishes_a_metric_and_raises_the_alarm(mf, reloj):
+    inbox = alarms.subscribe_inbox(mf.client("sns"), mf.sqs, mf.alerts_topic_arn)
+    alarm = breaker_store.OpenAlarm(mf.client("cloudwatch"), mf.client("sns"), mf.alerts_topic_arn, "pasarela-pagos")
+    one = shared(alarm=alarm)
+    assert alarms.state_of(mf.client("cloudwatch"), alarm.rule.name) == "OK"  # moto starts alarms at OK
+    for _ in range(3):
+        one.record_failure(reloj.timestamp())
+    assert alarm.openings(reloj.now()) == 1
+    assert alarms.state_of(mf.client("cloudwatch"), alarm.rule.name) == "ALARM"
+    notes = alarms.read_inbox(mf.sqs, inbox)
+    assert len(notes) == 1 and notes[0].startswith("ALARM: mercadofresco-breaker-pasarela-pagos-abierto")
+    reloj.advance(120)
+    assert alarm.evaluate(reloj.now()).state == "OK"
+
+
+def test_shared_breaker_stops_the_gateway_after_threshold_failures_per_process_after_threshold_times_consumers(reloj):
+    config = outage.OutageConfig(consumers=20, failure_threshold=20, open_seconds=60, down_seconds=60, run_seconds=60)
+    per_process = outage.run_outage(reloj, "per_process", config)
+    shared_run = outage.run_outage(reloj, "shared", config)
+    # the lesson: 20 concurrent consumers, each with its own counter, take 20 failures each
+    assert per_process.calls_while_down() == 20 * 20
+    assert shared_run.calls_while_down() == 20
+    assert shared_run.transitions[0][1:] == (State.CLOSED, State.OPEN)
+
+
+def test_erp_notice_is_deferred_instead_of_spending_a_receive_per_visibility_timeout(mf, reloj):
+    naive = outage.erp_notice_during_outage(mf, reloj, defer=False)
+    deferred = outage.erp_notice_during_outage(mf, reloj, defer=True)
+    assert naive["delivered"] and deferred["delivered"]
+    assert deferred["erp_calls"] == 1 and naive["erp_calls"] > 10
+    assert deferred["receives"] <= 4 < naive["receives"]
+
+
+def test_a_failure_rate_opens_what_consecutive_failures_never_would():
+    rate = breaker.BreakerPolicy(failure_threshold=20, failure_rate=0.5, window_calls=10)
+    for guard in (breaker.CircuitBreaker(rate), shared(policy=rate)):
+        for call in range(9):  # fail, succeed, fail, ...: never two failures in a row
+            assert guard.allow(call)
+            (guard.record_failure if call % 2 == 0 else guard.record_success)(call)
+        assert guard.state_at(9) is State.CLOSED
+        guard.allow(9)
+        guard.record_success(9)  # the tenth call completes a window with 5 failures out of 10
+        assert guard.state_at(9) is State.OPEN
+    healthy = breaker.CircuitBreaker(rate)
+    for call in range(30):  # one failure in five: each window is judged and restarted
+        healthy.record_failure(call) if call % 5 == 0 else healthy.record_success(call)
+    assert healthy.state_at(30) is State.CLOSED and healthy.state.window_calls == 0
+    with pytest.raises(ValueError, match="failure_rate"):
+        breaker.BreakerPolicy(failure_rate=0)

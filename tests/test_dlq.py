@@ -1,0 +1,202 @@
+"""DLQ tools: inspection deletes nothing, the content decides the class, redrive is paced and verified."""
+
+import datetime as dt
+from decimal import Decimal
+
+import pytest
+
+from mercadofresco import alarms, consumer, dlq, gateway, incidents, orders, redrive, redrive_model, world
+
+
+def bodies(mf, url):
+    return sorted(s.body for s in dlq.inspect(mf.sqs, url, max_messages=1000))
+
+
+def classify_by_time_only(samples):
+    """The wrong variant: a burst means transient, a trickle means poison."""
+    return "transient" if dlq.time_shape(samples) == "burst" else "poison"
+
+
+@pytest.fixture
+def kinds(mf, reloj):
+    return incidents.seed_kinds(mf, reloj, seed=7).incidents
+
+
+def test_inspect_deletes_nothing(mf, reloj):
+    incident = incidents.seed_exercise2_incident(mf, reloj, seed=1, count=40)
+    assert incident.count == 40
+    before = bodies(mf, incident.dlq_url)
+    reloj.advance(6)
+    sample = dlq.inspect(mf.sqs, incident.dlq_url, max_messages=10)
+    assert len(sample) == 10
+    reloj.advance(6)  # 5 s visibility: they are back
+    assert bodies(mf, incident.dlq_url) == before and len(before) == 40
+
+
+def test_alarm_replay_fires_the_count_alarm_at_2209_and_the_age_alarm_an_hour_later(mf, reloj):
+    rows = incidents.seed_kinds(mf, reloj, seed=0, watch="rafaga-version-2").alarm_rows
+    first_count = next(row["at"] for row in rows if row["count"] == "ALARM")
+    first_age = next(row["at"] for row in rows if row["age"] == "ALARM")
+    assert (first_count.hour, first_count.minute) == (22, 9)
+    assert (first_age.hour, first_age.minute) == (23, 9)
+
+
+def test_exercise2_seed_has_the_lessons_shape(mf, reloj):
+    incident = incidents.seed_exercise2_incident(mf, reloj, seed=1, count=60)
+    sample = dlq.inspect(mf.sqs, incident.dlq_url, max_messages=10)
+    assert {s.receive_count for s in sample} == {5}
+    assert all(s.problem == "version 2, this consumer expects 1" for s in sample)
+    assert reloj.now() == incidents.MONDAY_0900
+    reloj.advance(6)
+    everything = dlq.inspect(mf.sqs, incident.dlq_url, max_messages=1000)
+    assert everything[0].sent_at == incidents.SUNDAY_2204 and everything[-1].sent_at == incidents.SUNDAY_2351
+    sent = mf.sqs.receive_message(QueueUrl=incident.source_url, MessageSystemAttributeNames=["All"], WaitTimeSeconds=0)
+    oldest_ms = int(sent["Messages"][0]["Attributes"]["SentTimestamp"])
+    assert incidents.MONDAY_0900.timestamp() - oldest_ms / 1000 == pytest.approx(incidents.SOURCE_OLDEST_SECONDS)
+    with pytest.raises(incidents.SeedError):
+        incidents.seed_exercise2_incident(mf, reloj)
+
+
+def test_classifier_labels_each_seeded_incident(mf, reloj, kinds):
+    for incident in kinds.values():
+        samples = dlq.inspect(mf.sqs, incident.dlq_url, max_messages=1000)
+        assert dlq.classify(samples).kind == incident.expected_kind, incident.name
+    reloj.advance(6)
+    assert dlq.time_shape(dlq.inspect(mf.sqs, kinds["rafaga-transitoria"].dlq_url, 1000)) == "burst"
+    assert dlq.time_shape(dlq.inspect(mf.sqs, kinds["rafaga-version-2"].dlq_url, 1000)) == "burst"
+    assert dlq.time_shape(dlq.inspect(mf.sqs, kinds["goteo-veneno"].dlq_url, 1000)) == "trickle"
+
+
+def test_time_only_classifier_mislabels_the_version_2_burst(mf, kinds):
+    samples = dlq.inspect(mf.sqs, kinds["rafaga-version-2"].dlq_url, max_messages=1000)
+    assert classify_by_time_only(samples) == "transient"  # the clue misleads
+    assert dlq.classify(samples).kind == "poison"  # the content is the proof
+    transient = dlq.inspect(mf.sqs, kinds["rafaga-transitoria"].dlq_url, max_messages=1000)
+    assert classify_by_time_only(transient) == dlq.classify(transient).kind == "transient"
+
+
+def test_reason_is_kept_with_the_message(mf, kinds):
+    sample = dlq.inspect(mf.sqs, kinds["rafaga-transitoria"].dlq_url, max_messages=3)
+    assert sample[0].reason == dlq.FailureReason(
+        "GatewayUnavailableError", "503 Service Unavailable", "1.4.0", 4, world.ORDERS_QUEUE
+    )
+
+
+def test_alarms_fire_by_count_after_5_minutes_and_by_age_after_an_hour(mf, reloj):
+    dlq.define_alarms(mf)
+    pair = mf.orders
+    reason = dlq.FailureReason("GatewayUnavailableError", "503", "1.4.0", 4, world.ORDERS_QUEUE)
+    dlq.dead_letter_copy(mf.sqs, pair.dlq_url, "{}", reason, int(reloj.timestamp() * 1000))
+    start = reloj.now()
+    states = {}
+    for minutes in (5, 55, 65):
+        reloj.advance_to(start + dt.timedelta(minutes=minutes))
+        states[minutes] = dlq.check_alarms(mf, pair.dlq_url, reloj.now())
+    assert states[5] == {"visible": 1, "oldest_minutes": 5.0, "count": "ALARM", "age": "OK"}
+    assert states[55]["age"] == "OK" and states[65]["age"] == "ALARM"
+    assert alarms.state_of(mf.client("cloudwatch"), f"{world.ORDERS_DLQ}-antiguedad") == "ALARM"
+
+
+def test_discard_keeps_a_record_and_refuses_without_a_reason(mf, reloj, kinds):
+    url = kinds["goteo-datos"].dlq_url
+    victim = dlq.inspect(mf.sqs, url, max_messages=1)[0]
+    with pytest.raises(dlq.DiscardRefusedError):
+        dlq.discard(mf.sqs, url, {victim.message_id}, who="marta", why="", now=reloj.now())
+    reloj.advance(6)
+    records = dlq.discard(mf.sqs, url, {victim.message_id}, "marta", "importe negativo del integrador", reloj.now())
+    assert records[0]["quien"] == "marta" and records[0]["cuerpo"] == victim.body
+    reloj.advance(31)
+    left = bodies(mf, url)
+    assert victim.body not in left and len(left) == kinds["goteo-datos"].count - 1
+
+
+def test_redrive_of_340_at_10_per_second_takes_34_virtual_seconds_and_loses_none(mf, reloj):
+    incident = incidents.seed_exercise2_incident(mf, reloj, seed=2)
+    task = redrive.start_message_move_task(mf.sqs, reloj, incident.dlq_url, incident.source_url, 10)
+    assert task.approximate_number_of_messages_moved == 340
+    assert task.duration_seconds >= 34
+    assert task.max_moved_in_any_second() <= 10
+    assert world.queue_counts(mf.sqs, incident.dlq_url)["visible"] == 0
+    moved = {orders.parse_order(b, 2).pedido_id for b in bodies(mf, incident.source_url) if '"version": 2' in b}
+    assert moved == set(incident.pedido_ids)
+
+
+def test_redrive_can_move_a_single_message(mf, reloj):
+    incident = incidents.seed_exercise2_incident(mf, reloj, seed=3, count=30)
+    one = dlq.inspect(mf.sqs, incident.dlq_url, max_messages=30)[17]
+    reloj.advance(6)
+    task = redrive.start_message_move_task(mf.sqs, reloj, incident.dlq_url, incident.source_url, 10, {one.message_id})
+    assert task.approximate_number_of_messages_moved == 1
+    reloj.advance(31)
+    assert len(bodies(mf, incident.dlq_url)) == 29 and one.body not in bodies(mf, incident.dlq_url)
+
+
+def run_consumer(mf, reloj, versions, incident):
+    client = gateway.GatewayClient(gateway.PaymentGateway(reloj))
+    return redrive.consume(mf.sqs, incident.source_url, reloj, client, versions), client.gateway
+
+
+def test_redrive_without_the_fix_sends_the_messages_back(mf, reloj):
+    incident = incidents.seed_exercise2_incident(mf, reloj, seed=4, count=20)
+    task = redrive.start_message_move_task(mf.sqs, reloj, incident.dlq_url, incident.source_url, 10)
+    poller, provider = run_consumer(mf, reloj, (1,), incident)
+    assert redrive.deleted_count(poller) == 1  # only the healthy version-1 order
+    assert world.queue_counts(mf.sqs, incident.dlq_url)["visible"] == 20
+    assert not redrive.verify(mf.sqs, incident.dlq_url, task, redrive.deleted_count(poller))["ok"]
+    task = redrive.start_message_move_task(mf.sqs, reloj, incident.dlq_url, incident.source_url, 10)
+    poller, provider = run_consumer(mf, reloj, (1, 2), incident)  # the fix: read version 2 too
+    check = redrive.verify(mf.sqs, incident.dlq_url, task, redrive.deleted_count(poller))
+    assert check == {"moved": 20, "deleted_by_consumer": 20, "left_in_dlq": 0, "ok": True}
+    assert set(provider.charges_per_order().values()) == {1}
+
+
+def test_rate_must_be_within_sqs_limits(mf, reloj):
+    with pytest.raises(ValueError, match="max_number_of_messages_per_second"):
+        redrive.start_message_move_task(mf.sqs, reloj, mf.orders.dlq_url, mf.orders.url, 501)
+
+
+def test_version2_body_is_what_the_fixed_consumer_reads():
+    assert orders.parse_order(incidents.version2_body("PED-2026-000001", Decimal("1.00")), 2).version == 2
+
+
+def test_pacing_matches_the_lesson_and_the_move_task():
+    assert redrive.pacing_seconds(340, 10) == 34
+    assert redrive.pacing_seconds(10_000, 500) == 20
+
+
+def test_redrive_into_a_non_idempotent_consumer_duplicates_charges(mf, reloj):
+    naive = redrive.redrive_after_lost_responses(mf, reloj, 5, send_idempotency_key=False)
+    keyed = redrive.redrive_after_lost_responses(mf, reloj, 5, send_idempotency_key=True)
+    assert naive["in_dlq_before_redrive"] == keyed["in_dlq_before_redrive"] == 5
+    assert (naive["charges"], naive["orders_charged_twice"]) == (10, 5)
+    assert (keyed["charges"], keyed["orders_charged_twice"]) == (5, 0)
+
+
+def test_41200_at_once_overwhelms_the_database_paced_batches_do_not():
+    at_once = redrive_model.run_mass_redrive(redrive_model.MassRedriveConfig())
+    paced = redrive_model.run_mass_redrive(redrive_model.MassRedriveConfig(release="paced", max_concurrency=40))
+    assert at_once.back_in_dlq > 1_000 and at_once.processed + at_once.back_in_dlq == 41_200
+    assert paced.failed_attempts == 0 and paced.processed == 41_200
+    assert 5 <= paced.finished_seconds / 60 <= 7  # class 210: about 6 minutes at ~120 messages/s
+    assert max(row["db_connections"] for row in paced.timeline) <= 40
+    with pytest.raises(ValueError, match="release"):
+        redrive_model.MassRedriveConfig(release="yolo")
+
+
+def test_the_fixed_consumer_reads_both_versions_the_old_one_says_why_not():
+    body = incidents.version2_body("PED-2026-000002", Decimal("9.99"))
+    assert consumer.read_order(body, (1, 2)).version == 2
+    with pytest.raises(orders.MalformedOrderError, match="version 2, this consumer expects 1"):
+        consumer.read_order(body, (1,))
+
+
+def test_an_alarm_configuration_can_be_checked_against_the_exercise2_incident(mf, reloj):
+    incident = incidents.seed_exercise2_incident(mf, reloj, seed=5, count=30)
+    arrivals = [s.sent_at for s in dlq.inspect(mf.sqs, incident.dlq_url, max_messages=1000)]
+    count_rule, age_rule = dlq.alarm_rules()
+    fired = incidents.first_alarm_at(count_rule, arrivals, until=reloj.now())
+    assert fired.astimezone(incidents.MADRID).strftime("%a %H:%M") == "Sun 22:09"
+    aged = incidents.first_alarm_at(age_rule, arrivals, until=reloj.now())
+    assert aged.astimezone(incidents.MADRID).strftime("%a %H:%M") == "Sun 23:09"
+    too_lax = alarms.AlarmRule("laxa", "AWS/SQS", "ApproximateNumberOfMessagesVisible", threshold=400)
+    assert incidents.first_alarm_at(too_lax, arrivals, until=reloj.now()) is None
