@@ -13,7 +13,7 @@ interrupted and reported); the kernel runs with a memory limit (a kernelspec
 generated under .cache/grading); a notebook that stops answering is killed and
 its remaining checks fail. Reports: a table on screen, report.json, report.csv.
 
-`expect` is the helper public and hidden checks use to fail with a hint.
+The checks themselves fail through `checks.expect`, which gives the learner a hint.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ import json
 import secrets
 import sys
 import tempfile
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,25 +32,8 @@ import nbformat
 from nbformat import NotebookNode
 
 from mercadofresco import labs, nbrun
-from mercadofresco.errors import MercadoFrescoError
 
 NOTES_ON_SCREEN = 3  # the first problems in a learner's own cells; report.json keeps them all
-
-
-class CheckFailed(MercadoFrescoError, AssertionError):
-    """A lab check did not hold; the message is the hint for the learner."""
-
-
-def expect(condition: Callable[[], object] | bool, hint: str) -> None:
-    """Fail with `hint` unless `condition` (or calling it) is true; errors inside it become the hint too."""
-    try:
-        holds = condition() if callable(condition) else condition
-    except CheckFailed:
-        raise
-    except Exception as exc:  # the learner's code raised: say so, with the hint
-        raise CheckFailed(f"{hint} (the check could not run: {type(exc).__name__}: {exc})") from None
-    if not holds:
-        raise CheckFailed(hint)
 
 
 @dataclass

@@ -8,11 +8,12 @@ with it shows it once (after `%matplotlib inline`), and a test can inspect it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from matplotlib.figure import Figure
+if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn: a notebook that only prints stays light
+    from matplotlib.figure import Figure
 
-from mercadofresco.delivery import DeliveryRun
+    from mercadofresco.delivery import DeliveryRun
 
 END_EVENTS = ("deleted", "failed", "crashed", "handler_error", "timed_out")
 EVENT_MARKERS = {"failed": ("x", "tab:red"), "crashed": ("X", "black"), "deleted": ("D", "tab:green")}
@@ -44,6 +45,8 @@ def _cell(value: Any) -> str:
 
 def timeline(run: DeliveryRun, title: str = "") -> Figure:
     """One lane per consumer: a bar from each receive to its end, and a € for every charge made."""
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(9, 2.8), layout="constrained")
     ax = figure.subplots()
     consumers = sorted({row["consumer"] for row in run.timeline})
@@ -93,6 +96,8 @@ def timeline(run: DeliveryRun, title: str = "") -> Figure:
 
 def latency_sweep(curves: dict[str, list[dict[str, Any]]], title: str = "") -> Figure:
     """Charges per order against gateway latency, one line per configuration."""
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(7, 3.2), layout="constrained")
     ax = figure.subplots()
     for label, rows in curves.items():
@@ -133,6 +138,8 @@ def bars(
     rows: list[dict[str, Any]], category: str, value: str, group: str | None = None, title: str = "", ylabel: str = ""
 ) -> Figure:
     """A bar per row (`category` on the x axis, `value` as height), side by side per `group` if given."""
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(8, 3.2), layout="constrained")
     ax = figure.subplots()
     categories = list(dict.fromkeys(str(row[category]) for row in rows))

@@ -16,18 +16,20 @@ import nbtools  # noqa: E402
 nbtools.quiet_environment()  # kernels started by nbval inherit it: nothing is written to $HOME
 logging.getLogger("werkzeug").setLevel(logging.ERROR)
 
-from mercadofresco import clock, world  # noqa: E402
-
 
 @pytest.fixture
-def reloj() -> Iterator[clock.VirtualClock]:
+def reloj() -> Iterator:
     """The virtual clock, started at the lesson's Friday 19:14 and stopped afterwards."""
+    from mercadofresco import clock  # imported here: a notebook-only run (nbval) does not need moto in pytest
+
     with clock.VirtualClock() as running:
         yield running
 
 
 @pytest.fixture
-def mf(reloj: clock.VirtualClock) -> Iterator[world.World]:
+def mf(reloj) -> Iterator:
     """A fresh world in moto, in this process."""
+    from mercadofresco import world
+
     with world.build(world.WorldConfig()) as built:
         yield built

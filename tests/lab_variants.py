@@ -107,9 +107,11 @@ def variant(name: str) -> nbformat.NotebookNode:
     return edited(EDITS[name], name)
 
 
-def edited(edits: list[tuple[str, str, str]], name: str) -> nbformat.NotebookNode:
-    """The solution without its hidden cells, with `edits` applied (each must find its text)."""
-    notebook = copy.deepcopy(solution())
+def edited(
+    edits: list[tuple[str, str, str]], name: str, source: nbformat.NotebookNode | None = None
+) -> nbformat.NotebookNode:
+    """A solution (lab 1's unless `source` is given) without its hidden cells, with `edits` applied."""
+    notebook = copy.deepcopy(source or solution())
     notebook.cells = [cell for cell in notebook.cells if "hidden" not in str(cell.metadata.get("tags", []))]
     cells = {cell.get("id"): cell for cell in notebook.cells}
     for cell_id, old, new in edits:

@@ -13,7 +13,7 @@ import lab_variants
 import nbformat
 import pytest
 
-from mercadofresco import grading, labs, nbrun
+from mercadofresco import checks, grading, labs, nbrun
 
 CELL_TIMEOUT = "10"  # generous for a slow CI machine; the solution's slowest cell takes about 2 s
 
@@ -79,11 +79,11 @@ def test_check_ids_are_unique_and_every_check_has_a_hint():
 
 # -- pieces of the grader ------------------------------------------------------------------
 def test_expect_turns_a_false_condition_or_an_error_into_the_hint():
-    grading.expect(lambda: True, "unused")
-    with pytest.raises(grading.CheckFailed, match=r"^count the charges$"):
-        grading.expect(False, "count the charges")
-    with pytest.raises(grading.CheckFailed, match=r"count the charges \(the check could not run: NameError"):
-        grading.expect(lambda: undefined_name, "count the charges")  # noqa: F821
+    checks.expect(lambda: True, "unused")
+    with pytest.raises(checks.CheckFailed, match=r"^count the charges$"):
+        checks.expect(False, "count the charges")
+    with pytest.raises(checks.CheckFailed, match=r"count the charges \(the check could not run: NameError"):
+        checks.expect(lambda: undefined_name, "count the charges")  # noqa: F821
 
 
 @pytest.mark.parametrize(("name", "value"), [("cell_timeout_seconds", 0), ("memory_mb", 100)])

@@ -13,9 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-import nbformat
-from nbclient import NotebookClient
-
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -39,6 +36,9 @@ def quiet_environment() -> None:
 
 def execute(path: Path, timeout: int = 120) -> float:
     """Run a notebook top to bottom in a fresh kernel, write its outputs back, return the seconds it took."""
+    import nbformat  # imported here: the tests import this module only for quiet_environment()
+    from nbclient import NotebookClient
+
     notebook = nbformat.read(path, as_version=4)
     started = time.perf_counter()
     NotebookClient(

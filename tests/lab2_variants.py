@@ -1,0 +1,80 @@
+"""Lab 2 as learners might hand it in: the solution with one of the runbook's classic mistakes.
+
+Each variant changes one idea of the solution (the lesson's section 17 and class 210). `EXPECTED_FAILURES`
+names the hidden checks each must fail (at least).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import lab_variants
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTION = ROOT / "solutions" / "lab2_dlq_runbook.ipynb"
+LAB = ROOT / "labs" / "lab2_dlq_runbook.ipynb"
+
+INSPECT, CLASSIFY, REDRIVE, RUNBOOK, SAFEGUARD = "m03", "m13", "m26", "m28", "m31"
+CLASSIFY_BODY = """    reasons = []
+    for row in inspect_dlq(sqs, dlq_url, max_messages=10):"""
+
+EDITS: dict[str, list[tuple[str, str, str]]] = {
+    # "Never inspect a DLQ by deleting messages."
+    "inspect_by_deleting": [
+        (
+            INSPECT,
+            '                "body": message["Body"],\n            }\n',
+            '                "body": message["Body"],\n            }\n'
+            '            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])\n',
+        )
+    ],
+    # "The distribution is a clue, the content the proof": a classifier that only looks at the clock.
+    "classify_by_time": [
+        (
+            CLASSIFY,
+            CLASSIFY_BODY,
+            "    rows = inspect_dlq(sqs, dlq_url, max_messages=10)\n"
+            "    window = (rows[-1]['sent'] - rows[0]['sent']).total_seconds()\n"
+            "    return 'transient' if window <= 3 * 3600 else 'poison'\n" + CLASSIFY_BODY,
+        )
+    ],
+    # A classifier that answers poison whatever it reads.
+    "always_poison": [(CLASSIFY, CLASSIFY_BODY, "    return 'poison'\n" + CLASSIFY_BODY)],
+    # "Reprocess. With a rate limit, always": a redrive that moves everything at once.
+    "redrive_without_rate_limit": [
+        (REDRIVE, "MaxNumberOfMessages=min(10, max_per_second),", "MaxNumberOfMessages=10,"),
+        (REDRIVE, "        reloj.advance(len(batch) / max_per_second)\n", ""),
+    ],
+    # "There is no redrive without a fix first": the messages meet the old consumer again.
+    "redrive_before_fix": [
+        (
+            RUNBOOK,
+            "    moved = redrive_dlq(mf, reloj, max_per_second=10)  # 5\n",
+            "    moved = redrive_dlq(mf, reloj, max_per_second=10)  # 5\n"
+            "    old = consumer.Poller(mf.sqs, mf.orders.url, consumer.ChargeOrders(client), reloj, config)\n"
+            "    old.run_until_idle(3_600)  # the consumer still deployed expects version 1\n",
+        )
+    ],
+    # An alarm that looks once an hour: it would have woken Marta at 23:04, not 22:09.
+    "hourly_alarm": [(SAFEGUARD, "period_seconds=300,", "period_seconds=3600,")],
+}
+
+EXPECTED_FAILURES = {
+    "inspect_by_deleting": {"inspection_deletes_nothing"},
+    "classify_by_time": {"classify_by_content", "runbook_end_to_end"},
+    "always_poison": {"classify_by_content"},
+    "redrive_without_rate_limit": {"redrive_rate_limited"},
+    "redrive_before_fix": {"runbook_end_to_end"},
+    "hourly_alarm": {"safeguard"},
+}
+
+
+def solution() -> nbformat.NotebookNode:
+    """Lab 2's solution notebook, as the instructor has it."""
+    return nbformat.read(SOLUTION, as_version=4)
+
+
+def variant(name: str) -> nbformat.NotebookNode:
+    """The solution with the mistake `name`, without its hidden cells."""
+    return lab_variants.edited(EDITS[name], name, solution())

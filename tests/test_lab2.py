@@ -1,0 +1,54 @@
+"""Lab 2's hidden checks can fail: the blank lab and each classic runbook mistake fail, the solution passes."""
+
+from __future__ import annotations
+
+import lab2_variants
+import lab_variants
+import pytest
+
+from mercadofresco import grading, labs, nbrun
+
+CELL_TIMEOUT = 30
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    """Grade the solution, the blank lab and every variant of tests/lab2_variants.py; {learner: report}."""
+    folder = tmp_path_factory.mktemp("lab2")
+    lab_variants.write(lab2_variants.solution(), folder / "solution.ipynb")
+    (folder / "blank.ipynb").write_bytes(lab2_variants.LAB.read_bytes())
+    for name in lab2_variants.EDITS:
+        lab_variants.write(lab2_variants.variant(name), folder / f"{name}.ipynb")
+    graded = grading.grade(folder, "lab2", nbrun.Limits(cell_timeout_seconds=CELL_TIMEOUT), jobs=2)
+    return {report.learner: report for report in graded}
+
+
+def test_the_solution_passes_every_hidden_check(reports):
+    report = reports["solution"]
+    assert report.score == report.max_score == len(labs.check_specs(lab2_variants.solution()))
+    assert report.notes == []
+
+
+def test_the_blank_lab_fails_every_hidden_check(reports):
+    report = reports["blank"]
+    assert report.score == 0
+    assert all(not result.passed for result in report.checks)
+
+
+@pytest.mark.parametrize("name", sorted(lab2_variants.EXPECTED_FAILURES))
+def test_each_runbook_mistake_fails_the_hidden_checks_aimed_at_it(reports, name):
+    report = reports[name]
+    failed = {result.check for result in report.checks if not result.passed}
+    assert lab2_variants.EXPECTED_FAILURES[name] <= failed, f"{name} failed only {sorted(failed)}"
+    assert not any("not run" in result.reason for result in report.checks)
+
+
+def test_there_are_at_least_four_mistakes_and_each_edit_changes_the_solution():
+    assert {"inspect_by_deleting", "classify_by_time", "redrive_without_rate_limit", "redrive_before_fix"} <= set(
+        lab2_variants.EDITS
+    )
+    import nbformat
+
+    solution = nbformat.writes(lab2_variants.solution())
+    for name in lab2_variants.EDITS:
+        assert nbformat.writes(lab2_variants.variant(name)) != solution
