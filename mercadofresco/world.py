@@ -295,7 +295,8 @@ def _create_key_alias(kms: Any) -> None:
         kms.schedule_key_deletion(KeyId=key_id, PendingWindowInDays=7)  # keep the alias's existing key
 
 
-def _create_table(dynamodb: Any) -> None:
+def create_idempotency_table(dynamodb: Any) -> None:
+    """Create `mercadofresco-idempotencia` (key `clave`, TTL on `expira_en`, KMS); fine if it already exists."""
     try:
         _create_table_once(dynamodb)
     except ClientError as exc:
@@ -362,7 +363,7 @@ def build(config: WorldConfig | None = None) -> World:
     sqs = clients["sqs"]
 
     _create_key_alias(clients["kms"])
-    _create_table(clients["dynamodb"])
+    create_idempotency_table(clients["dynamodb"])
     orders = create_queue_pair(
         sqs,
         ORDERS_QUEUE,
