@@ -5,17 +5,21 @@ Python's time with time_machine (so moto's visibility timeouts, SentTimestamp
 and TTL comparisons all read it) and moves it only when asked: advancing two
 minutes is instant. Notebook 00 introduces it.
 
-`Stopwatch` is the time spent by one piece of work that runs while other work
-goes on (one Lambda invocation, say): it adds up its own waits without moving
-the shared clock. `ClockedEnvironment` is a simpy environment that moves the
-clock to each event's instant, so a simpy process can call moto at the right
-virtual time.
+`ClockedEnvironment` is a simpy environment that moves the clock to each
+event's instant, so a simpy process can call moto at the right virtual time.
+`Task` and `together` let ordinary code (a Lambda handler, a charge) run beside
+other code in that environment: each piece runs alone until it waits, so every
+DynamoDB write and every charge lands at the virtual instant it belongs to, and
+the interleaving is the same on every run. `Stopwatch` only adds up waits, for
+work whose timing nobody else needs to see.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Protocol
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 import simpy
@@ -158,3 +162,90 @@ class ClockedEnvironment(simpy.Environment):
         if next_time != float("inf"):
             self.clock.advance_to(self.origin + dt.timedelta(seconds=next_time))
         super().step()
+
+
+class Task:
+    """One piece of work that runs beside others in a ClockedEnvironment.
+
+    Its code runs in a thread of its own, but never at the same time as any
+    other code: `wait(seconds)` hands control back to the simpy loop, which lets
+    that much virtual time pass (other tasks run meanwhile) and then resumes it.
+    So a moto call or a charge happens at the virtual instant it belongs to, and
+    the order of events is the same on every run.
+    """
+
+    def __init__(self, clock: VirtualClock, work: Callable[[Task], Any]) -> None:
+        self.clock = clock
+        self.work = work
+        self.started_at = clock.now()
+        self.elapsed_seconds = 0.0
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.done = False
+        self._requested = 0.0
+        self._stop_with: BaseException | None = None
+        self._to_task = threading.Semaphore(0)
+        self._to_loop = threading.Semaphore(0)
+        self._thread: threading.Thread | None = None
+
+    def now(self) -> dt.datetime:
+        """The shared clock: while this task runs, the loop has moved it to this task's instant."""
+        return self.clock.now()
+
+    def wait(self, seconds: float) -> None:
+        """Called by the work: let `seconds` of virtual time pass while other tasks run."""
+        if seconds < 0:
+            raise ClockError(f"cannot wait a negative time; got wait({seconds})")
+        self.elapsed_seconds += seconds
+        self._requested = seconds
+        self._to_loop.release()
+        self._to_task.acquire()
+        if self._stop_with is not None:
+            raise self._stop_with
+
+    def step(self) -> float | None:
+        """Called by the loop: run the work until it waits (return the seconds asked) or ends (None)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._main, daemon=True)
+            self._thread.start()
+        else:
+            self._to_task.release()
+        self._to_loop.acquire()
+        return None if self.done else self._requested
+
+    def stop(self, error: BaseException) -> None:
+        """Called by the loop: end a waiting task by raising `error` where it waits."""
+        if not self.done and self._thread is not None:
+            self._stop_with = error
+            self.step()
+
+    def _main(self) -> None:
+        try:
+            self.result = self.work(self)
+        except BaseException as exc:  # handed to whoever runs the task, never lost
+            self.error = exc
+        finally:
+            self.done = True
+            self._to_loop.release()
+
+
+def run_task(env: ClockedEnvironment, task: Task):
+    """A simpy process that runs `task`, letting virtual time pass at each of its waits."""
+    seconds = task.step()
+    while seconds is not None:
+        yield env.timeout(seconds)
+        seconds = task.step()
+
+
+def together(clock: VirtualClock, work: list[Callable[[Task], Any]]) -> list[Task]:
+    """Start every piece of `work` at the same virtual instant and run them to the end; return the tasks.
+
+    Each piece gets its Task as a waiter (`task.wait`, `task.now`). Read each
+    task's `result`, or its `error` if it raised.
+    """
+    env = ClockedEnvironment(clock)
+    tasks = [Task(clock, piece) for piece in work]
+    for task in tasks:
+        env.process(run_task(env, task))
+    env.run()
+    return tasks

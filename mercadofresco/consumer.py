@@ -10,9 +10,17 @@ messages back, and the queue's own RedrivePolicy moves them to the DLQ after
 maxReceiveCount receives. A handler that returns `batchItemFailures` (partial
 batch response) keeps only those.
 
-The poller runs in virtual time (a `ClockedEnvironment`): each invocation adds
-up its own waits on a `Stopwatch` (its context), and the poller lets that much
-time pass before deleting, so two consumers really do overlap.
+The poller runs in virtual time (a `ClockedEnvironment`). Each invocation's
+handler runs as a `clock.Task`: it runs alone until it waits (for the gateway,
+say), then other consumers run while its wait passes. So every DynamoDB write,
+every charge and every delete happens at the virtual instant it belongs to, two
+consumers really do overlap, and the interleaving is the same on every run.
+Lambda's function timeout cuts an invocation off where it is.
+
+A model, not Lambda: real Lambda refuses an event-source mapping whose function
+timeout exceeds the queue's visibility timeout. The poller allows it, so it can
+also stand for a worker that polls the queue itself (exercise 1's consumer waits
+up to 180 s on a 120 s queue).
 
 `CrashPlan` kills a consumer at a named step ("after_charge", "before_delete"…),
 the way a process dies between two lines of code. Notebooks 01 and 04 use it.
@@ -29,8 +37,9 @@ from typing import Any
 
 from mercadofresco import gateway as gw
 from mercadofresco import idempotency, orders, world
-from mercadofresco.clock import ClockedEnvironment, Stopwatch, VirtualClock
+from mercadofresco.clock import ClockedEnvironment, Stopwatch, Task, VirtualClock
 
+TIMED_OUT, STOPPED = "function_timeout", "poller_stopped"  # how an invocation can be cut off
 DRAIN_CHECK_SECONDS = 60.0  # how often run_until_idle looks at the queue (each look is an API call)
 STEPS = ("received", "after_lock", "after_charge", "after_complete", "before_delete")
 
@@ -101,26 +110,37 @@ class CrashPlan:
 
 
 class Invocation:
-    """The context of one invocation: Lambda's `context`, plus virtual time and a log."""
+    """The context of one invocation: Lambda's `context`, plus virtual time and a log.
+
+    Inside a running Poller its waits belong to a `clock.Task` (others run
+    meanwhile). Built by hand, e.g. by a test that calls a handler directly,
+    it just adds its waits up on a Stopwatch.
+    """
 
     def __init__(self, poller: Poller, consumer: str, number: int) -> None:
         self.poller = poller
         self.consumer = consumer
         self.aws_request_id = f"{consumer}-{number}"
-        self.stopwatch = Stopwatch(poller.clock)
         self.crashes = poller.crashes
+        self.task: Task | None = None
+        self.stopwatch = Stopwatch(poller.clock)
+
+    @property
+    def elapsed_seconds(self) -> float:
+        """Virtual seconds this invocation has spent waiting so far."""
+        return self.task.elapsed_seconds if self.task else self.stopwatch.elapsed_seconds
 
     def now(self) -> dt.datetime:
         """The instant this invocation has reached."""
-        return self.stopwatch.now()
+        return self.task.now() if self.task else self.stopwatch.now()
 
     def wait(self, seconds: float) -> None:
         """Spend `seconds` inside this invocation (e.g. waiting for the gateway)."""
-        self.stopwatch.wait(seconds)
+        (self.task or self.stopwatch).wait(seconds)
 
     def get_remaining_time_in_millis(self) -> int:
         """What Lambda's context says: time left before the function timeout."""
-        return int(max(0.0, self.poller.config.function_timeout_seconds - self.stopwatch.elapsed_seconds) * 1000)
+        return int(max(0.0, self.poller.config.function_timeout_seconds - self.elapsed_seconds) * 1000)
 
     def record(self, event: str, pedido_id: str = "", detail: str = "") -> None:
         """Add a line to the poller's timeline, at this invocation's instant."""
@@ -144,6 +164,7 @@ class Poller:
     invocations: int = 0
     running: int = 0
     origin: dt.datetime | None = None
+    in_flight: set[Task] = field(default_factory=set, repr=False)
 
     def __post_init__(self) -> None:
         self.origin = self.origin or self.clock.now()
@@ -171,6 +192,11 @@ class Poller:
         if stop_when_idle:
             until.append(env.process(self._watch_until_drained(env)))
         env.run(until=env.any_of(until))
+        # Stopping the poller kills what is still running, as stopping the consumers would.
+        for task in list(self.in_flight):
+            task.stop(ConsumerCrash(STOPPED))
+        self.in_flight.clear()
+        self.running = 0
         self.timeline.sort(key=lambda row: row["seconds"])
         return self.timeline
 
@@ -188,13 +214,27 @@ class Poller:
                 idle_wait = min(2 * idle_wait, self.config.max_idle_poll_seconds)
                 continue
             idle_wait = self.config.idle_poll_seconds
-            invocation, to_delete = self._invoke(consumer, messages)
+            self.invocations += 1
+            invocation = Invocation(self, consumer, self.invocations)
+            invocation.task = Task(self.clock, functools.partial(self._invoke, invocation, messages))
             self.running += 1
-            # The invocation's time passes for everyone; meanwhile other pollers go on.
-            busy = min(invocation.stopwatch.elapsed_seconds, self.config.function_timeout_seconds)
-            yield env.timeout(busy)
-            self._delete(invocation, to_delete)
+            self.in_flight.add(invocation.task)
+            yield from self._within_function_timeout(env, invocation)
+            self.in_flight.discard(invocation.task)
+            self._delete(invocation, invocation.task.result or [])
             self.running -= 1
+
+    def _within_function_timeout(self, env: ClockedEnvironment, invocation: Invocation):
+        """Run the invocation's task; past the function timeout, cut it off where it waits."""
+        task, limit = invocation.task, self.config.function_timeout_seconds
+        seconds = task.step()
+        while seconds is not None:
+            if task.elapsed_seconds > limit:
+                yield env.timeout(seconds - (task.elapsed_seconds - limit))
+                task.stop(ConsumerCrash(TIMED_OUT))
+                return
+            yield env.timeout(seconds)
+            seconds = task.step()
 
     def _watch_until_drained(self, env: ClockedEnvironment):
         """Ends when the queue is empty and no invocation is running."""
@@ -203,10 +243,8 @@ class Poller:
             if self.running == 0 and not any(world.queue_counts(self.sqs, self.queue_url).values()):
                 return
 
-    def _invoke(self, consumer: str, messages: list[dict[str, Any]]) -> tuple[Invocation, list[dict[str, Any]]]:
-        """Run the handler on one batch; return the messages it is safe to delete."""
-        self.invocations += 1
-        invocation = Invocation(self, consumer, self.invocations)
+    def _invoke(self, invocation: Invocation, messages: list[dict[str, Any]], task: Task) -> list[dict[str, Any]]:
+        """The invocation's task: run the handler on one batch; return the messages it is safe to delete."""
         for message in messages:
             count = message["Attributes"]["ApproximateReceiveCount"]
             invocation.record("received", _pedido_of(message), f"receive #{count}")
@@ -215,18 +253,18 @@ class Poller:
             self.crashes.reached("received")
             response = self.handler(event, invocation) or {}
         except ConsumerCrash as crash:
-            invocation.record("crashed", "", crash.step)
-            return invocation, []
+            if crash.step == TIMED_OUT:
+                invocation.record("timed_out", "", f"after {self.config.function_timeout_seconds:g} s")
+            else:
+                invocation.record("crashed", "", crash.step)
+            return []
         except Exception as exc:  # a handler error fails the whole batch, as in Lambda
             invocation.record("handler_error", "", f"{type(exc).__name__}: {exc}")
-            return invocation, []
-        if invocation.stopwatch.elapsed_seconds > self.config.function_timeout_seconds:
-            invocation.record("timed_out", "", f"after {self.config.function_timeout_seconds:g} s")
-            return invocation, []
+            return []
         failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
         if failed and not self.config.report_batch_item_failures:
-            return invocation, []  # without ReportBatchItemFailures any failure retries the batch
-        return invocation, [m for m in messages if m["MessageId"] not in failed]
+            return []  # without ReportBatchItemFailures any failure retries the batch
+        return [m for m in messages if m["MessageId"] not in failed]
 
     def _delete(self, invocation: Invocation, messages: list[dict[str, Any]]) -> None:
         if not messages:
@@ -237,9 +275,10 @@ class Poller:
             invocation.record("crashed", "", crash.step)
             return
         entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)]
-        self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
-        for message in messages:
-            invocation.record("deleted", _pedido_of(message))
+        response = self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
+        failed = {entry["Id"] for entry in response.get("Failed", [])}
+        for i, message in enumerate(messages):
+            invocation.record("delete_failed" if str(i) in failed else "deleted", _pedido_of(message))
 
 
 def _lambda_record(message: dict[str, Any], queue_url: str) -> dict[str, Any]:

@@ -215,7 +215,9 @@ def _check(name: str, value: float, low: float, high: float) -> None:
 def visibility_probe(mf: world.World, reloj: VirtualClock, wait_seconds: float) -> dict[str, Any]:
     """Receive an order, do not delete it, wait `wait_seconds`: is it back? (Notebook 00.)"""
     _check("wait_seconds", wait_seconds, 0, 3_600)
-    pair = mf.reset_orders_queue()
+    attributes = mf.sqs.get_queue_attributes(QueueUrl=mf.orders.url, AttributeNames=["VisibilityTimeout"])
+    visibility = int(attributes["Attributes"]["VisibilityTimeout"])  # whatever the queue has now
+    pair = mf.reset_orders_queue(visibility)
     orders.send_order(mf.sqs, pair.url, INCIDENT_ORDER)
     first = mf.sqs.receive_message(QueueUrl=pair.url, WaitTimeSeconds=0, MessageSystemAttributeNames=["All"])
     reloj.advance(wait_seconds)
@@ -223,7 +225,7 @@ def visibility_probe(mf: world.World, reloj: VirtualClock, wait_seconds: float) 
         "Messages", []
     )
     return {
-        "visibility_timeout_seconds": mf.config.visibility_timeout_seconds,
+        "visibility_timeout_seconds": visibility,
         "waited_seconds": wait_seconds,
         "received_first": len(first.get("Messages", [])) == 1,
         "visible_again": bool(again),

@@ -8,16 +8,15 @@ fail: `TwoStateStore` (no EN_CURSO) and `NoLockExpiryStore` (EN_CURSO forever).
 
 from __future__ import annotations
 
-import threading
+import functools
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from random import Random
 from typing import Any
 
 from mercadofresco import consumer, gateway, idempotency, orders, world
-from mercadofresco.clock import Stopwatch, VirtualClock
-from mercadofresco.idempotency import Estado, IdempotencyStore
+from mercadofresco.clock import Task, VirtualClock, Waiter, together
+from mercadofresco.idempotency import DEFAULT_LOCK_SECONDS, Estado, IdempotencyStore
 
 ORDER = orders.Order("PED-2026-084417", Decimal("48.20"))
 STOCK_TABLE = "mercadofresco-stock"  # a small table for the set-vs-increment experiment only
@@ -103,7 +102,7 @@ def charges_by_key(mf: world.World, reloj: VirtualClock, key_name: str) -> dict[
 
 # -- section 3: the race, the lock, the TTL ----------------------------------------------------
 def race(mf: world.World, reloj: VirtualClock, design: str, consumers: int = 2) -> dict[str, Any]:
-    """`consumers` receive the same message at the same instant; nobody charges before everyone has looked."""
+    """`consumers` receive the same message at the same instant; each checks the table, then charges."""
     if design not in ("two states", "three states"):
         raise ValueError(f'design must be "two states" or "three states"; got {design!r}')
     if not 2 <= consumers <= 50:
@@ -136,38 +135,40 @@ def parallel_duplicates(mf: world.World, reloj: VirtualClock, copies: int = 50) 
 def _same_order_at_once(
     mf: world.World, reloj: VirtualClock, store_class: type[IdempotencyStore], copies: int
 ) -> dict[str, Any]:
-    """Run `copies` consumers of the same order in threads, in the worst order for the store.
+    """`copies` consumers receive the same order at the same virtual instant.
 
-    The schedule is forced, not left to luck: whoever gets past the store waits
-    at a barrier before charging, and whoever backs off joins the same barrier,
-    so every consumer has looked at the table before anyone charges.
+    They run with `clock.together`: each runs alone until it waits, and the
+    gateway's 240 ms answer is such a wait, so every other consumer reaches the
+    table while the first charge is on its way. The same schedule on every run.
     """
     empty_table(mf)
     provider = gateway.PaymentGateway(reloj)
     store = store_class(mf.dynamodb, reloj)
     clave = idempotency.charge_key(ORDER.pedido_id)
-    everyone_looked = threading.Barrier(copies, timeout=10)
 
-    def charge() -> dict[str, Any]:
-        everyone_looked.wait()
-        return _charge(provider, reloj)
-
-    def attempt(first_round: bool) -> dict[str, Any] | None:
+    def attempt(task: Task, first_round: bool = True) -> dict[str, Any] | None:
+        operation = functools.partial(_charge, provider, task) if first_round else _fail
         try:
-            return idempotency.run_once(store, clave, charge if first_round else _fail, gateway.is_permanent_failure)
+            return idempotency.run_once(store, clave, operation, gateway.is_permanent_failure)
         except idempotency.AlreadyInProgressError:
-            if first_round:
-                everyone_looked.wait()
             return None
 
-    with ThreadPoolExecutor(copies) as pool:
-        first = list(pool.map(attempt, [True] * copies))
-        second = list(pool.map(attempt, [False] * first.count(None)))
+    first = results(together(reloj, [attempt] * copies))
+    redelivered = functools.partial(attempt, first_round=False)
+    second = results(together(reloj, [redelivered] * first.count(None)))
     return {"charges": len(provider.ledger), "first_round": first, "second_round": second}
 
 
-def _charge(provider: gateway.PaymentGateway, reloj: VirtualClock) -> dict[str, Any]:
-    charge = provider.charge(ORDER.pedido_id, ORDER.importe, waiter=Stopwatch(reloj))
+def results(tasks: list[Task]) -> list[Any]:
+    """What each task returned; the first error any of them raised is raised here."""
+    for task in tasks:
+        if task.error is not None:
+            raise task.error
+    return [task.result for task in tasks]
+
+
+def _charge(provider: gateway.PaymentGateway, waiter: Waiter) -> dict[str, Any]:
+    charge = provider.charge(ORDER.pedido_id, ORDER.importe, waiter=waiter)
     return {"referencia_cobro": charge.referencia_cobro, "importe": str(charge.importe)}
 
 
@@ -196,13 +197,16 @@ def consumer_dies_holding_the_lock(mf: world.World, reloj: VirtualClock, lock_ex
     }
 
 
-def crash_at_step(mf: world.World, reloj: VirtualClock, step: str, gateway_key: bool) -> dict[str, Any]:
+def crash_at_step(
+    mf: world.World, reloj: VirtualClock, step: str, gateway_key: bool, lock_seconds: int = DEFAULT_LOCK_SECONDS
+) -> dict[str, Any]:
     """The complete consumer dies once at `step`; the queue redelivers. How many charges, and is it done?"""
     mf.reset_orders_queue()
     empty_table(mf)
     provider = gateway.PaymentGateway(reloj)
     client = gateway.GatewayClient(provider, send_idempotency_key=gateway_key)
-    handler = consumer.IdempotentChargeOrders(client, IdempotencyStore(mf.dynamodb, reloj))
+    store = IdempotencyStore(mf.dynamodb, reloj, lock_seconds=lock_seconds)
+    handler = consumer.IdempotentChargeOrders(client, store)
     config = consumer.PollerConfig(max_idle_poll_seconds=20)
     poller = consumer.Poller(mf.sqs, mf.orders.url, handler, reloj, config, consumer.CrashPlan({step: 1}))
     orders.send_order(mf.sqs, mf.orders.url, ORDER)
@@ -211,6 +215,7 @@ def crash_at_step(mf: world.World, reloj: VirtualClock, step: str, gateway_key: 
     return {
         "crash at": step,
         "gateway key": gateway_key,
+        "gateway calls": provider.calls,
         "charges": len(provider.ledger),
         "estado": record.estado.value if record else "-",
         "left_in_queue": sum(world.queue_counts(mf.sqs, mf.orders.url).values()),

@@ -10,10 +10,9 @@ record, while the lesson keeps FALLIDO for a permanent failure.
 
 from __future__ import annotations
 
-import threading
+import functools
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from aws_lambda_powertools.utilities.idempotency import (
@@ -24,8 +23,8 @@ from aws_lambda_powertools.utilities.idempotency import (
 from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
 
 from mercadofresco import gateway, idempotency, world
-from mercadofresco.clock import Stopwatch, VirtualClock
-from mercadofresco.duplicates import ORDER, empty_table
+from mercadofresco.clock import Stopwatch, Task, VirtualClock, Waiter, together
+from mercadofresco.duplicates import ORDER, empty_table, results
 
 Charge = Callable[..., dict[str, Any]]  # charge(order={"pedido_id": ...}) -> {"referencia_cobro": ...}
 FUNCTION_TIMEOUT_MILLIS = 300_000
@@ -38,49 +37,32 @@ class LambdaContext:
         return FUNCTION_TIMEOUT_MILLIS
 
 
-def _gateway_call(
-    provider: gateway.PaymentGateway, reloj: VirtualClock, before_charge: Callable[[], None]
-) -> Callable[[str], dict[str, Any]]:
-    def call(pedido_id: str) -> dict[str, Any]:
-        before_charge()
-        made = provider.charge(pedido_id, ORDER.importe, waiter=Stopwatch(reloj))
-        return {"referencia_cobro": made.referencia_cobro, "importe": str(made.importe)}
-
-    return call
+def _gateway_call(provider: gateway.PaymentGateway, pedido_id: str, waiter: Waiter) -> dict[str, Any]:
+    made = provider.charge(pedido_id, ORDER.importe, waiter=waiter)
+    return {"referencia_cobro": made.referencia_cobro, "importe": str(made.importe)}
 
 
-def powertools_charge(
-    mf: world.World,
-    provider: gateway.PaymentGateway,
-    reloj: VirtualClock,
-    before_charge: Callable[[], None] = lambda: None,
-) -> Charge:
+def powertools_charge(mf: world.World, provider: gateway.PaymentGateway, reloj: VirtualClock) -> Charge:
     """A charge wrapped by Powertools' idempotent_function, keyed on pedido_id, 24 h expiry."""
     persistence = DynamoDBPersistenceLayer(table_name=mf.table_name, key_attr="clave", boto3_client=mf.dynamodb)
     config = IdempotencyConfig(event_key_jmespath="pedido_id", expires_after_seconds=24 * 3600)
     config.register_lambda_context(LambdaContext())  # its lock: the invocation's remaining time
-    call = _gateway_call(provider, reloj, before_charge)
 
     @idempotent_function(data_keyword_argument="order", persistence_store=persistence, config=config)
-    def charge(order: dict[str, Any]) -> dict[str, Any]:
-        return call(order["pedido_id"])
+    def charge(order: dict[str, Any], waiter: Waiter | None = None) -> dict[str, Any]:
+        return _gateway_call(provider, order["pedido_id"], waiter or Stopwatch(reloj))
 
     return charge
 
 
-def our_charge(
-    mf: world.World,
-    provider: gateway.PaymentGateway,
-    reloj: VirtualClock,
-    before_charge: Callable[[], None] = lambda: None,
-) -> Charge:
+def our_charge(mf: world.World, provider: gateway.PaymentGateway, reloj: VirtualClock) -> Charge:
     """The same charge through our run_once and the three-state table."""
     store = idempotency.IdempotencyStore(mf.dynamodb, reloj)
-    call = _gateway_call(provider, reloj, before_charge)
 
-    def charge(order: dict[str, Any]) -> dict[str, Any]:
+    def charge(order: dict[str, Any], waiter: Waiter | None = None) -> dict[str, Any]:
         clave = idempotency.charge_key(order["pedido_id"])
-        return idempotency.run_once(store, clave, lambda: call(order["pedido_id"]), gateway.is_permanent_failure)
+        call = functools.partial(_gateway_call, provider, order["pedido_id"], waiter or Stopwatch(reloj))
+        return idempotency.run_once(store, clave, call, gateway.is_permanent_failure)
 
     return charge
 
@@ -89,27 +71,23 @@ BUSY_ERRORS = (idempotency.AlreadyInProgressError, IdempotencyAlreadyInProgressE
 
 
 def parallel(make: Callable[..., Charge], mf: world.World, reloj: VirtualClock, copies: int = 50) -> dict[str, Any]:
-    """`copies` threads charge the same order; nobody charges before everyone has looked (forced schedule).
+    """`copies` consumers charge the same order at the same virtual instant (see `clock.together`).
 
     Those that find the operation in progress back off, then try once more
     after the first one finished, as the queue would redeliver them.
     """
     provider = gateway.PaymentGateway(reloj)
-    everyone_looked = threading.Barrier(copies, timeout=10)
-    charge = make(mf, provider, reloj, before_charge=everyone_looked.wait)
+    charge = make(mf, provider, reloj)
     order = {"pedido_id": ORDER.pedido_id}
 
-    def attempt(first_round: bool) -> dict[str, Any] | None:
+    def attempt(task: Task) -> dict[str, Any] | None:
         try:
-            return charge(order=order)
+            return charge(order=order, waiter=task)
         except BUSY_ERRORS:
-            if first_round:
-                everyone_looked.wait()
             return None
 
-    with ThreadPoolExecutor(copies) as pool:
-        first = list(pool.map(attempt, [True] * copies))
-    retried = [attempt(False) for answer in first if answer is None]
+    first = results(together(reloj, [attempt] * copies))
+    retried = results(together(reloj, [attempt] * first.count(None)))
     answers = [answer for answer in first + retried if answer]
     return {"charges": len(provider.ledger), "distinct_answers": len({a["referencia_cobro"] for a in answers}),
             "answers": len(answers)}  # fmt: skip

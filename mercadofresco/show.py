@@ -119,8 +119,14 @@ def panel(run: Callable[..., Any], controls: dict[str, Any], button: str = "Run 
     import ipywidgets as widgets  # imported here so the package works without a notebook
     from IPython.display import display
 
+    class Panel(widgets.VBox):
+        def __repr__(self) -> str:  # what a saved notebook shows before a kernel brings the widgets back
+            return "Interactive panel: run the notebook's cells in JupyterLab to use it."
+
     output = widgets.Output()
     run_button = widgets.Button(description=button, button_style="primary")
+    for control in controls.values():
+        control.style.description_width = "initial"  # long labels stay readable
 
     def on_click(_: Any) -> None:
         with output:
@@ -131,7 +137,7 @@ def panel(run: Callable[..., Any], controls: dict[str, Any], button: str = "Run 
                 print(f"⚠ {exc}")
 
     run_button.on_click(on_click)
-    return widgets.VBox([*controls.values(), run_button, output])
+    return Panel([*controls.values(), run_button, output])
 
 
 def bars(

@@ -76,14 +76,14 @@ def _occ_client(env: simpy.Environment, row: Row, backoff: retry.Backoff, config
 
 
 def contention(backoff: retry.Backoff, config: ContentionConfig, seed: int = 0) -> dict[str, float]:
-    """One run of the contention model: write calls and milliseconds until every client is done."""
+    """One run of the contention model: write calls, writes that won, and milliseconds until all are done."""
     rng = random.Random(seed)
     env = simpy.Environment()
     row = Row()
     for _ in range(config.clients):
         env.process(_occ_client(env, row, backoff, config, rng))
     env.run()
-    return {"calls": row.writes, "time_ms": env.now}
+    return {"calls": row.writes, "won": row.version, "time_ms": env.now}
 
 
 def contention_table(

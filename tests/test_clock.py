@@ -68,3 +68,44 @@ def test_clocked_environment_moves_the_clock_to_each_event(reloj):
     env.process(process(env))
     env.run()
     assert seen == [60, 120, 180]
+
+
+def test_together_runs_one_task_at_a_time_in_virtual_time_order(reloj):
+    log = []
+
+    def work(name, waits):
+        def run(task):
+            for seconds in waits:
+                log.append((reloj.seconds_since_start(), name))
+                task.wait(seconds)
+            log.append((reloj.seconds_since_start(), name))
+            return name
+
+        return run
+
+    tasks = clock.together(reloj, [work("a", [1, 2]), work("b", [0.5, 0.5, 5])])
+    assert [task.result for task in tasks] == ["a", "b"]
+    assert log == [(0, "a"), (0, "b"), (0.5, "b"), (1, "a"), (1, "b"), (3, "a"), (6, "b")]
+    assert reloj.seconds_since_start() == 6
+
+
+def test_a_task_error_is_kept_not_lost(reloj):
+    def broken(task):
+        task.wait(1)
+        raise RuntimeError("boom")
+
+    (task,) = clock.together(reloj, [broken])
+    assert isinstance(task.error, RuntimeError) and task.done
+
+
+def test_a_stopped_task_raises_where_it_waits(reloj):
+    reached = []
+
+    def slow(task):
+        task.wait(10)
+        reached.append("after the wait")
+
+    task = clock.Task(reloj, slow)
+    assert task.step() == 10
+    task.stop(KeyboardInterrupt("stopped"))
+    assert task.done and isinstance(task.error, KeyboardInterrupt) and reached == []

@@ -135,3 +135,26 @@ def test_crash_plan_is_seeded_and_checks_its_steps():
 def test_poller_settings_are_checked(settings, message):
     with pytest.raises(ValueError, match=message):
         consumer.PollerConfig(**settings)
+
+
+def test_the_function_timeout_cuts_the_invocation_where_it_waits(mf, reloj):
+    """Past the timeout nothing more happens: no later write, no delete, and the message comes back."""
+    provider = gateway.PaymentGateway(reloj, latency=gateway.LatencyProfile(baseline_seconds=90))
+    config = consumer.PollerConfig(function_timeout_seconds=60)
+    poller, _ = make_poller(mf, reloj, config=config, provider=provider)
+    orders.send_order(mf.sqs, mf.orders.url, ORDER)
+    poller.run(100)
+    events = [(row["seconds"], row["event"]) for row in poller.timeline]
+    assert (60, "timed_out") in events and "charged" not in [event for _, event in events]
+    assert counts(mf)["in_flight"] == 1
+
+
+def test_stopping_the_poller_mid_invocation_kills_it_and_the_next_run_starts_clean(mf, reloj):
+    poller, provider = make_poller(mf, reloj, latency=60)
+    orders.send_order(mf.sqs, mf.orders.url, ORDER)
+    poller.run(30)  # stops while the first call is waiting for the gateway
+    assert poller.running == 0 and not poller.in_flight
+    assert [row["detail"] for row in poller.timeline if row["event"] == "crashed"] == ["poller_stopped"]
+    poller.run_until_idle(3_600)
+    assert counts(mf) == {"visible": 0, "in_flight": 0, "delayed": 0}
+    assert len(provider.ledger) == 2  # the killed call had already charged: at least once, as always

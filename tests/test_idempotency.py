@@ -135,10 +135,28 @@ def test_only_domain_keys_survive_a_producer_resend(mf, reloj, key):
 def test_crash_at_each_step_ends_with_one_charge(mf, reloj, step):
     result = duplicates.crash_at_step(mf, reloj, step, gateway_key=True)
     assert (result["charges"], result["estado"], result["left_in_queue"]) == (1, "COMPLETADO", 0)
+    # only a death between charging and recording makes the redelivery call the gateway again
+    assert result["gateway calls"] == (2 if step == "after_charge" else 1)
 
 
 def test_without_the_gateway_key_the_gap_after_charging_double_charges(mf, reloj):
     assert duplicates.crash_at_step(mf, reloj, "after_charge", gateway_key=False)["charges"] == 2
+
+
+def test_a_lock_shorter_than_a_slow_call_lets_a_second_consumer_charge(mf, reloj):
+    """The poller runs each write at its own virtual instant: a 60 s lock expires under a 150 s call."""
+    results = {}
+    for lock in (60, 300):
+        duplicates.empty_table(mf)
+        mf.reset_orders_queue(visibility_timeout_seconds=120)
+        provider = gateway.PaymentGateway(reloj, latency=gateway.LatencyProfile(baseline_seconds=150))
+        client = gateway.GatewayClient(provider, read_timeout_seconds=180, send_idempotency_key=False)
+        handler = consumer.IdempotentChargeOrders(client, IdempotencyStore(mf.dynamodb, reloj, lock_seconds=lock))
+        poller = consumer.Poller(mf.sqs, mf.orders.url, handler, reloj)
+        orders.send_order(mf.sqs, mf.orders.url, orders.Order("PED-2026-084417", Decimal("48.20")))
+        poller.run_until_idle(3_600)
+        results[lock] = len(provider.ledger)
+    assert results == {60: 2, 300: 1}
 
 
 def _deliver_until_done(handler, message, reloj, crashes, visibility_seconds=120, max_receives=50):
@@ -171,6 +189,9 @@ def test_a_thousand_orders_with_seeded_crashes_each_charged_exactly_once(mf, rel
     assert Counter(provider.charges_per_order().values()) == {1: 1_000}
     assert set(crashes.crashed_at) == set(consumer.STEPS)  # every step was hit
     assert len(crashes.crashed_at) > 300
+    # The table, not only the gateway's key, did the work: a redelivery calls the gateway again only when the
+    # consumer died between charging and recording COMPLETADO (the one gap the key covers).
+    assert provider.calls == 1_000 + crashes.crashed_at.count("after_charge")
 
 
 def test_crashes_through_the_real_queue(mf, reloj):
@@ -186,3 +207,4 @@ def test_crashes_through_the_real_queue(mf, reloj):
     assert Counter(provider.charges_per_order().values()) == {1: 100}
     assert world.queue_counts(mf.sqs, mf.orders.dlq_url)["visible"] == 0
     assert len(crashes.crashed_at) > 10
+    assert provider.calls == 100 + crashes.crashed_at.count("after_charge")
