@@ -161,7 +161,11 @@ class World:
     def reset_orders_queue(
         self, visibility_timeout_seconds: int | None = None, max_receive_count: int | None = None
     ) -> QueuePair:
-        """Delete and re-create the orders queue and its DLQ, empty, with new settings."""
+        """Delete and re-create the orders queue and its DLQ, empty, with new settings.
+
+        For the mock modes: real SQS refuses to re-create a queue name for 60 s
+        after deleting it (QueueDeletedRecently).
+        """
         visibility = (
             self.config.visibility_timeout_seconds if visibility_timeout_seconds is None else visibility_timeout_seconds
         )
@@ -312,6 +316,8 @@ def _create_table_once(dynamodb: Any) -> None:
         BillingMode="PAY_PER_REQUEST",
         SSESpecification={"Enabled": True, "SSEType": "KMS", "KMSMasterKeyId": KMS_ALIAS},
     )
+    # Real DynamoDB refuses TTL settings while the table is still CREATING (moto answers ACTIVE at once).
+    dynamodb.get_waiter("table_exists").wait(TableName=IDEMPOTENCY_TABLE)
     # DynamoDB deletes expired items late (up to days) and moto never does: the code compares expira_en itself.
     dynamodb.update_time_to_live(
         TableName=IDEMPOTENCY_TABLE, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expira_en"}
@@ -358,6 +364,15 @@ def build(config: WorldConfig | None = None) -> World:
     if config.mode == "memory":
         mock = mock_aws()
         mock.start()
+    try:
+        return _build_resources(config, mock)
+    except BaseException:
+        if mock is not None:
+            mock.stop()  # a half-built world must not leave moto patched in
+        raise
+
+
+def _build_resources(config: WorldConfig, mock: Any) -> World:
     session = make_session(config)
     clients = {name: make_client(session, config, name) for name in ("sqs", "dynamodb", "sns", "events", "kms")}
     sqs = clients["sqs"]
