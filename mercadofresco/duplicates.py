@@ -14,11 +14,11 @@ from decimal import Decimal
 from random import Random
 from typing import Any
 
-from mercadofresco import consumer, gateway, idempotency, orders, world
+from mercadofresco import consumer, delivery, gateway, idempotency, orders, world
 from mercadofresco.clock import Task, VirtualClock, Waiter, together
 from mercadofresco.idempotency import DEFAULT_LOCK_SECONDS, Estado, IdempotencyStore
 
-ORDER = orders.Order("PED-2026-084417", Decimal("48.20"))
+ORDER = delivery.INCIDENT_ORDER  # PED-2026-084417, 48.20 €
 STOCK_TABLE = "mercadofresco-stock"  # a small table for the set-vs-increment experiment only
 
 
