@@ -32,7 +32,6 @@ from mercadofresco.errors import MercadoFrescoError
 INSPECT_VISIBILITY_SECONDS = 5
 BURST_WINDOW_SECONDS = 3 * 3_600  # a burst: nine in ten messages inside three hours
 BURST_SHARE = 0.9
-SCHEMA_PROBLEMS = ("not JSON", "not a JSON object", "missing field", "version")
 REASON_PREFIX = "motivo-"
 
 
@@ -81,13 +80,7 @@ class Sample:
     receive_count: int
     reason: FailureReason | None
     problem: str | None  # what parse_order says is wrong with the body, or None
-
-    @property
-    def problem_kind(self) -> str | None:
-        """ "schema" (the shape is wrong), "value" (the shape is fine, a value is impossible) or None."""
-        if self.problem is None:
-            return None
-        return "schema" if self.problem.startswith(SCHEMA_PROBLEMS) else "value"
+    problem_kind: str | None  # "schema" (the shape is wrong), "value" (a value is impossible) or None
 
 
 @dataclass(frozen=True)
@@ -113,10 +106,15 @@ def dead_letter_copy(sqs: Any, dlq_url: str, body: str, reason: FailureReason, s
 
 def content_problem(body: str, expected_version: int = orders.SCHEMA_VERSION) -> str | None:
     """What the consumer's own parser says is wrong with `body` (None if it is a valid order)."""
+    error = _malformed(body, expected_version)
+    return error.reason if error else None
+
+
+def _malformed(body: str, expected_version: int) -> orders.MalformedOrderError | None:
     try:
         orders.parse_order(body, expected_version)
     except orders.MalformedOrderError as exc:
-        return exc.reason
+        return exc
     return None
 
 
@@ -124,6 +122,7 @@ def _sample(message: dict[str, Any], expected_version: int) -> Sample:
     attributes = message.get("MessageAttributes", {})
     sent_ms = attributes.get("enviado-en", {}).get("StringValue") or message["Attributes"]["SentTimestamp"]
     reason = FailureReason.from_attributes(attributes)
+    error = _malformed(message["Body"], expected_version)
     return Sample(
         message_id=message["MessageId"],
         body=message["Body"],
@@ -131,7 +130,8 @@ def _sample(message: dict[str, Any], expected_version: int) -> Sample:
         # a kept reason counts the consumer's attempts; the copy's own count only counts inspections
         receive_count=reason.attempts if reason else int(message["Attributes"]["ApproximateReceiveCount"]),
         reason=reason,
-        problem=content_problem(message["Body"], expected_version),
+        problem=error.reason if error else None,
+        problem_kind=error.kind if error else None,
     )
 
 
