@@ -8,12 +8,14 @@ yet. The tools here answer it without destroying the evidence:
   attributes, then deletes the original. A message moved by the RedrivePolicy
   carries no reason: the content has to speak for it.
 - `inspect`: read up to 10 messages with a 5 s visibility timeout and never
-  delete; if the script dies they are back in 5 s.
+  delete; if the script dies they are back in 5 s. Each read is a receive:
+  on a live source queue it spends one of the message's maxReceiveCount.
 - `classify`: poison, transient or data. The time distribution (a burst or a
   trickle) and the receive counts are clues; the content is the proof.
 - `alarm_rules` / `check_alarms`: messages visible > 0 over 5 minutes, and the
   oldest message older than 1 hour, computed from the queue because moto
-  publishes no SQS metrics, then evaluated by `alarms`.
+  publishes no SQS metrics (the age from the original send time, not from the
+  move to the DLQ as AWS's metric counts it), then evaluated by `alarms`.
 - `discard`: remove messages on purpose and return the record of who, when, why.
 """
 
@@ -233,7 +235,14 @@ def alarm_rules(dlq_name: str = world.ORDERS_DLQ) -> tuple[alarms.AlarmRule, ala
 
 
 def oldest_age_seconds(sqs: Any, dlq_url: str, now: dt.datetime) -> float:
-    """Age of the oldest message (from its original send time), read with inspect; 0 if empty."""
+    """Age of the oldest message, counted from the order's original send time, read with inspect; 0 if empty.
+
+    AWS's ApproximateAgeOfOldestMessage on a DLQ counts from when the message
+    reached the DLQ (standard queues keep the original enqueue time only for
+    retention), so the two agree only when a message spends no time in the
+    source queue before it is dead-lettered. Every inspection is a receive: on a
+    live queue it spends one of a message's maxReceiveCount and hides it for 5 s.
+    """
     samples = inspect(sqs, dlq_url, max_messages=1_000)
     return max(0.0, (now - samples[0].sent_at).total_seconds()) if samples else 0.0
 

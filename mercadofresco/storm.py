@@ -317,10 +317,11 @@ def _sampler(w: _World, rows: list[dict[str, Any]]):
 def run_storm(config: StormConfig, defences: Defences, seed: int = 0) -> StormRun:
     """Play the Friday once with the chosen defences; returns rows every 10 s and the totals.
 
-    Arrivals and the SDK's backoff draw from separate generators derived from `seed`,
-    so every combination of defences sees the same orders at the same instants.
+    Arrivals draw from `random.Random(seed)` and the SDK's backoff from a second
+    generator seeded from it, so every combination of defences sees the same orders
+    at the same instants, whatever its retries consume.
     """
-    arrivals, backoffs = random.Random(f"{seed}:arrivals"), random.Random(f"{seed}:backoff")
+    arrivals, backoffs = random.Random(seed), random.Random(f"{seed}:backoff")
     env = simpy.Environment()
     budget = retry.RetryBudget(0.1) if defences.retry_budget else None
     guard = (

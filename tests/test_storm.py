@@ -29,11 +29,13 @@ def test_all_four_defences_keep_orders_out_of_the_dlq(undefended):
     assert defended.collapses == []
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_jitter_alone_flattens_the_recovery_peak(seed):
-    synchronised = storm.run_storm(CONFIG, storm.Defences(), seed=seed)
-    jittered = storm.run_storm(CONFIG, storm.Defences(jitter=True), seed=seed)
-    assert jittered.recovery_peak < 0.8 * synchronised.recovery_peak
+def test_jitter_alone_flattens_the_recovery_peak():
+    seeds = range(5)
+    synchronised = [storm.run_storm(CONFIG, storm.Defences(), seed=seed).recovery_peak for seed in seeds]
+    jittered = [storm.run_storm(CONFIG, storm.Defences(jitter=True), seed=seed).recovery_peak for seed in seeds]
+    assert all(j < s for j, s in zip(jittered, synchronised, strict=True))
+    # Jitter spreads the SDK's retries; the pollers' first attempts and the redeliveries still arrive together.
+    assert sum(jittered) < 0.8 * sum(synchronised)
 
 
 def test_budget_alone_cuts_the_retries(undefended):
