@@ -10,6 +10,8 @@ Three states:
 - OPEN: calls fail at once, without touching the gateway, for `open_seconds`.
 - HALF_OPEN: after that, up to `half_open_max_calls` trial calls go through.
   A success closes the breaker; a failure opens it again for another period.
+  A trial that nobody reports (its caller crashed, or claimed it and never
+  called) expires after `open_seconds`: then another trial may go through.
 
 The transitions are pure functions of (state, policy, now), so the same
 breaker drives a moto experiment, a simpy simulation (the retry storm) and a
@@ -76,13 +78,20 @@ class BreakerState:
     trial_calls: int = 0
     window_calls: int = 0  # counted only when the policy has a failure_rate
     window_failures: int = 0
+    trial_started_at: float = 0.0  # when the last half-open trial was claimed
 
 
 # -- transitions: pure, `now` in epoch seconds ---------------------------------------
 def current(s: BreakerState, policy: BreakerPolicy, now: float) -> BreakerState:
-    """The state as of `now`: an OPEN breaker whose time is up has become HALF_OPEN."""
+    """The state as of `now`: an OPEN breaker whose time is up has become HALF_OPEN.
+
+    Trials claimed `open_seconds` ago or more without an answer are given up
+    for lost, so a crashed trial holder cannot keep the breaker half-open forever.
+    """
     if s.state is State.OPEN and now >= s.opened_at + policy.open_seconds:
         return BreakerState(State.HALF_OPEN, s.consecutive_failures, s.opened_at, trial_calls=0)
+    if s.state is State.HALF_OPEN and s.trial_calls and now >= s.trial_started_at + policy.open_seconds:
+        return replace(s, trial_calls=0, trial_started_at=0.0)
     return s
 
 
@@ -92,7 +101,7 @@ def before_call(s: BreakerState, policy: BreakerPolicy, now: float) -> tuple[Bre
     if s.state is State.CLOSED:
         return s, True
     if s.state is State.HALF_OPEN and s.trial_calls < policy.half_open_max_calls:
-        return replace(s, trial_calls=s.trial_calls + 1), True
+        return replace(s, trial_calls=s.trial_calls + 1, trial_started_at=now), True
     return s, False
 
 

@@ -43,9 +43,9 @@ from mercadofresco.breaker import (
 )
 from mercadofresco.clock import MADRID
 from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.world import METRICS_NAMESPACE
 
 NAMESPACE = "mercadofresco:breaker"
-METRICS_NAMESPACE = "MercadoFresco/Tienda"
 OPENED_METRIC = "CircuitBreakerOpened"
 MAX_WRITE_ATTEMPTS = 100  # each failed attempt means another consumer's write committed
 IF_STORE_FAILS = ("raise", "allow", "deny")
@@ -79,6 +79,7 @@ def encode(s: BreakerState) -> dict[str, str]:
         "trial_calls": str(s.trial_calls),
         "window_calls": str(s.window_calls),
         "window_failures": str(s.window_failures),
+        "trial_started_at": repr(s.trial_started_at),
     }
 
 
@@ -93,6 +94,7 @@ def decode(fields: dict[str, str]) -> BreakerState:
         trial_calls=int(fields["trial_calls"]),
         window_calls=int(fields.get("window_calls", 0)),
         window_failures=int(fields.get("window_failures", 0)),
+        trial_started_at=float(fields.get("trial_started_at", 0.0)),
     )
 
 

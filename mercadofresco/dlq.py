@@ -8,12 +8,14 @@ yet. The tools here answer it without destroying the evidence:
   attributes, then deletes the original. A message moved by the RedrivePolicy
   carries no reason: the content has to speak for it.
 - `inspect`: read up to 10 messages with a 5 s visibility timeout and never
-  delete; if the script dies they are back in 5 s.
+  delete; if the script dies they are back in 5 s. Each read is a receive:
+  on a live source queue it spends one of the message's maxReceiveCount.
 - `classify`: poison, transient or data. The time distribution (a burst or a
   trickle) and the receive counts are clues; the content is the proof.
 - `alarm_rules` / `check_alarms`: messages visible > 0 over 5 minutes, and the
   oldest message older than 1 hour, computed from the queue because moto
-  publishes no SQS metrics, then evaluated by `alarms`.
+  publishes no SQS metrics (the age from the original send time, not from the
+  move to the DLQ as AWS's metric counts it), then evaluated by `alarms`.
 - `discard`: remove messages on purpose and return the record of who, when, why.
 """
 
@@ -32,7 +34,6 @@ from mercadofresco.errors import MercadoFrescoError
 INSPECT_VISIBILITY_SECONDS = 5
 BURST_WINDOW_SECONDS = 3 * 3_600  # a burst: nine in ten messages inside three hours
 BURST_SHARE = 0.9
-SCHEMA_PROBLEMS = ("not JSON", "not a JSON object", "missing field", "version")
 REASON_PREFIX = "motivo-"
 
 
@@ -81,13 +82,7 @@ class Sample:
     receive_count: int
     reason: FailureReason | None
     problem: str | None  # what parse_order says is wrong with the body, or None
-
-    @property
-    def problem_kind(self) -> str | None:
-        """ "schema" (the shape is wrong), "value" (the shape is fine, a value is impossible) or None."""
-        if self.problem is None:
-            return None
-        return "schema" if self.problem.startswith(SCHEMA_PROBLEMS) else "value"
+    problem_kind: str | None  # "schema" (the shape is wrong), "value" (a value is impossible) or None
 
 
 @dataclass(frozen=True)
@@ -113,10 +108,15 @@ def dead_letter_copy(sqs: Any, dlq_url: str, body: str, reason: FailureReason, s
 
 def content_problem(body: str, expected_version: int = orders.SCHEMA_VERSION) -> str | None:
     """What the consumer's own parser says is wrong with `body` (None if it is a valid order)."""
+    error = _malformed(body, expected_version)
+    return error.reason if error else None
+
+
+def _malformed(body: str, expected_version: int) -> orders.MalformedOrderError | None:
     try:
         orders.parse_order(body, expected_version)
     except orders.MalformedOrderError as exc:
-        return exc.reason
+        return exc
     return None
 
 
@@ -124,6 +124,7 @@ def _sample(message: dict[str, Any], expected_version: int) -> Sample:
     attributes = message.get("MessageAttributes", {})
     sent_ms = attributes.get("enviado-en", {}).get("StringValue") or message["Attributes"]["SentTimestamp"]
     reason = FailureReason.from_attributes(attributes)
+    error = _malformed(message["Body"], expected_version)
     return Sample(
         message_id=message["MessageId"],
         body=message["Body"],
@@ -131,7 +132,8 @@ def _sample(message: dict[str, Any], expected_version: int) -> Sample:
         # a kept reason counts the consumer's attempts; the copy's own count only counts inspections
         receive_count=reason.attempts if reason else int(message["Attributes"]["ApproximateReceiveCount"]),
         reason=reason,
-        problem=content_problem(message["Body"], expected_version),
+        problem=error.reason if error else None,
+        problem_kind=error.kind if error else None,
     )
 
 
@@ -233,7 +235,14 @@ def alarm_rules(dlq_name: str = world.ORDERS_DLQ) -> tuple[alarms.AlarmRule, ala
 
 
 def oldest_age_seconds(sqs: Any, dlq_url: str, now: dt.datetime) -> float:
-    """Age of the oldest message (from its original send time), read with inspect; 0 if empty."""
+    """Age of the oldest message, counted from the order's original send time, read with inspect; 0 if empty.
+
+    AWS's ApproximateAgeOfOldestMessage on a DLQ counts from when the message
+    reached the DLQ (standard queues keep the original enqueue time only for
+    retention), so the two agree only when a message spends no time in the
+    source queue before it is dead-lettered. Every inspection is a receive: on a
+    live queue it spends one of a message's maxReceiveCount and hides it for 5 s.
+    """
     samples = inspect(sqs, dlq_url, max_messages=1_000)
     return max(0.0, (now - samples[0].sent_at).total_seconds()) if samples else 0.0
 

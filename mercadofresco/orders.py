@@ -17,15 +17,23 @@ from mercadofresco.errors import MercadoFrescoError
 
 SCHEMA_VERSION = 1
 PEDIDO_ID = re.compile(r"^PED-\d{4}-\d{6}$")
+MALFORMED_KINDS = ("schema", "value")
 
 
 class MalformedOrderError(MercadoFrescoError, ValueError):
-    """A message body is not a valid order; `reason` says why."""
+    """A message body is not a valid order; `reason` says why, `kind` whether its shape or a value is wrong.
 
-    def __init__(self, reason: str, body: str) -> None:
+    `kind` is "schema" (not JSON, not an object, a field missing, another version,
+    a malformed pedido_id) or "value" (the shape is fine, the importe is impossible).
+    """
+
+    def __init__(self, reason: str, body: str, kind: str) -> None:
+        if kind not in MALFORMED_KINDS:
+            raise ValueError(f"kind must be one of {', '.join(MALFORMED_KINDS)}; got {kind!r}")
         super().__init__(f"malformed order: {reason}")
         self.reason = reason
         self.body = body
+        self.kind = kind
 
 
 @dataclass(frozen=True)
@@ -54,22 +62,24 @@ def parse_order(body: str, expected_version: int = SCHEMA_VERSION) -> Order:
     try:
         data: Any = json.loads(body)
     except json.JSONDecodeError as exc:
-        raise MalformedOrderError(f"body is not JSON ({exc.msg})", body) from exc
+        raise MalformedOrderError(f"body is not JSON ({exc.msg})", body, "schema") from exc
     if not isinstance(data, dict):
-        raise MalformedOrderError("body is not a JSON object", body)
+        raise MalformedOrderError("body is not a JSON object", body, "schema")
     missing = [name for name in ("pedido_id", "importe", "version") if name not in data]
     if missing:
-        raise MalformedOrderError(f"missing field(s): {', '.join(missing)}", body)
+        raise MalformedOrderError(f"missing field(s): {', '.join(missing)}", body, "schema")
     if data["version"] != expected_version:
-        raise MalformedOrderError(f"version {data['version']!r}, this consumer expects {expected_version}", body)
+        raise MalformedOrderError(
+            f"version {data['version']!r}, this consumer expects {expected_version}", body, "schema"
+        )
     if not isinstance(data["pedido_id"], str) or not PEDIDO_ID.match(data["pedido_id"]):
-        raise MalformedOrderError(f"pedido_id {data['pedido_id']!r} is not like PED-2026-084417", body)
+        raise MalformedOrderError(f"pedido_id {data['pedido_id']!r} is not like PED-2026-084417", body, "schema")
     try:
         importe = Decimal(str(data["importe"]))
     except InvalidOperation as exc:
-        raise MalformedOrderError(f"importe {data['importe']!r} is not a number", body) from exc
+        raise MalformedOrderError(f"importe {data['importe']!r} is not a number", body, "value") from exc
     if not importe.is_finite() or importe <= 0:
-        raise MalformedOrderError(f"importe {data['importe']!r} must be a positive amount", body)
+        raise MalformedOrderError(f"importe {data['importe']!r} must be a positive amount", body, "value")
     return Order(pedido_id=data["pedido_id"], importe=importe, version=data["version"])
 
 

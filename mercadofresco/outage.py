@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from mercadofresco import breaker_store, orders, world
+from mercadofresco import breaker_store, idempotency, orders, world
 from mercadofresco import gateway as gw
 from mercadofresco.breaker import BreakerPolicy, CircuitBreaker, State
 from mercadofresco.clock import ClockedEnvironment, Stopwatch, VirtualClock
@@ -134,13 +134,19 @@ def _consumer(env: ClockedEnvironment, name: str, guard: Any, provider: gw.Payme
 
 # -- what to do while the breaker is open, per operation --------------------------------
 def charge_or_refuse(guard: Any, client: gw.GatewayClient, order: orders.Order, now: float) -> dict[str, Any]:
-    """The charge cannot be degraded: if the breaker is open, refuse at once and tell the customer."""
+    """The charge cannot be degraded: if the breaker is open, refuse at once and tell the customer.
+
+    A declined card (402) is the gateway working: it is not counted as a failure.
+    """
     if not guard.allow(now):
         return {"pedido_id": order.pedido_id, "cobrado": False, "mensaje": CUSTOMER_MESSAGE}
     try:
-        charge = client.charge(order.pedido_id, order.importe, f"cobro:{order.pedido_id}")
+        charge = client.charge(order.pedido_id, order.importe, idempotency.charge_key(order.pedido_id))
     except gw.GatewayError as exc:
-        guard.record_failure(now)
+        if gw.is_permanent_failure(exc):
+            guard.record_success(now)  # the gateway answered: a trial that got a 402 proves it is up
+        else:
+            guard.record_failure(now)
         return {"pedido_id": order.pedido_id, "cobrado": False, "mensaje": f"{type(exc).__name__}"}
     guard.record_success(now)
     return {"pedido_id": order.pedido_id, "cobrado": True, "mensaje": charge.referencia_cobro}

@@ -4,9 +4,14 @@ moto raises NotImplementedError for start_message_move_task, so this is a
 model of it: receive from the DLQ, send to the destination (body and message
 attributes kept), delete from the DLQ, in batches of up to 10, pausing on the
 virtual clock so that no second ever moves more than
-`max_number_of_messages_per_second` (SQS allows at most 500). It can move a
-single message (or any chosen few). `verify` is the runbook's step 6: the DLQ
-at zero and the consumer's deletions up by the expected count.
+`max_number_of_messages_per_second` (SQS allows at most 500). Only messages
+the destination accepted are deleted; a send that fails, or a chosen message
+that is not found, leaves the task FAILED with its reason, as
+ListMessageMoveTasks reports a FailureReason. Choosing single messages
+(`message_ids`) is this workbook's extension: the real StartMessageMoveTask
+takes only SourceArn, DestinationArn and MaxNumberOfMessagesPerSecond and
+moves everything. `verify` is the runbook's step 6: the DLQ at zero and the
+consumer's deletions up by the expected count.
 
 `consume` runs the deployed consumer (`consumer.ChargeOrders`) with the schema
 versions it reads: before exercise 2's fix only version 1; the fix adds 2.
@@ -37,9 +42,12 @@ class MoveTask:
     max_number_of_messages_per_second: int
     approximate_number_of_messages_to_move: int
     started_at: dt.datetime
-    status: str = "RUNNING"
+    status: str = "RUNNING"  # then COMPLETED, or FAILED with a failure_reason
     approximate_number_of_messages_moved: int = 0
     finished_at: dt.datetime | None = None
+    failure_reason: str | None = None
+    failed_sends: dict[str, str] = field(default_factory=dict)  # MessageId -> SQS's error code; left in the DLQ
+    not_found: set[str] = field(default_factory=set)  # chosen MessageIds the DLQ did not hold
     moved_seconds: list[float] = field(default_factory=list)  # since started_at, one per message
 
     @property
@@ -67,7 +75,13 @@ def start_message_move_task(
     max_number_of_messages_per_second: int = 10,
     message_ids: set[str] | None = None,
 ) -> MoveTask:
-    """Move messages from a DLQ back to `destination_url` at a limited rate; return the finished task."""
+    """Move messages from a DLQ back to `destination_url` at a limited rate; return the finished task.
+
+    `message_ids` (move only these) is this workbook's extension, not part of
+    SQS's StartMessageMoveTask, which always moves the whole DLQ. The task ends
+    FAILED, with `failure_reason`, if a chosen message was not found or the
+    destination refused a send (that message stays in the DLQ).
+    """
     rate = max_number_of_messages_per_second
     if not 1 <= rate <= MAX_RATE:
         raise ValueError(f"max_number_of_messages_per_second must be between 1 and {MAX_RATE}; got {rate}")
@@ -85,13 +99,26 @@ def start_message_move_task(
         batch = _receive(sqs, source_url, min(10, rate))
         if not batch:
             break
+        batch = [m for m in batch if m["MessageId"] not in task.failed_sends]  # one attempt per message
         if wanted is not None:
             batch = _keep_wanted(batch, wanted)
         if batch:
             _move(sqs, task, batch, (reloj.now() - task.started_at).total_seconds())
             reloj.advance(len(batch) / rate)  # the pace: `rate` messages per second, never more
-    task.status, task.finished_at = "COMPLETED", reloj.now()
+    task.not_found = wanted or set()
+    task.failure_reason = _failure_reason(task)
+    task.status = "FAILED" if task.failure_reason else "COMPLETED"
+    task.finished_at = reloj.now()
     return task
+
+
+def _failure_reason(task: MoveTask) -> str | None:
+    problems = []
+    if task.failed_sends:
+        problems.append(f"{len(task.failed_sends)} message(s) could not be sent and stay in the DLQ")
+    if task.not_found:
+        problems.append(f"{len(task.not_found)} chosen message(s) not found in the DLQ")
+    return "; ".join(problems) or None
 
 
 def pacing_seconds(count: int, max_number_of_messages_per_second: int) -> float:
@@ -132,11 +159,15 @@ def _move(sqs: Any, task: MoveTask, batch: list[dict[str, Any]], second: float) 
         if message.get("MessageAttributes"):
             entry["MessageAttributes"] = message["MessageAttributes"]
         entries.append(entry)
-    sqs.send_message_batch(QueueUrl=task.destination_url, Entries=entries)
-    receipts = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch)]
-    sqs.delete_message_batch(QueueUrl=task.source_url, Entries=receipts)
-    task.approximate_number_of_messages_moved += len(batch)
-    task.moved_seconds += [second] * len(batch)
+    answer = sqs.send_message_batch(QueueUrl=task.destination_url, Entries=entries)
+    for failed in answer.get("Failed", []):  # not sent: it must stay in the DLQ, so it is not deleted
+        task.failed_sends[batch[int(failed["Id"])]["MessageId"]] = failed.get("Code", "unknown")
+    sent = [(i, m) for i, m in enumerate(batch) if m["MessageId"] not in task.failed_sends]
+    if sent:
+        receipts = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in sent]
+        sqs.delete_message_batch(QueueUrl=task.source_url, Entries=receipts)
+    task.approximate_number_of_messages_moved += len(sent)
+    task.moved_seconds += [second] * len(sent)
 
 
 def verify(sqs: Any, dlq_url: str, task: MoveTask, deleted_by_consumer: int) -> dict[str, Any]:

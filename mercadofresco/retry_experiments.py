@@ -23,7 +23,7 @@ import botocore
 from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
 from botocore.retries import quota, standard
 
-from mercadofresco import consumer, orders, retry, world
+from mercadofresco import consumer, idempotency, orders, retry, world
 from mercadofresco import gateway as gw
 from mercadofresco.clock import VirtualClock
 
@@ -39,7 +39,7 @@ def timeout_retries(reloj: VirtualClock, send_key: bool, policy: retry.RetryPoli
         provider, read_timeout_seconds=30, max_attempts=1 if policy else 3, send_idempotency_key=send_key, policy=policy
     )
     try:
-        client.charge(PEDIDO, AMOUNT, f"cobro:{PEDIDO}")
+        client.charge(PEDIDO, AMOUNT, idempotency.charge_key(PEDIDO))
         outcome = "charged, answer received"
     except gw.GatewayError as exc:
         outcome = f"gave up: {type(exc).__name__}"
@@ -212,7 +212,7 @@ class ChargeViaWorkflow:
 
     def _charge(self, order: orders.Order, context: consumer.Invocation) -> gw.Charge:
         """The workflow's task: one charge through the client's SDK attempts."""
-        return self.client.charge(order.pedido_id, order.importe, f"cobro:{order.pedido_id}", context)
+        return self.client.charge(order.pedido_id, order.importe, idempotency.charge_key(order.pedido_id), context)
 
 
 def layer_calls(

@@ -12,7 +12,8 @@ The lesson's eight steps, each something this model does rather than assumes:
 7. messages received more than maxReceiveCount times go to the DLQ;
 8. when it comes back, the retries waiting in step with each other hit it together.
 
-Defences: jitter (FullJitter instead of Exponential), a concurrency cap (pollers
+Defences: jitter (FullJitter instead of Exponential in the SDK's retries; SQS's
+redelivery after the visibility timeout stays exact), a concurrency cap (pollers
 stay at 20), a 10 % retry budget shared by all pollers, and a circuit breaker
 (`breaker.CircuitBreaker`, shared here: pollers stop receiving while it is open).
 The queue, the pollers and the gateway are models; nothing here calls AWS.
@@ -206,7 +207,6 @@ class _World:
     gateway: StormGateway
     retrier: retry.Retrier
     breaker: breaker.CircuitBreaker | None
-    jitter: bool
     ready: deque[Message] = field(default_factory=deque)
     dlq: list[Message] = field(default_factory=list)
     produced: int = 0
@@ -222,26 +222,33 @@ def _producer(w: _World, rng: random.Random):
         w.ready.append(Message(w.produced))
 
 
-def _poller(w: _World, rng: random.Random):
+def _poller(w: _World):
     """Receive one message, charge it with SDK retries; on failure it comes back after the visibility timeout."""
     while True:
-        if w.breaker is not None and w.ready and not w.breaker.allow(w.env.now):
-            # Open (or its one trial is out): leave the messages in the queue, where receives are not spent.
-            yield w.env.timeout(max(1.0, breaker.retry_after(w.breaker.state, w.breaker.policy, w.env.now)))
-            continue
         if not w.ready:
             yield w.env.timeout(1.0)
             continue
+        if w.ready[0].receive_count >= w.config.max_receive_count and not _refusing(w):
+            # SQS moves it on the receive after maxReceiveCount, before any handler runs; decided before
+            # asking the breaker, so no half-open trial is claimed for a call that will never be made.
+            w.dlq.append(w.ready.popleft())
+            continue
+        if w.breaker is not None and not w.breaker.allow(w.env.now):
+            # Open (or its one trial is out): leave the messages in the queue, where receives are not spent.
+            yield w.env.timeout(max(1.0, breaker.retry_after(w.breaker.state, w.breaker.policy, w.env.now)))
+            continue
         message = w.ready.popleft()
         message.receive_count += 1
-        if message.receive_count > w.config.max_receive_count:
-            w.dlq.append(message)  # SQS moves it on the receive after maxReceiveCount
-            continue
         charged = yield from _charge(w)
         if charged:
             w.charged += 1
         else:
-            w.env.process(_reappear(w, message, rng))
+            w.env.process(_reappear(w, message))
+
+
+def _refusing(w: _World) -> bool:
+    """True while the breaker is open: pollers then receive nothing (read only: claims no trial)."""
+    return w.breaker is not None and w.breaker.state_at(w.env.now) is breaker.State.OPEN
 
 
 def _charge(w: _World):
@@ -266,14 +273,13 @@ def _charge(w: _World):
         yield w.env.timeout(wait)
 
 
-def _reappear(w: _World, message: Message, rng: random.Random):
-    """Back in the queue after the visibility timeout; with jitter, a random 50-150 % of it."""
-    spread = 0.5 + rng.random() if w.jitter else 1.0
-    yield w.env.timeout(w.config.visibility_timeout_seconds * spread)
+def _reappear(w: _World, message: Message):
+    """Back in the queue when the visibility timeout ends: SQS does not jitter it."""
+    yield w.env.timeout(w.config.visibility_timeout_seconds)
     w.ready.append(message)
 
 
-def _scaler(w: _World, limit: int, rng: random.Random):
+def _scaler(w: _World, limit: int):
     """Like Lambda's scaling on SQS: while the queue grows, add pollers each period, up to `limit`."""
     last_depth = 0
     while True:
@@ -282,7 +288,7 @@ def _scaler(w: _World, limit: int, rng: random.Random):
         if depth > last_depth and w.pollers < limit:
             added = min(limit, w.pollers + w.config.start_pollers) - w.pollers
             for _ in range(added):
-                w.env.process(_poller(w, rng))
+                w.env.process(_poller(w))
             w.pollers += added
         last_depth = depth
 
@@ -309,8 +315,13 @@ def _sampler(w: _World, rows: list[dict[str, Any]]):
 
 
 def run_storm(config: StormConfig, defences: Defences, seed: int = 0) -> StormRun:
-    """Play the Friday once with the chosen defences; returns rows every 10 s and the totals."""
-    rng = random.Random(seed)
+    """Play the Friday once with the chosen defences; returns rows every 10 s and the totals.
+
+    Arrivals draw from `random.Random(seed)` and the SDK's backoff from a second
+    generator seeded from it, so every combination of defences sees the same orders
+    at the same instants, whatever its retries consume.
+    """
+    arrivals, backoffs = random.Random(seed), random.Random(f"{seed}:backoff")
     env = simpy.Environment()
     budget = retry.RetryBudget(0.1) if defences.retry_budget else None
     guard = (
@@ -322,16 +333,15 @@ def run_storm(config: StormConfig, defences: Defences, seed: int = 0) -> StormRu
         env,
         config,
         StormGateway(env, config),
-        retry.Retrier(retry_policy(config, defences), rng, budget),
+        retry.Retrier(retry_policy(config, defences), backoffs, budget),
         guard,
-        defences.jitter,
     )
     rows: list[dict[str, Any]] = []
-    env.process(_producer(w, rng))
+    env.process(_producer(w, arrivals))
     for _ in range(config.start_pollers):
-        env.process(_poller(w, rng))
+        env.process(_poller(w))
     w.pollers = config.start_pollers
-    env.process(_scaler(w, config.start_pollers if defences.concurrency_cap else config.max_pollers, rng))
+    env.process(_scaler(w, config.start_pollers if defences.concurrency_cap else config.max_pollers))
     env.process(_sampler(w, rows))
     env.run(until=config.horizon_seconds)
     returns = [start + config.down_seconds for start in w.gateway.collapses] or [config.degrade_until]

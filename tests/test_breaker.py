@@ -59,6 +59,26 @@ def test_trial_success_closes_trial_failure_reopens():
     ]
 
 
+def test_an_unanswered_trial_expires_after_open_seconds():
+    b = breaker.CircuitBreaker(breaker.BreakerPolicy(failure_threshold=3, open_seconds=30))
+    fail(b, 0, 3)
+    assert b.allow(30)  # the trial is claimed, and its holder never reports (it crashed)
+    assert not b.allow(59.9)
+    assert b.state_at(59.9) is State.HALF_OPEN
+    assert b.allow(60)  # 30 s without an answer: the trial is given up, another goes through
+    assert not b.allow(61)
+    b.record_success(62)
+    assert b.state_at(62) is State.CLOSED
+
+
+def test_a_trial_that_fails_late_still_reopens():
+    b = breaker.CircuitBreaker(breaker.BreakerPolicy(failure_threshold=3, open_seconds=30))
+    fail(b, 0, 3)
+    assert b.allow(30)
+    b.record_failure(70)  # answered after its expiry: still a failed trial
+    assert b.state_at(70) is State.OPEN and not b.allow(99)
+
+
 def test_late_success_while_open_does_not_close():
     b = breaker.CircuitBreaker(POLICY)
     fail(b, 0, 3)

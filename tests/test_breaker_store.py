@@ -1,12 +1,13 @@
 """The shared breaker: one counter for every consumer, atomic, observable, never silent about its store."""
 
 import threading
+from decimal import Decimal
 
 import fakeredis
 import pytest
 import redis
 
-from mercadofresco import alarms, breaker, breaker_store, outage
+from mercadofresco import alarms, breaker, breaker_store, gateway, orders, outage
 from mercadofresco.breaker import State
 
 POLICY = breaker.BreakerPolicy(failure_threshold=3, open_seconds=30, half_open_max_calls=2)
@@ -36,6 +37,24 @@ def test_half_open_lets_only_its_trial_calls_through_across_consumers():
     assert [one.allow(30) for one in consumers] == [True, True, False, False, False]
     consumers[0].record_success(31)
     assert all(one.allow(31) for one in consumers)
+
+
+def test_a_crashed_trial_holder_does_not_keep_the_shared_breaker_half_open():
+    server = fakeredis.FakeServer()
+    policy = breaker.BreakerPolicy(failure_threshold=1, open_seconds=30)
+    crashed, survivor = shared(server, policy), shared(server, policy)
+    crashed.record_failure(0)
+    assert crashed.allow(30)  # claims the trial, then dies without reporting
+    assert not survivor.allow(45)
+    assert survivor.load().trial_started_at == 30
+    assert survivor.allow(60)  # the record is far from expiring (an hour): the trial's own expiry frees it
+    survivor.record_success(61)
+    assert survivor.state_at(61) is State.CLOSED
+
+
+def test_the_record_round_trips_through_the_store():
+    record = breaker.BreakerState(State.HALF_OPEN, 4, 10.5, trial_calls=1, trial_started_at=40.25)
+    assert breaker_store.decode(breaker_store.encode(record)) == record
 
 
 def test_transitions_are_atomic_under_threads():
@@ -123,3 +142,27 @@ def test_a_failure_rate_opens_what_consecutive_failures_never_would():
     assert healthy.state_at(30) is State.CLOSED and healthy.state.window_calls == 0
     with pytest.raises(ValueError, match="failure_rate"):
         breaker.BreakerPolicy(failure_rate=0)
+
+
+def test_charge_or_refuse_does_not_count_a_declined_card_against_the_gateway(reloj):
+    provider = gateway.PaymentGateway(reloj, declined_orders={f"PED-2026-{n:06d}" for n in range(5)})
+    client = gateway.GatewayClient(provider)
+    guard = breaker.CircuitBreaker(breaker.BreakerPolicy(failure_threshold=3))
+    answers = [
+        outage.charge_or_refuse(guard, client, orders.Order(f"PED-2026-{n:06d}", Decimal("48.20")), reloj.timestamp())
+        for n in range(5)
+    ]
+    assert [a["mensaje"] for a in answers] == ["CardDeclinedError"] * 5  # five 402s, every one reached the gateway
+    assert guard.state_at(reloj.timestamp()) is State.CLOSED and provider.calls == 5
+
+
+def test_charge_or_refuse_counts_an_unavailable_gateway_and_then_refuses(reloj):
+    provider = gateway.PaymentGateway(reloj)
+    provider.fail_next(gateway.Fault.UNAVAILABLE, times=3)
+    client = gateway.GatewayClient(provider)
+    guard = breaker.CircuitBreaker(breaker.BreakerPolicy(failure_threshold=3))
+    order = orders.Order("PED-2026-084417", Decimal("48.20"))
+    answers = [outage.charge_or_refuse(guard, client, order, reloj.timestamp())["mensaje"] for _ in range(4)]
+    assert answers[:3] == ["GatewayUnavailableError"] * 3
+    assert answers[3] == outage.CUSTOMER_MESSAGE and provider.calls == 3
+    assert provider.ledger == []

@@ -114,6 +114,7 @@ def test_redrive_of_340_at_10_per_second_takes_34_virtual_seconds_and_loses_none
     incident = incidents.seed_exercise2_incident(mf, reloj, seed=2)
     task = redrive.start_message_move_task(mf.sqs, reloj, incident.dlq_url, incident.source_url, 10)
     assert task.approximate_number_of_messages_moved == 340
+    assert (task.status, task.failure_reason) == ("COMPLETED", None)
     assert task.duration_seconds >= 34
     assert task.max_moved_in_any_second() <= 10
     assert world.queue_counts(mf.sqs, incident.dlq_url)["visible"] == 0
@@ -129,6 +130,44 @@ def test_redrive_can_move_a_single_message(mf, reloj):
     assert task.approximate_number_of_messages_moved == 1
     reloj.advance(31)
     assert len(bodies(mf, incident.dlq_url)) == 29 and one.body not in bodies(mf, incident.dlq_url)
+
+
+class RefusingSqs:
+    """A test double: moto's client, except that send_message_batch refuses the bodies containing `refused`."""
+
+    def __init__(self, sqs, refused):
+        self.sqs, self.refused = sqs, refused
+
+    def __getattr__(self, name):
+        return getattr(self.sqs, name)
+
+    def send_message_batch(self, QueueUrl, Entries):  # boto3 calls it with these names
+        accepted = [e for e in Entries if self.refused not in e["MessageBody"]]
+        answer = self.sqs.send_message_batch(QueueUrl=QueueUrl, Entries=accepted) if accepted else {}
+        failed = [{"Id": e["Id"], "Code": "InternalError", "SenderFault": False} for e in Entries if e not in accepted]
+        return {"Successful": answer.get("Successful", []), "Failed": failed}
+
+
+def test_a_refused_send_stays_in_the_dlq_and_fails_the_task(mf, reloj):
+    incident = incidents.seed_exercise2_incident(mf, reloj, seed=5, count=12)
+    victim = incident.pedido_ids[3]
+    task = redrive.start_message_move_task(
+        RefusingSqs(mf.sqs, victim), reloj, incident.dlq_url, incident.source_url, 10
+    )
+    assert task.status == "FAILED" and "1 message(s) could not be sent" in task.failure_reason
+    assert list(task.failed_sends.values()) == ["InternalError"]
+    assert task.approximate_number_of_messages_moved == 11
+    reloj.advance(31)
+    left = bodies(mf, incident.dlq_url)
+    assert len(left) == 1 and victim in left[0]  # not deleted: nothing lost
+
+
+def test_a_chosen_message_that_is_not_there_fails_the_task(mf, reloj):
+    incident = incidents.seed_exercise2_incident(mf, reloj, seed=6, count=5)
+    task = redrive.start_message_move_task(mf.sqs, reloj, incident.dlq_url, incident.source_url, 10, {"no-such-id"})
+    assert (task.status, task.not_found) == ("FAILED", {"no-such-id"})
+    assert task.failure_reason == "1 chosen message(s) not found in the DLQ"
+    assert task.approximate_number_of_messages_moved == 0
 
 
 def run_consumer(mf, reloj, versions, incident):
@@ -200,3 +239,17 @@ def test_an_alarm_configuration_can_be_checked_against_the_exercise2_incident(mf
     assert aged.astimezone(incidents.MADRID).strftime("%a %H:%M") == "Sun 23:09"
     too_lax = alarms.AlarmRule("laxa", "AWS/SQS", "ApproximateNumberOfMessagesVisible", threshold=400)
     assert incidents.first_alarm_at(too_lax, arrivals, until=reloj.now()) is None
+
+
+def test_the_problem_kind_comes_from_the_parser_not_from_its_wording(mf, reloj):
+    pair = mf.reset_orders_queue()
+    for body in (
+        '{"pedido_id": "84417", "importe": "48.20", "version": 1}',  # a malformed id: the shape is wrong
+        '{"pedido_id": "PED-2026-084417", "importe": "-1", "version": 1}',  # a well-formed order, impossible amount
+    ):
+        mf.sqs.send_message(QueueUrl=pair.dlq_url, MessageBody=body)
+    samples = dlq.inspect(mf.sqs, pair.dlq_url)
+    assert {s.problem: s.problem_kind for s in samples} == {
+        "pedido_id '84417' is not like PED-2026-084417": "schema",
+        "importe '-1' must be a positive amount": "value",
+    }

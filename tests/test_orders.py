@@ -12,23 +12,33 @@ def test_round_trip():
 
 
 @pytest.mark.parametrize(
-    ("body", "reason"),
+    ("body", "reason", "kind"),
     [
-        ("not json", "body is not JSON"),
-        ("[1, 2]", "not a JSON object"),
-        ('{"pedido_id": "PED-2026-084417", "version": 1}', "missing field(s): importe"),
-        ('{"pedido_id": "PED-2026-084417", "importe": "48.20", "version": 2}', "version 2, this consumer expects 1"),
-        ('{"pedido_id": "84417", "importe": "48.20", "version": 1}', "is not like PED-2026-084417"),
-        ('{"pedido_id": "PED-2026-084417", "importe": "cuarenta", "version": 1}', "is not a number"),
-        ('{"pedido_id": "PED-2026-084417", "importe": "-1", "version": 1}', "must be a positive amount"),
-        ('{"pedido_id": "PED-2026-084417", "importe": "NaN", "version": 1}', "must be a positive amount"),
+        ("not json", "body is not JSON", "schema"),
+        ("[1, 2]", "not a JSON object", "schema"),
+        ('{"pedido_id": "PED-2026-084417", "version": 1}', "missing field(s): importe", "schema"),
+        (
+            '{"pedido_id": "PED-2026-084417", "importe": "48.20", "version": 2}',
+            "version 2, this consumer expects 1",
+            "schema",
+        ),
+        ('{"pedido_id": "84417", "importe": "48.20", "version": 1}', "is not like PED-2026-084417", "schema"),
+        ('{"pedido_id": "PED-2026-084417", "importe": "cuarenta", "version": 1}', "is not a number", "value"),
+        ('{"pedido_id": "PED-2026-084417", "importe": "-1", "version": 1}', "must be a positive amount", "value"),
+        ('{"pedido_id": "PED-2026-084417", "importe": "NaN", "version": 1}', "must be a positive amount", "value"),
     ],
 )
-def test_malformed_bodies_say_why(body, reason):
+def test_malformed_bodies_say_why_and_which_kind(body, reason, kind):
     with pytest.raises(orders.MalformedOrderError) as info:
         orders.parse_order(body)
     assert reason in info.value.reason
     assert info.value.body == body
+    assert info.value.kind == kind
+
+
+def test_a_malformed_order_needs_a_known_kind():
+    with pytest.raises(ValueError, match="kind must be one of schema, value"):
+        orders.MalformedOrderError("x", "{}", "other")
 
 
 def test_equal_orders_give_equal_bodies():
