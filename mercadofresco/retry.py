@@ -18,6 +18,8 @@ The same `RetryPolicy` drives the gateway client on moto and the simulations.
 
 from __future__ import annotations
 
+import datetime as dt
+import email.utils
 import math
 import random
 from collections.abc import Callable, Sequence
@@ -205,6 +207,21 @@ def _unknown_outcome(idempotent: bool) -> Decision:
     return Decision(Verdict.UNSAFE, "timeout: it may have run; without a key a retry may run it twice")
 
 
+def retry_after_seconds(header: str | None) -> float:
+    """A Retry-After header in seconds: either a number of seconds or an HTTP date (RFC 9110)."""
+    if not header:
+        return 0.0
+    try:
+        return max(0.0, float(header))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(header)
+    except (TypeError, ValueError):
+        return 0.0  # unreadable: no extra wait beyond the backoff
+    return max(0.0, (when - dt.datetime.now(dt.UTC)).total_seconds())  # the virtual clock's now
+
+
 def classify(error: BaseException, idempotent: bool) -> Decision:
     """Decide whether `error` deserves a retry; `idempotent` is True when the call carries an idempotency key.
 
@@ -218,7 +235,7 @@ def classify(error: BaseException, idempotent: bool) -> Decision:
             return Decision(Verdict.ANSWER, f"{code}: the condition said no; retrying says no again")
         if code in THROTTLING_CODES:
             retry_after = error.response.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("retry-after")
-            return Decision(Verdict.RETRY_LATER, f"{code}: throttled", float(retry_after or 0.0))
+            return Decision(Verdict.RETRY_LATER, f"{code}: throttled", retry_after_seconds(retry_after))
         if code in TRANSIENT_CODES:
             return Decision(Verdict.RETRY, f"{code}: transient")
         return _status(status, None)

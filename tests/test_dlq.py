@@ -253,3 +253,16 @@ def test_the_problem_kind_comes_from_the_parser_not_from_its_wording(mf, reloj):
         "pedido_id '84417' is not like PED-2026-084417": "schema",
         "importe '-1' must be a positive amount": "value",
     }
+
+
+def test_give_up_keeps_the_reason_and_the_send_time(mf, reloj):
+    mf.sqs.send_message(QueueUrl=mf.orders.url, MessageBody='{"version": 3}')
+    sent = mf.sqs.receive_message(QueueUrl=mf.orders.url, WaitTimeSeconds=0, MessageSystemAttributeNames=["All"])
+    message = sent["Messages"][0]
+    reason = dlq.FailureReason("MalformedOrderError", "version 3", "v1.4", 1, "cola-mercadofresco-pedidos")
+    reloj.advance(600)
+    dlq.give_up(mf.sqs, message, mf.orders.url, mf.orders.dlq_url, reason)
+    assert world.queue_counts(mf.sqs, mf.orders.url) == {"visible": 0, "in_flight": 0, "delayed": 0}
+    (sample,) = dlq.inspect(mf.sqs, mf.orders.dlq_url, max_messages=5)
+    assert sample.reason == reason
+    assert sample.sent_at == reloj.now() - dt.timedelta(seconds=600)  # the original send, not the copy's

@@ -254,3 +254,11 @@ def test_botocore_table_reads_the_installed_botocore():
     assert rows["ThrottlingException"]["legacy"] == rows["ThrottlingException"]["standard"] == "retry"
     assert rows["503"]["ours"] == "RETRY"
     assert "ConditionalCheckFailedException" not in rows  # botocore does not retry it either
+
+
+def test_retry_after_reads_seconds_and_http_dates(reloj):
+    assert retry.retry_after_seconds("7") == 7
+    assert retry.retry_after_seconds(None) == 0
+    # the clock stands at Friday 16 October 2026 17:14:00 UTC
+    assert retry.retry_after_seconds("Fri, 16 Oct 2026 17:14:30 GMT") == 30
+    assert retry.retry_after_seconds("not a date") == 0
