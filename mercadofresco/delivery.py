@@ -16,6 +16,7 @@ from typing import Any
 
 from mercadofresco import consumer, gateway, orders, world
 from mercadofresco.clock import VirtualClock
+from mercadofresco.errors import check_range
 
 INCIDENT_ORDER = orders.Order("PED-2026-084417", Decimal("48.20"))
 SETTLE_SECONDS = 3_600  # long enough for every redelivery to play out
@@ -64,12 +65,13 @@ def run_orders(
     poller_config: consumer.PollerConfig | None = None,
     crashes: consumer.CrashPlan | None = None,
     max_seconds: float = SETTLE_SECONDS,
+    handler: consumer.Handler | None = None,
 ) -> DeliveryRun:
-    """Send `order_list` to the orders queue and poll with ChargeOrders until it settles."""
+    """Send `order_list` to the orders queue and poll until it settles (by default with the naive ChargeOrders)."""
     poller = consumer.Poller(
         mf.sqs,
         mf.orders.url,
-        consumer.ChargeOrders(client),
+        handler or consumer.ChargeOrders(client),
         reloj,
         config=poller_config or consumer.PollerConfig(),
         crashes=crashes or consumer.CrashPlan(),
@@ -122,11 +124,11 @@ def charges_per_order(
     consumers: int = 2,
 ) -> DeliveryRun:
     """The widget's experiment: `order_count` orders through a gateway that answers in `gateway_latency_seconds`."""
-    _check("visibility_timeout_seconds", visibility_timeout_seconds, 0, world.MAX_VISIBILITY_SECONDS)
-    _check("gateway_latency_seconds", gateway_latency_seconds, 0.001, 900)
-    _check("read_timeout_seconds", read_timeout_seconds, 1, 900)
-    _check("order_count", order_count, 1, 50)
-    _check("consumers", consumers, 2, 20)
+    check_range("visibility_timeout_seconds", visibility_timeout_seconds, 0, world.MAX_VISIBILITY_SECONDS)
+    check_range("gateway_latency_seconds", gateway_latency_seconds, 0.001, 900)
+    check_range("read_timeout_seconds", read_timeout_seconds, 1, 900)
+    check_range("order_count", order_count, 1, 50)
+    check_range("consumers", consumers, 2, 20)
     mf.reset_orders_queue(visibility_timeout_seconds)
     latency = gateway.LatencyProfile(baseline_seconds=gateway_latency_seconds)
     client = gateway.GatewayClient(
@@ -207,14 +209,9 @@ def fifo_window(mf: world.World, reloj: VirtualClock, gap_seconds: float = 360) 
     return {"gap_seconds": gap_seconds, "messages_waiting": waiting}
 
 
-def _check(name: str, value: float, low: float, high: float) -> None:
-    if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low:g} and {high:g}; got {value:g}")
-
-
 def visibility_probe(mf: world.World, reloj: VirtualClock, wait_seconds: float) -> dict[str, Any]:
     """Receive an order, do not delete it, wait `wait_seconds`: is it back? (Notebook 00.)"""
-    _check("wait_seconds", wait_seconds, 0, 3_600)
+    check_range("wait_seconds", wait_seconds, 0, 3_600)
     attributes = mf.sqs.get_queue_attributes(QueueUrl=mf.orders.url, AttributeNames=["VisibilityTimeout"])
     visibility = int(attributes["Attributes"]["VisibilityTimeout"])  # whatever the queue has now
     pair = mf.reset_orders_queue(visibility)

@@ -23,7 +23,7 @@ import botocore
 from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
 from botocore.retries import quota, standard
 
-from mercadofresco import consumer, idempotency, orders, retry, world
+from mercadofresco import consumer, delivery, idempotency, orders, retry, world
 from mercadofresco import gateway as gw
 from mercadofresco.clock import VirtualClock
 
@@ -231,15 +231,11 @@ def layer_calls(
     provider = gw.PaymentGateway(reloj)
     provider.fail_next(gw.Fault.UNAVAILABLE, times=100_000)  # down for the whole experiment
     sdk = retry.RetryPolicy(retry.NoBackoff(), max_attempts=sdk_attempts)
-    handler = ChargeViaWorkflow(
-        gw.GatewayClient(provider, policy=sdk), workflow_retry(workflow_attempts), catch_failures
-    )
-    poller = consumer.Poller(
-        mf.sqs, mf.orders.url, handler, reloj, config=consumer.PollerConfig(max_concurrency=5, max_idle_poll_seconds=20)
-    )
-    for i in range(order_count):
-        orders.send_order(mf.sqs, mf.orders.url, orders.Order(orders.order_id(84417 + i), AMOUNT))
-    poller.run_until_idle(6 * 3600)
+    client = gw.GatewayClient(provider, policy=sdk)
+    handler = ChargeViaWorkflow(client, workflow_retry(workflow_attempts), catch_failures)
+    batch = [orders.Order(orders.order_id(84417 + i), AMOUNT) for i in range(order_count)]
+    config = consumer.PollerConfig(max_concurrency=5, max_idle_poll_seconds=20)
+    run = delivery.run_orders(mf, reloj, client, batch, config, max_seconds=6 * 3600, handler=handler)
     receives = 1 if catch_failures else max_receive_count
     layers = [
         retry.Layer("SDK", sdk_attempts),
@@ -253,6 +249,6 @@ def layer_calls(
         "calls_per_order": provider.calls / order_count,
         "calculator": expected["formula"],
         "calculator_per_order": expected["per_order"],
-        "in_dlq": sum(world.queue_counts(mf.sqs, mf.orders.dlq_url).values()),
+        "in_dlq": run.in_dlq,
         "caught_by_workflow": len(handler.caught),
     }

@@ -28,7 +28,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.errors import MercadoFrescoError, check_range
 
 # -- the lesson's names ---------------------------------------------------------
 ORDERS_QUEUE = "cola-mercadofresco-pedidos"
@@ -68,11 +68,6 @@ def is_real_aws_endpoint(url: str) -> bool:
     )
 
 
-def _check_range(name: str, value: int, low: int, high: int) -> None:
-    if not low <= value <= high:
-        raise WorldConfigError(f"{name} must be between {low} and {high}; got {value}")
-
-
 @dataclass(frozen=True)
 class WorldConfig:
     """Where the world lives and how its queues are configured."""
@@ -89,10 +84,20 @@ class WorldConfig:
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise WorldConfigError(f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")
-        _check_range("visibility_timeout_seconds", self.visibility_timeout_seconds, 0, MAX_VISIBILITY_SECONDS)
-        _check_range("max_receive_count", self.max_receive_count, 1, 1000)
-        _check_range("retention_seconds", self.retention_seconds, MIN_RETENTION_SECONDS, MAX_RETENTION_SECONDS)
-        _check_range("dlq_retention_seconds", self.dlq_retention_seconds, MIN_RETENTION_SECONDS, MAX_RETENTION_SECONDS)
+        check_range(
+            "visibility_timeout_seconds", self.visibility_timeout_seconds, 0, MAX_VISIBILITY_SECONDS, WorldConfigError
+        )
+        check_range("max_receive_count", self.max_receive_count, 1, 1000, WorldConfigError)
+        check_range(
+            "retention_seconds", self.retention_seconds, MIN_RETENTION_SECONDS, MAX_RETENTION_SECONDS, WorldConfigError
+        )
+        check_range(
+            "dlq_retention_seconds",
+            self.dlq_retention_seconds,
+            MIN_RETENTION_SECONDS,
+            MAX_RETENTION_SECONDS,
+            WorldConfigError,
+        )
         if self.mode == "memory" and self.endpoint_url:
             raise WorldConfigError('mode "memory" takes no endpoint_url; use mode "endpoint" for a server')
         if self.mode == "endpoint" and not self.endpoint_url:
@@ -170,8 +175,8 @@ class World:
             self.config.visibility_timeout_seconds if visibility_timeout_seconds is None else visibility_timeout_seconds
         )
         receives = self.config.max_receive_count if max_receive_count is None else max_receive_count
-        _check_range("visibility_timeout_seconds", visibility, 0, MAX_VISIBILITY_SECONDS)
-        _check_range("max_receive_count", receives, 1, 1000)
+        check_range("visibility_timeout_seconds", visibility, 0, MAX_VISIBILITY_SECONDS, WorldConfigError)
+        check_range("max_receive_count", receives, 1, 1000, WorldConfigError)
         self.sqs.delete_queue(QueueUrl=self.orders.url)
         self.sqs.delete_queue(QueueUrl=self.orders.dlq_url)
         self.orders = create_queue_pair(
