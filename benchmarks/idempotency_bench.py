@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import sys
 
-from mercadofresco import clock, gateway, world
-from mercadofresco import powertools_compare as compare
-from mercadofresco.duplicates import empty_table
+from mercadofresco import clock, world
+from mercadofresco.lessons import powertools_compare as compare
+from mercadofresco.lessons.duplicates import empty_table
+from mercadofresco.models import gateway
 
 
 def main(keys: int = 500) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 import time
 
-from mercadofresco import sim, storm
+from mercadofresco.sims import contention, storm
 
 BROOKER_RATIO = 0.43
 TOLERANCE = 0.15
@@ -20,7 +20,7 @@ TOLERANCE = 0.15
 
 def main() -> int:
     started = time.perf_counter()
-    rows = sim.contention_table(sim.brooker_backoffs(), clients=[100], runs=100)
+    rows = contention.contention_table(contention.brooker_backoffs(), clients=[100], runs=100)
     contention_seconds = time.perf_counter() - started
     print(f"{'strategy':14} {'calls':>8} {'time_ms':>9}")
     for row in rows:

@@ -1,18 +1,14 @@
-"""CloudWatch alarms that moto stores but never evaluates, evaluated here (notebooks 09-11).
+"""MercadoFresco's CloudWatch alarms: a rule, its definition in CloudWatch, and the on-call inbox (notebooks 09-11).
 
-moto keeps an alarm's definition and its state, and `set_alarm_state` works,
-but nothing ever compares a metric with the threshold, and nothing notifies
-the alarm's SNS action. `evaluate` does both, as a model of what CloudWatch
-does: the caller computes the value the alarm watches (a breaker's openings,
-the messages in a DLQ, the age of its oldest message), `evaluate` compares it
-with the rule, sets the alarm's state in moto, and on a change to ALARM
-publishes to `alertas-mercadofresco`, as the alarm's action would.
+`AlarmRule` is one alarm as data; `define` creates it with `alertas-mercadofresco`
+as its action; `state_of` reads its state back. moto stores alarms but never
+evaluates them: `models.alarm_evaluation` does that part, as a labelled model.
+`subscribe_inbox` / `read_inbox` give the notebooks a queue to read the alerts from.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,23 +83,6 @@ def state_of(cloudwatch: Any, name: str) -> str:
     if not alarms:
         raise AlarmNotDefinedError(f"no alarm named {name!r}; call alarms.define first")
     return alarms[0]["StateValue"]
-
-
-def evaluate(cloudwatch: Any, sns: Any, rule: AlarmRule, value: float, now: dt.datetime) -> Evaluation:
-    """Compare `value` with the rule, set the alarm's state, and notify its action on a change."""
-    alarms = cloudwatch.describe_alarms(AlarmNames=[rule.name])["MetricAlarms"]
-    if not alarms:
-        raise AlarmNotDefinedError(f"no alarm named {rule.name!r}; call alarms.define first")
-    before = alarms[0]["StateValue"]
-    state = "ALARM" if rule.breached_by(value) else "OK"
-    if state != before:
-        reason = f"{rule.metric_name} = {value:g} ({rule.comparison} {rule.threshold:g}) at {now:%a %H:%M:%S}"
-        data = json.dumps({"value": value, "threshold": rule.threshold})
-        cloudwatch.set_alarm_state(AlarmName=rule.name, StateValue=state, StateReason=reason, StateReasonData=data)
-        topics = alarms[0]["AlarmActions"] if state == "ALARM" else alarms[0]["OKActions"]
-        for topic_arn in topics:
-            sns.publish(TopicArn=topic_arn, Subject=f"{state}: {rule.name}", Message=f"{state}: {rule.name}: {reason}")
-    return Evaluation(rule.name, value, state, state != before, now)
 
 
 def subscribe_inbox(sns: Any, sqs: Any, topic_arn: str, queue_name: str = "cola-mercadofresco-guardia") -> str:

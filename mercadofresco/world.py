@@ -21,13 +21,12 @@ import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlparse
 
 import boto3
-from botocore.config import Config
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
+from mercadofresco import endpoints, queues
 from mercadofresco.errors import MercadoFrescoError, check_range
 
 # -- the lesson's names ---------------------------------------------------------
@@ -44,8 +43,6 @@ ALERTS_TOPIC = "alertas-mercadofresco"
 METRICS_NAMESPACE = "MercadoFresco/Tienda"
 ORDER_SOURCE = "mercadofresco.tienda"
 
-MODES = ("memory", "endpoint", "aws")
-FAKE_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 MAX_VISIBILITY_SECONDS = 43_200  # SQS: 12 hours
 MIN_RETENTION_SECONDS, MAX_RETENTION_SECONDS = 60, 1_209_600  # SQS: 1 minute to 14 days
 DAY = 86_400
@@ -53,19 +50,6 @@ DAY = 86_400
 
 class WorldConfigError(MercadoFrescoError, ValueError):
     """A world setting is out of range or the modes disagree."""
-
-
-class RealAwsRefusedError(MercadoFrescoError):
-    """The configuration would reach real AWS without the explicit opt-in."""
-
-
-def is_real_aws_endpoint(url: str) -> bool:
-    """True if `url` points at an AWS service host (amazonaws.com, api.aws…)."""
-    host = (urlparse(url).hostname or "").lower()
-    return host.endswith((".amazonaws.com", ".amazonaws.com.cn", ".api.aws")) or host in (
-        "amazonaws.com",
-        "api.aws",
-    )
 
 
 @dataclass(frozen=True)
@@ -82,8 +66,8 @@ class WorldConfig:
     allow_real_aws: bool = False
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise WorldConfigError(f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")
+        if self.mode not in endpoints.MODES:
+            raise WorldConfigError(f"mode must be one of {', '.join(endpoints.MODES)}; got {self.mode!r}")
         check_range(
             "visibility_timeout_seconds", self.visibility_timeout_seconds, 0, MAX_VISIBILITY_SECONDS, WorldConfigError
         )
@@ -103,10 +87,10 @@ class WorldConfig:
         if self.mode == "endpoint" and not self.endpoint_url:
             raise WorldConfigError('mode "endpoint" needs endpoint_url, e.g. http://127.0.0.1:5000')
         reaches_aws = self.mode == "aws" or (
-            self.mode == "endpoint" and self.endpoint_url and is_real_aws_endpoint(self.endpoint_url)
+            self.mode == "endpoint" and self.endpoint_url and endpoints.is_real_aws_endpoint(self.endpoint_url)
         )
         if reaches_aws and not self.allow_real_aws:
-            raise RealAwsRefusedError(
+            raise endpoints.RealAwsRefusedError(
                 "this configuration would reach real AWS (and bill it); pass allow_real_aws=True "
                 "or set MERCADOFRESCO_ALLOW_REAL_AWS=yes if that is really what you want"
             )
@@ -123,23 +107,13 @@ class WorldConfig:
         return cls(**settings)
 
 
-@dataclass(frozen=True)
-class QueuePair:
-    """A queue and the DLQ its RedrivePolicy sends messages to."""
-
-    url: str
-    arn: str
-    dlq_url: str
-    dlq_arn: str
-
-
 @dataclass
 class World:
     """The clients and resource names of one MercadoFresco world."""
 
     config: WorldConfig
     session: boto3.Session
-    orders: QueuePair
+    orders: queues.QueuePair
     topic_arn: str
     alerts_topic_arn: str
     fanout_queue_urls: dict[str, str]
@@ -152,7 +126,7 @@ class World:
     def client(self, service: str) -> Any:
         """A boto3 client for `service`, pointed at this world's endpoint."""
         if service not in self._clients:
-            self._clients[service] = make_client(self.session, self.config, service)
+            self._clients[service] = endpoints.make_client(self.session, self.config, service)
         return self._clients[service]
 
     @property
@@ -165,7 +139,7 @@ class World:
 
     def reset_orders_queue(
         self, visibility_timeout_seconds: int | None = None, max_receive_count: int | None = None
-    ) -> QueuePair:
+    ) -> queues.QueuePair:
         """Delete and re-create the orders queue and its DLQ, empty, with new settings.
 
         For the mock modes: real SQS refuses to re-create a queue name for 60 s
@@ -179,7 +153,7 @@ class World:
         check_range("max_receive_count", receives, 1, 1000, WorldConfigError)
         self.sqs.delete_queue(QueueUrl=self.orders.url)
         self.sqs.delete_queue(QueueUrl=self.orders.dlq_url)
-        self.orders = create_queue_pair(
+        self.orders = queues.create_queue_pair(
             self.sqs,
             ORDERS_QUEUE,
             ORDERS_DLQ,
@@ -201,74 +175,6 @@ class World:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-
-def make_client(session: boto3.Session, config: WorldConfig, service: str) -> Any:
-    """A boto3 client that can only reach what `config` allows."""
-    if config.mode == "memory":
-        # Ignore AWS_ENDPOINT_URL* from the environment: moto answers every call here.
-        return session.client(service, config=Config(ignore_configured_endpoint_urls=True))
-    return session.client(service, endpoint_url=config.endpoint_url)
-
-
-def make_session(config: WorldConfig) -> boto3.Session:
-    """Fake credentials in the mock modes; the normal credential chain only for real AWS."""
-    if config.mode == "aws":
-        return boto3.Session(region_name=config.region)
-    return boto3.Session(region_name=config.region, **FAKE_CREDENTIALS)
-
-
-def create_queue_pair(
-    sqs: Any,
-    name: str,
-    dlq_name: str,
-    *,
-    visibility_timeout_seconds: int,
-    max_receive_count: int,
-    retention_seconds: int = 4 * DAY,
-    dlq_retention_seconds: int = 14 * DAY,
-    fifo: bool = False,
-) -> QueuePair:
-    """Create a DLQ, then a queue whose RedrivePolicy sends it there after `max_receive_count` receives."""
-    fifo_attributes = {"FifoQueue": "true"} if fifo else {}
-    dlq_url = sqs.create_queue(
-        QueueName=dlq_name, Attributes={"MessageRetentionPeriod": str(dlq_retention_seconds), **fifo_attributes}
-    )["QueueUrl"]
-    dlq_arn = queue_arn(sqs, dlq_url)
-    redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(max_receive_count)}
-    settings = {
-        "VisibilityTimeout": str(visibility_timeout_seconds),
-        "MessageRetentionPeriod": str(retention_seconds),
-        "RedrivePolicy": json.dumps(redrive),
-    }
-    try:
-        url = sqs.create_queue(QueueName=name, Attributes={**settings, **fifo_attributes})["QueueUrl"]
-    except ClientError as exc:  # it exists with other settings (a long-lived server): apply ours
-        if not _already_there(exc, "QueueAlreadyExists", "QueueNameExists"):
-            raise
-        url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
-        sqs.set_queue_attributes(QueueUrl=url, Attributes=settings)
-    return QueuePair(url=url, arn=queue_arn(sqs, url), dlq_url=dlq_url, dlq_arn=dlq_arn)
-
-
-def queue_arn(sqs: Any, queue_url: str) -> str:
-    """The ARN of the queue at `queue_url`."""
-    return sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-
-
-def queue_counts(sqs: Any, queue_url: str) -> dict[str, int]:
-    """Visible, in-flight and delayed message counts of a queue."""
-    names = [
-        "ApproximateNumberOfMessages",
-        "ApproximateNumberOfMessagesNotVisible",
-        "ApproximateNumberOfMessagesDelayed",
-    ]
-    attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=names)["Attributes"]
-    return {
-        "visible": int(attributes["ApproximateNumberOfMessages"]),
-        "in_flight": int(attributes["ApproximateNumberOfMessagesNotVisible"]),
-        "delayed": int(attributes["ApproximateNumberOfMessagesDelayed"]),
-    }
 
 
 def _allow_from(source_arn: str, queue_arn_: str, service: str) -> str:
@@ -334,7 +240,7 @@ def _create_topic_fanout(session_client: Any, sqs: Any) -> tuple[str, dict[str, 
     urls = {}
     for name in FANOUT_QUEUES:
         url = sqs.create_queue(QueueName=name)["QueueUrl"]
-        arn = queue_arn(sqs, url)
+        arn = queues.queue_arn(sqs, url)
         sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": _allow_from(topic_arn, arn, "sns.amazonaws.com")})
         session_client.subscribe(
             TopicArn=topic_arn, Protocol="sqs", Endpoint=arn, Attributes={"RawMessageDelivery": "true"}
@@ -352,7 +258,7 @@ def _create_bus_rule(events: Any, sqs: Any) -> str:
     pattern = {"source": [ORDER_SOURCE], "detail-type": ["PedidoConfirmado"]}
     rule_arn = events.put_rule(Name=BUS_RULE, EventBusName=BUS, EventPattern=json.dumps(pattern))["RuleArn"]
     url = sqs.create_queue(QueueName=WAREHOUSE_QUEUE)["QueueUrl"]
-    arn = queue_arn(sqs, url)
+    arn = queues.queue_arn(sqs, url)
     sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": _allow_from(rule_arn, arn, "events.amazonaws.com")})
     events.put_targets(Rule=BUS_RULE, EventBusName=BUS, Targets=[{"Id": "almacen", "Arn": arn}])
     return url
@@ -378,13 +284,15 @@ def build(config: WorldConfig | None = None) -> World:
 
 
 def _build_resources(config: WorldConfig, mock: Any) -> World:
-    session = make_session(config)
-    clients = {name: make_client(session, config, name) for name in ("sqs", "dynamodb", "sns", "events", "kms")}
+    session = endpoints.make_session(config)
+    clients = {
+        name: endpoints.make_client(session, config, name) for name in ("sqs", "dynamodb", "sns", "events", "kms")
+    }
     sqs = clients["sqs"]
 
     _create_key_alias(clients["kms"])
     create_idempotency_table(clients["dynamodb"])
-    orders = create_queue_pair(
+    orders = queues.create_queue_pair(
         sqs,
         ORDERS_QUEUE,
         ORDERS_DLQ,

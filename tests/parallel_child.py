@@ -10,7 +10,9 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
-from mercadofresco import clock, gateway, idempotency, world
+from mercadofresco import clock, world
+from mercadofresco.models import gateway
+from mercadofresco.patterns import idempotency
 
 
 def main(endpoint_url: str, threads: int) -> None:

@@ -1,7 +1,7 @@
 import pytest
 
-from mercadofresco import breaker
-from mercadofresco.breaker import State
+from mercadofresco.patterns import breaker
+from mercadofresco.patterns.breaker import State
 
 POLICY = breaker.BreakerPolicy(failure_threshold=3, open_seconds=30, half_open_max_calls=2)
 

@@ -7,8 +7,11 @@ import fakeredis
 import pytest
 import redis
 
-from mercadofresco import alarms, breaker, breaker_store, gateway, orders, outage
-from mercadofresco.breaker import State
+from mercadofresco import alarms, orders
+from mercadofresco.lessons import outage
+from mercadofresco.models import alarm_evaluation, gateway
+from mercadofresco.patterns import breaker, breaker_store
+from mercadofresco.patterns.breaker import State
 
 POLICY = breaker.BreakerPolicy(failure_threshold=3, open_seconds=30, half_open_max_calls=2)
 
@@ -95,7 +98,7 @@ def test_an_idle_record_expires_on_the_virtual_clock(reloj):
 
 def test_opening_publishes_a_metric_and_raises_the_alarm(mf, reloj):
     inbox = alarms.subscribe_inbox(mf.client("sns"), mf.sqs, mf.alerts_topic_arn)
-    alarm = breaker_store.OpenAlarm(mf.client("cloudwatch"), mf.client("sns"), mf.alerts_topic_arn, "pasarela-pagos")
+    alarm = alarm_evaluation.OpenAlarm(mf.client("cloudwatch"), mf.client("sns"), mf.alerts_topic_arn, "pasarela-pagos")
     one = shared(alarm=alarm)
     assert alarms.state_of(mf.client("cloudwatch"), alarm.rule.name) == "OK"  # moto starts alarms at OK
     for _ in range(3):

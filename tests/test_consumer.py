@@ -2,7 +2,9 @@ from decimal import Decimal
 
 import pytest
 
-from mercadofresco import consumer, gateway, orders, world
+from mercadofresco import orders, queues
+from mercadofresco.models import gateway, lambda_poller
+from mercadofresco.shop import handlers
 
 ORDER = orders.Order("PED-2026-084417", Decimal("48.20"))
 
@@ -10,24 +12,24 @@ ORDER = orders.Order("PED-2026-084417", Decimal("48.20"))
 def make_poller(mf, reloj, crashes=None, latency=0.24, config=None, provider=None):
     provider = provider or gateway.PaymentGateway(reloj, latency=gateway.LatencyProfile(baseline_seconds=latency))
     client = gateway.GatewayClient(provider, read_timeout_seconds=180, send_idempotency_key=False)
-    poller = consumer.Poller(
+    poller = lambda_poller.Poller(
         mf.sqs,
         mf.orders.url,
-        consumer.ChargeOrders(client),
+        handlers.ChargeOrders(client),
         reloj,
-        config=config or consumer.PollerConfig(),
-        crashes=crashes or consumer.CrashPlan(),
+        config=config or lambda_poller.PollerConfig(),
+        crashes=crashes or lambda_poller.CrashPlan(),
     )
     return poller, provider
 
 
 def counts(mf, url=None):
-    return world.queue_counts(mf.sqs, url or mf.orders.url)
+    return queues.queue_counts(mf.sqs, url or mf.orders.url)
 
 
 @pytest.mark.parametrize("step", ["received", "after_charge", "before_delete"])
 def test_a_crash_at_a_named_step_leaves_the_message_to_be_redelivered(mf, reloj, step):
-    poller, provider = make_poller(mf, reloj, crashes=consumer.CrashPlan({step: 1}))
+    poller, provider = make_poller(mf, reloj, crashes=lambda_poller.CrashPlan({step: 1}))
     orders.send_order(mf.sqs, mf.orders.url, ORDER)
     poller.run(10)
     assert counts(mf)["in_flight"] == 1  # not deleted: hidden until the visibility timeout
@@ -44,7 +46,7 @@ def test_a_handler_error_fails_the_whole_batch(mf, reloj):
     def broken(event, context):
         raise RuntimeError("bug")
 
-    poller = consumer.Poller(mf.sqs, mf.orders.url, broken, reloj)
+    poller = lambda_poller.Poller(mf.sqs, mf.orders.url, broken, reloj)
     for number in range(3):
         orders.send_order(mf.sqs, mf.orders.url, orders.Order(orders.order_id(number), Decimal(1)))
     poller.run(5)
@@ -66,7 +68,7 @@ def test_partial_batch_response_keeps_only_the_failed_message_and_the_dlq_gets_i
 
 
 def test_without_report_batch_item_failures_one_bad_message_repeats_the_good_ones(mf, reloj):
-    config = consumer.PollerConfig(report_batch_item_failures=False)
+    config = lambda_poller.PollerConfig(report_batch_item_failures=False)
     poller, provider = make_poller(mf, reloj, config=config)
     mf.sqs.send_message(QueueUrl=mf.orders.url, MessageBody="not json")
     orders.send_order(mf.sqs, mf.orders.url, ORDER)
@@ -75,7 +77,7 @@ def test_without_report_batch_item_failures_one_bad_message_repeats_the_good_one
 
 
 def test_function_timeout_deletes_nothing(mf, reloj):
-    config = consumer.PollerConfig(function_timeout_seconds=60)
+    config = lambda_poller.PollerConfig(function_timeout_seconds=60)
     poller, _ = make_poller(mf, reloj, latency=90, config=config)
     orders.send_order(mf.sqs, mf.orders.url, ORDER)
     poller.run(100)
@@ -85,7 +87,7 @@ def test_function_timeout_deletes_nothing(mf, reloj):
 
 def test_max_concurrency_bounds_the_invocations_in_flight(mf, reloj):
     provider = gateway.PaymentGateway(reloj, latency=gateway.LatencyProfile(baseline_seconds=10))
-    config = consumer.PollerConfig(batch_size=1, max_concurrency=3)
+    config = lambda_poller.PollerConfig(batch_size=1, max_concurrency=3)
     poller, _ = make_poller(mf, reloj, config=config, provider=provider)
     for number in range(9):
         orders.send_order(mf.sqs, mf.orders.url, orders.Order(orders.order_id(number), Decimal(1)))
@@ -107,7 +109,7 @@ def test_two_consumers_overlap_in_virtual_time(mf, reloj):
 def test_crash_plan_is_seeded_and_checks_its_steps():
     import random
 
-    plans = [consumer.CrashPlan(probability=0.3, rng=random.Random(7)) for _ in range(2)]
+    plans = [lambda_poller.CrashPlan(probability=0.3, rng=random.Random(7)) for _ in range(2)]
     outcomes = []
     for plan in plans:
         died = []
@@ -115,12 +117,12 @@ def test_crash_plan_is_seeded_and_checks_its_steps():
             try:
                 plan.reached("after_charge")
                 died.append(False)
-            except consumer.ConsumerCrash:
+            except lambda_poller.ConsumerCrash:
                 died.append(True)
         outcomes.append(died)
     assert outcomes[0] == outcomes[1] and 5 < sum(outcomes[0]) < 25
     with pytest.raises(ValueError, match="unknown step"):
-        consumer.CrashPlan({"after_lunch": 1})
+        lambda_poller.CrashPlan({"after_lunch": 1})
 
 
 @pytest.mark.parametrize(
@@ -134,13 +136,13 @@ def test_crash_plan_is_seeded_and_checks_its_steps():
 )
 def test_poller_settings_are_checked(settings, message):
     with pytest.raises(ValueError, match=message):
-        consumer.PollerConfig(**settings)
+        lambda_poller.PollerConfig(**settings)
 
 
 def test_the_function_timeout_cuts_the_invocation_where_it_waits(mf, reloj):
     """Past the timeout nothing more happens: no later write, no delete, and the message comes back."""
     provider = gateway.PaymentGateway(reloj, latency=gateway.LatencyProfile(baseline_seconds=90))
-    config = consumer.PollerConfig(function_timeout_seconds=60)
+    config = lambda_poller.PollerConfig(function_timeout_seconds=60)
     poller, _ = make_poller(mf, reloj, config=config, provider=provider)
     orders.send_order(mf.sqs, mf.orders.url, ORDER)
     poller.run(100)

@@ -1,6 +1,6 @@
 import pytest
 
-from mercadofresco import delivery
+from mercadofresco.lessons import delivery
 
 
 def test_six_steps_charge_twice(mf, reloj):

@@ -5,7 +5,12 @@ from decimal import Decimal
 
 import pytest
 
-from mercadofresco import alarms, consumer, dlq, gateway, incidents, orders, redrive, redrive_model, world
+from mercadofresco import alarms, orders, queues, world
+from mercadofresco.lessons import incidents, redrive
+from mercadofresco.models import alarm_evaluation, gateway, move_task
+from mercadofresco.patterns import dlq
+from mercadofresco.shop import handlers
+from mercadofresco.sims import mass_redrive
 
 
 def bodies(mf, url):
@@ -91,7 +96,7 @@ def test_alarms_fire_by_count_after_5_minutes_and_by_age_after_an_hour(mf, reloj
     states = {}
     for minutes in (5, 55, 65):
         reloj.advance_to(start + dt.timedelta(minutes=minutes))
-        states[minutes] = dlq.check_alarms(mf, pair.dlq_url, reloj.now())
+        states[minutes] = alarm_evaluation.check_dlq_alarms(mf, pair.dlq_url, reloj.now())
     assert states[5] == {"visible": 1, "oldest_minutes": 5.0, "count": "ALARM", "age": "OK"}
     assert states[55]["age"] == "OK" and states[65]["age"] == "ALARM"
     assert alarms.state_of(mf.client("cloudwatch"), f"{world.ORDERS_DLQ}-antiguedad") == "ALARM"
@@ -112,12 +117,12 @@ def test_discard_keeps_a_record_and_refuses_without_a_reason(mf, reloj, kinds):
 
 def test_redrive_of_340_at_10_per_second_takes_34_virtual_seconds_and_loses_none(mf, reloj):
     incident = incidents.seed_exercise2_incident(mf, reloj, seed=2)
-    task = redrive.start_message_move_task(mf.sqs, reloj, incident.dlq_url, incident.source_url, 10)
+    task = move_task.start_message_move_task(mf.sqs, reloj, incident.dlq_url, incident.source_url, 10)
     assert task.approximate_number_of_messages_moved == 340
     assert (task.status, task.failure_reason) == ("COMPLETED", None)
     assert task.duration_seconds >= 34
     assert task.max_moved_in_any_second() <= 10
-    assert world.queue_counts(mf.sqs, incident.dlq_url)["visible"] == 0
+    assert queues.queue_counts(mf.sqs, incident.dlq_url)["visible"] == 0
     moved = {orders.parse_order(b, 2).pedido_id for b in bodies(mf, incident.source_url) if '"version": 2' in b}
     assert moved == set(incident.pedido_ids)
 
@@ -126,7 +131,7 @@ def test_redrive_can_move_a_single_message(mf, reloj):
     incident = incidents.seed_exercise2_incident(mf, reloj, seed=3, count=30)
     one = dlq.inspect(mf.sqs, incident.dlq_url, max_messages=30)[17]
     reloj.advance(6)
-    task = redrive.start_message_move_task(mf.sqs, reloj, incident.dlq_url, incident.source_url, 10, {one.message_id})
+    task = move_task.start_message_move_task(mf.sqs, reloj, incident.dlq_url, incident.source_url, 10, {one.message_id})
     assert task.approximate_number_of_messages_moved == 1
     reloj.advance(31)
     assert len(bodies(mf, incident.dlq_url)) == 29 and one.body not in bodies(mf, incident.dlq_url)
@@ -151,7 +156,7 @@ class RefusingSqs:
 def test_a_refused_send_stays_in_the_dlq_and_fails_the_task(mf, reloj):
     incident = incidents.seed_exercise2_incident(mf, reloj, seed=5, count=12)
     victim = incident.pedido_ids[3]
-    task = redrive.start_message_move_task(
+    task = move_task.start_message_move_task(
         RefusingSqs(mf.sqs, victim), reloj, incident.dlq_url, incident.source_url, 10
     )
     assert task.status == "FAILED" and "1 message(s) could not be sent" in task.failure_reason
@@ -164,7 +169,7 @@ def test_a_refused_send_stays_in_the_dlq_and_fails_the_task(mf, reloj):
 
 def test_a_chosen_message_that_is_not_there_fails_the_task(mf, reloj):
     incident = incidents.seed_exercise2_incident(mf, reloj, seed=6, count=5)
-    task = redrive.start_message_move_task(mf.sqs, reloj, incident.dlq_url, incident.source_url, 10, {"no-such-id"})
+    task = move_task.start_message_move_task(mf.sqs, reloj, incident.dlq_url, incident.source_url, 10, {"no-such-id"})
     assert (task.status, task.not_found) == ("FAILED", {"no-such-id"})
     assert task.failure_reason == "1 chosen message(s) not found in the DLQ"
     assert task.approximate_number_of_messages_moved == 0
@@ -177,21 +182,21 @@ def run_consumer(mf, reloj, versions, incident):
 
 def test_redrive_without_the_fix_sends_the_messages_back(mf, reloj):
     incident = incidents.seed_exercise2_incident(mf, reloj, seed=4, count=20)
-    task = redrive.start_message_move_task(mf.sqs, reloj, incident.dlq_url, incident.source_url, 10)
+    task = move_task.start_message_move_task(mf.sqs, reloj, incident.dlq_url, incident.source_url, 10)
     poller, provider = run_consumer(mf, reloj, (1,), incident)
     assert redrive.deleted_count(poller) == 1  # only the healthy version-1 order
-    assert world.queue_counts(mf.sqs, incident.dlq_url)["visible"] == 20
-    assert not redrive.verify(mf.sqs, incident.dlq_url, task, redrive.deleted_count(poller))["ok"]
-    task = redrive.start_message_move_task(mf.sqs, reloj, incident.dlq_url, incident.source_url, 10)
+    assert queues.queue_counts(mf.sqs, incident.dlq_url)["visible"] == 20
+    assert not move_task.verify(mf.sqs, incident.dlq_url, task, redrive.deleted_count(poller))["ok"]
+    task = move_task.start_message_move_task(mf.sqs, reloj, incident.dlq_url, incident.source_url, 10)
     poller, provider = run_consumer(mf, reloj, (1, 2), incident)  # the fix: read version 2 too
-    check = redrive.verify(mf.sqs, incident.dlq_url, task, redrive.deleted_count(poller))
+    check = move_task.verify(mf.sqs, incident.dlq_url, task, redrive.deleted_count(poller))
     assert check == {"moved": 20, "deleted_by_consumer": 20, "left_in_dlq": 0, "ok": True}
     assert set(provider.charges_per_order().values()) == {1}
 
 
 def test_rate_must_be_within_sqs_limits(mf, reloj):
     with pytest.raises(ValueError, match="max_number_of_messages_per_second"):
-        redrive.start_message_move_task(mf.sqs, reloj, mf.orders.dlq_url, mf.orders.url, 501)
+        move_task.start_message_move_task(mf.sqs, reloj, mf.orders.dlq_url, mf.orders.url, 501)
 
 
 def test_version2_body_is_what_the_fixed_consumer_reads():
@@ -199,8 +204,8 @@ def test_version2_body_is_what_the_fixed_consumer_reads():
 
 
 def test_pacing_matches_the_lesson_and_the_move_task():
-    assert redrive.pacing_seconds(340, 10) == 34
-    assert redrive.pacing_seconds(10_000, 500) == 20
+    assert move_task.pacing_seconds(340, 10) == 34
+    assert move_task.pacing_seconds(10_000, 500) == 20
 
 
 def test_redrive_into_a_non_idempotent_consumer_duplicates_charges(mf, reloj):
@@ -212,21 +217,21 @@ def test_redrive_into_a_non_idempotent_consumer_duplicates_charges(mf, reloj):
 
 
 def test_41200_at_once_overwhelms_the_database_paced_batches_do_not():
-    at_once = redrive_model.run_mass_redrive(redrive_model.MassRedriveConfig())
-    paced = redrive_model.run_mass_redrive(redrive_model.MassRedriveConfig(release="paced", max_concurrency=40))
+    at_once = mass_redrive.run_mass_redrive(mass_redrive.MassRedriveConfig())
+    paced = mass_redrive.run_mass_redrive(mass_redrive.MassRedriveConfig(release="paced", max_concurrency=40))
     assert at_once.back_in_dlq > 1_000 and at_once.processed + at_once.back_in_dlq == 41_200
     assert paced.failed_attempts == 0 and paced.processed == 41_200
     assert 5 <= paced.finished_seconds / 60 <= 7  # class 210: about 6 minutes at ~120 messages/s
     assert max(row["db_connections"] for row in paced.timeline) <= 40
     with pytest.raises(ValueError, match="release"):
-        redrive_model.MassRedriveConfig(release="yolo")
+        mass_redrive.MassRedriveConfig(release="yolo")
 
 
 def test_the_fixed_consumer_reads_both_versions_the_old_one_says_why_not():
     body = incidents.version2_body("PED-2026-000002", Decimal("9.99"))
-    assert consumer.read_order(body, (1, 2)).version == 2
+    assert handlers.read_order(body, (1, 2)).version == 2
     with pytest.raises(orders.MalformedOrderError, match="version 2, this consumer expects 1"):
-        consumer.read_order(body, (1,))
+        handlers.read_order(body, (1,))
 
 
 def test_an_alarm_configuration_can_be_checked_against_the_exercise2_incident(mf, reloj):
@@ -262,7 +267,7 @@ def test_give_up_keeps_the_reason_and_the_send_time(mf, reloj):
     reason = dlq.FailureReason("MalformedOrderError", "version 3", "v1.4", 1, "cola-mercadofresco-pedidos")
     reloj.advance(600)
     dlq.give_up(mf.sqs, message, mf.orders.url, mf.orders.dlq_url, reason)
-    assert world.queue_counts(mf.sqs, mf.orders.url) == {"visible": 0, "in_flight": 0, "delayed": 0}
+    assert queues.queue_counts(mf.sqs, mf.orders.url) == {"visible": 0, "in_flight": 0, "delayed": 0}
     (sample,) = dlq.inspect(mf.sqs, mf.orders.dlq_url, max_messages=5)
     assert sample.reason == reason
     assert sample.sent_at == reloj.now() - dt.timedelta(seconds=600)  # the original send, not the copy's

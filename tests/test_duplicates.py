@@ -1,6 +1,6 @@
 import pytest
 
-from mercadofresco import duplicates, powertools_compare, show
+from mercadofresco.lessons import duplicates, powertools_compare, show
 
 
 def test_increment_drifts_assignment_does_not(mf):

@@ -5,7 +5,8 @@ import logging
 import pytest
 from moto.server import ThreadedMotoServer
 
-from mercadofresco import delivery, world
+from mercadofresco import queues, world
+from mercadofresco.lessons import delivery
 
 logging.getLogger("werkzeug").setLevel(logging.ERROR)
 
@@ -42,7 +43,7 @@ def test_endpoint_mode_via_environment(monkeypatch, reloj):
         monkeypatch.setenv("MERCADOFRESCO_ENDPOINT_URL", f"http://{host}:{port}")
         with world.build() as built:
             assert built.config.mode == "endpoint"
-            assert world.queue_counts(built.sqs, built.orders.url)["visible"] == 0
+            assert queues.queue_counts(built.sqs, built.orders.url)["visible"] == 0
     finally:
         server.stop()
 

@@ -2,7 +2,8 @@ from decimal import Decimal
 
 import pytest
 
-from mercadofresco import clock, gateway
+from mercadofresco import clock
+from mercadofresco.models import gateway
 
 AMOUNT = Decimal("48.20")
 

@@ -4,8 +4,12 @@ from decimal import Decimal
 
 import pytest
 
-from mercadofresco import consumer, duplicates, gateway, idempotency, orders, world
-from mercadofresco.idempotency import Estado, IdempotencyStore
+from mercadofresco import orders, queues
+from mercadofresco.lessons import duplicates
+from mercadofresco.models import gateway, lambda_poller
+from mercadofresco.patterns import idempotency
+from mercadofresco.patterns.idempotency import Estado, IdempotencyStore
+from mercadofresco.shop import handlers
 
 CLAVE = "cobro:PED-2026-084417"
 
@@ -151,8 +155,8 @@ def test_a_lock_shorter_than_a_slow_call_lets_a_second_consumer_charge(mf, reloj
         mf.reset_orders_queue(visibility_timeout_seconds=120)
         provider = gateway.PaymentGateway(reloj, latency=gateway.LatencyProfile(baseline_seconds=150))
         client = gateway.GatewayClient(provider, read_timeout_seconds=180, send_idempotency_key=False)
-        handler = consumer.IdempotentChargeOrders(client, IdempotencyStore(mf.dynamodb, reloj, lock_seconds=lock))
-        poller = consumer.Poller(mf.sqs, mf.orders.url, handler, reloj)
+        handler = handlers.IdempotentChargeOrders(client, IdempotencyStore(mf.dynamodb, reloj, lock_seconds=lock))
+        poller = lambda_poller.Poller(mf.sqs, mf.orders.url, handler, reloj)
         orders.send_order(mf.sqs, mf.orders.url, orders.Order("PED-2026-084417", Decimal("48.20")))
         poller.run_until_idle(3_600)
         results[lock] = len(provider.ledger)
@@ -162,8 +166,8 @@ def test_a_lock_shorter_than_a_slow_call_lets_a_second_consumer_charge(mf, reloj
 def _deliver_until_done(handler, message, reloj, crashes, visibility_seconds=120, max_receives=50):
     """The queue's job, played by the test: deliver the same message until the consumer deletes it."""
     for count in range(1, max_receives + 1):
-        poller = consumer.Poller(None, "", handler, reloj, crashes=crashes)
-        invocation = consumer.Invocation(poller, "consumidor-1", count)
+        poller = lambda_poller.Poller(None, "", handler, reloj, crashes=crashes)
+        invocation = lambda_poller.Invocation(poller, "consumidor-1", count)
         record = {"messageId": message["MessageId"], "receiptHandle": "", "body": message["Body"],
                   "attributes": {"ApproximateReceiveCount": str(count)}}  # fmt: skip
         try:
@@ -173,7 +177,7 @@ def _deliver_until_done(handler, message, reloj, crashes, visibility_seconds=120
             if done:
                 crashes.reached("before_delete")
                 return count
-        except consumer.ConsumerCrash:
+        except lambda_poller.ConsumerCrash:
             pass
         reloj.advance(visibility_seconds)
     raise AssertionError(f"{message['Body']} not done after {max_receives} receives")
@@ -181,13 +185,13 @@ def _deliver_until_done(handler, message, reloj, crashes, visibility_seconds=120
 
 def test_a_thousand_orders_with_seeded_crashes_each_charged_exactly_once(mf, reloj):
     provider = gateway.PaymentGateway(reloj)
-    handler = consumer.IdempotentChargeOrders(gateway.GatewayClient(provider), IdempotencyStore(mf.dynamodb, reloj))
-    crashes = consumer.CrashPlan(probability=0.1, rng=random.Random(2026))
+    handler = handlers.IdempotentChargeOrders(gateway.GatewayClient(provider), IdempotencyStore(mf.dynamodb, reloj))
+    crashes = lambda_poller.CrashPlan(probability=0.1, rng=random.Random(2026))
     for number in range(1_000):
         body = orders.order_body(orders.Order(orders.order_id(number), Decimal("10.00")))
         _deliver_until_done(handler, {"MessageId": f"m-{number}", "Body": body}, reloj, crashes)
     assert Counter(provider.charges_per_order().values()) == {1: 1_000}
-    assert set(crashes.crashed_at) == set(consumer.STEPS)  # every step was hit
+    assert set(crashes.crashed_at) == set(lambda_poller.STEPS)  # every step was hit
     assert len(crashes.crashed_at) > 300
     # The table, not only the gateway's key, did the work: a redelivery calls the gateway again only when the
     # consumer died between charging and recording COMPLETADO (the one gap the key covers).
@@ -197,14 +201,14 @@ def test_a_thousand_orders_with_seeded_crashes_each_charged_exactly_once(mf, rel
 def test_crashes_through_the_real_queue(mf, reloj):
     mf.reset_orders_queue(max_receive_count=10)
     provider = gateway.PaymentGateway(reloj)
-    handler = consumer.IdempotentChargeOrders(gateway.GatewayClient(provider), IdempotencyStore(mf.dynamodb, reloj))
-    crashes = consumer.CrashPlan(probability=0.08, rng=random.Random(7))
-    config = consumer.PollerConfig(max_concurrency=4, max_idle_poll_seconds=20)
-    poller = consumer.Poller(mf.sqs, mf.orders.url, handler, reloj, config, crashes)
+    handler = handlers.IdempotentChargeOrders(gateway.GatewayClient(provider), IdempotencyStore(mf.dynamodb, reloj))
+    crashes = lambda_poller.CrashPlan(probability=0.08, rng=random.Random(7))
+    config = lambda_poller.PollerConfig(max_concurrency=4, max_idle_poll_seconds=20)
+    poller = lambda_poller.Poller(mf.sqs, mf.orders.url, handler, reloj, config, crashes)
     for number in range(100):
         orders.send_order(mf.sqs, mf.orders.url, orders.Order(orders.order_id(number), Decimal("10.00")))
     poller.run_until_idle(24 * 3600)
     assert Counter(provider.charges_per_order().values()) == {1: 100}
-    assert world.queue_counts(mf.sqs, mf.orders.dlq_url)["visible"] == 0
+    assert queues.queue_counts(mf.sqs, mf.orders.dlq_url)["visible"] == 0
     assert len(crashes.crashed_at) > 10
     assert provider.calls == 100 + crashes.crashed_at.count("after_charge")

@@ -13,8 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mercadofresco import consumer, gateway, idempotency, orders
-from mercadofresco.idempotency import Estado, IdempotencyStore
+from mercadofresco import clock, orders, world
+from mercadofresco.models import gateway, lambda_poller
+from mercadofresco.patterns import idempotency
+from mercadofresco.patterns.idempotency import Estado, IdempotencyStore
+from mercadofresco.shop import handlers
 
 TIMEOUT = 10
 numbers = itertools.count(1)
@@ -28,8 +31,8 @@ class SteppedAttempt:
         self.arrived = threading.Semaphore(0)
         self.crash_next = False
         self.finished = False
-        self.poller = consumer.Poller(None, "", handler, reloj, crashes=self)
-        self.invocation = consumer.Invocation(self.poller, name, 1)
+        self.poller = lambda_poller.Poller(None, "", handler, reloj, crashes=self)
+        self.invocation = lambda_poller.Invocation(self.poller, name, 1)
         self.event = {"Records": [{"messageId": name, "receiptHandle": "", "body": body, "attributes": {}}]}
         self.thread = threading.Thread(target=self._run, args=(handler,), daemon=True)
         self.thread.start()
@@ -39,13 +42,13 @@ class SteppedAttempt:
         self.arrived.release()
         assert self.go.acquire(timeout=TIMEOUT), "the test never moved this consumer"
         if self.crash_next:
-            raise consumer.ConsumerCrash(step)
+            raise lambda_poller.ConsumerCrash(step)
 
     def _run(self, handler):
         try:
             self.reached("received")
             handler(self.event, self.invocation)
-        except consumer.ConsumerCrash:
+        except lambda_poller.ConsumerCrash:
             pass
         finally:
             self.finished = True
@@ -80,7 +83,6 @@ actions = st.lists(
 
 @pytest.fixture(scope="module")
 def table(request):
-    from mercadofresco import clock, world
 
     reloj = clock.VirtualClock().start()
     built = world.build(world.WorldConfig())
@@ -94,7 +96,7 @@ def play(mf, reloj, schedule, declined, send_idempotency_key=True):
     order = orders.Order(orders.order_id(next(numbers)), Decimal("48.20"))
     provider = gateway.PaymentGateway(reloj, declined_orders={order.pedido_id} if declined else set())
     client = gateway.GatewayClient(provider, send_idempotency_key=send_idempotency_key)
-    handler = consumer.IdempotentChargeOrders(client, IdempotencyStore(mf.dynamodb, reloj))
+    handler = handlers.IdempotentChargeOrders(client, IdempotencyStore(mf.dynamodb, reloj))
     body = orders.order_body(order)
     active: dict[int, SteppedAttempt] = {}
     most = 0

@@ -9,7 +9,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from mercadofresco import grading, labs, nbrun
+from mercadofresco.course import grading, labs, nbrun
 
 CELL_TIMEOUT = 10
 

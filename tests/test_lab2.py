@@ -6,7 +6,7 @@ import lab2_variants
 import lab_variants
 import pytest
 
-from mercadofresco import grading, labs, nbrun
+from mercadofresco.course import grading, labs, nbrun
 
 CELL_TIMEOUT = 30
 

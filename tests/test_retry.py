@@ -7,10 +7,13 @@ from decimal import Decimal
 import pytest
 from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
 
-from mercadofresco import clock, gateway, retry
+from mercadofresco import clock
+from mercadofresco.lessons import retry_experiments as rx
+from mercadofresco.models import gateway
+from mercadofresco.patterns import backoff, retry
 
 AMOUNT = Decimal("48.20")
-JITTERED = [retry.FullJitter, retry.EqualJitter, retry.DecorrelatedJitter]
+JITTERED = [backoff.FullJitter, backoff.EqualJitter, backoff.DecorrelatedJitter]
 
 
 def aws_error(code: str, status: int, retry_after: str | None = None) -> ClientError:
@@ -25,14 +28,14 @@ def waits(strategy, attempt: int, n: int = 4000, seed: int = 7) -> list[float]:
 
 
 # -- strategies ----------------------------------------------------------------------
-@pytest.mark.parametrize("cls", [retry.Exponential, *JITTERED])
+@pytest.mark.parametrize("cls", [backoff.Exponential, *JITTERED])
 @pytest.mark.parametrize("attempt", [1, 3, 8, 30])
 def test_waits_stay_between_zero_and_the_cap(cls, attempt):
     assert all(0 <= w <= 2.0 for w in waits(cls(base=0.1, cap=2.0), attempt, n=500))
 
 
 def test_exponential_doubles_until_the_cap_and_has_no_randomness():
-    strategy = retry.Exponential(base=0.1, cap=2.0)
+    strategy = backoff.Exponential(base=0.1, cap=2.0)
     assert [strategy.wait(a, random.Random(a)) for a in range(1, 7)] == pytest.approx([0.2, 0.4, 0.8, 1.6, 2.0, 2.0])
 
 
@@ -48,14 +51,14 @@ def uniform_over(sample: list[float], low: float, high: float) -> bool:
 
 
 def test_full_jitter_is_uniform_over_the_whole_window():
-    assert uniform_over(waits(retry.FullJitter(base=0.1, cap=20), attempt=3), 0.0, 0.8)  # window 0.8 s
+    assert uniform_over(waits(backoff.FullJitter(base=0.1, cap=20), attempt=3), 0.0, 0.8)  # window 0.8 s
 
 
-class HalfJitterPosingAsFull(retry.FullJitter):
+class HalfJitterPosingAsFull(backoff.FullJitter):
     """A wrong full jitter: random, capped, but never shorter than half the window."""
 
     def wait(self, attempt, rng, previous=0.0):
-        return retry.EqualJitter(self.base, self.cap).wait(attempt, rng, previous)
+        return backoff.EqualJitter(self.base, self.cap).wait(attempt, rng, previous)
 
 
 def test_the_distribution_check_catches_a_wrong_jitter():
@@ -65,14 +68,14 @@ def test_the_distribution_check_catches_a_wrong_jitter():
 
 
 def test_equal_jitter_never_waits_less_than_half_the_window():
-    sample = waits(retry.EqualJitter(base=0.1, cap=20), attempt=3)
+    sample = waits(backoff.EqualJitter(base=0.1, cap=20), attempt=3)
     assert min(sample) >= 0.4
     assert statistics.mean(sample) == pytest.approx(0.6, rel=0.03)
     assert statistics.pstdev(sample) == pytest.approx(0.4 / 12**0.5, rel=0.03)
 
 
 def test_decorrelated_jitter_grows_from_the_previous_wait():
-    strategy = retry.DecorrelatedJitter(base=0.1, cap=20)
+    strategy = backoff.DecorrelatedJitter(base=0.1, cap=20)
     rng = random.Random(3)
     sample = [strategy.wait(2, rng, previous=1.0) for _ in range(4000)]
     assert min(sample) >= 0.1 and max(sample) <= 3.0
@@ -81,7 +84,7 @@ def test_decorrelated_jitter_grows_from_the_previous_wait():
 
 
 def test_same_seed_same_waits():
-    strategy = retry.FullJitter()
+    strategy = backoff.FullJitter()
     assert waits(strategy, 4, n=10, seed=1) == waits(strategy, 4, n=10, seed=1)
 
 
@@ -91,13 +94,13 @@ def test_same_seed_same_waits():
 )
 def test_strategy_settings_are_checked(settings, message):
     with pytest.raises(ValueError, match=message):
-        retry.FullJitter(**settings)
+        backoff.FullJitter(**settings)
 
 
 def test_strategy_by_name():
-    assert retry.strategy("full", base=0.005, cap=2) == retry.FullJitter(0.005, 2)
+    assert backoff.strategy("full", base=0.005, cap=2) == backoff.FullJitter(0.005, 2)
     with pytest.raises(ValueError, match="strategy must be one of"):
-        retry.strategy("fibonacci")
+        backoff.strategy("fibonacci")
 
 
 # -- classifier ----------------------------------------------------------------------
@@ -135,19 +138,19 @@ def test_classifier_table(error, idempotent, verdict):
 def test_429_waits_at_least_retry_after():
     assert retry.classify(gateway.ThrottledError(7), False).not_before_seconds == 7
     assert retry.classify(aws_error("ThrottlingException", 400, "3"), False).not_before_seconds == 3
-    retrier = retry.Retrier(retry.RetryPolicy(retry.FullJitter(0.1, 1), max_attempts=3))
+    retrier = retry.Retrier(retry.RetryPolicy(backoff.FullJitter(0.1, 1), max_attempts=3))
     assert retrier.next_wait(gateway.ThrottledError(7), 1, 0.0, idempotent=False) == 7
 
 
 def test_conditional_check_failed_is_not_retried():
-    retrier = retry.Retrier(retry.RetryPolicy(retry.FullJitter(), max_attempts=5))
+    retrier = retry.Retrier(retry.RetryPolicy(backoff.FullJitter(), max_attempts=5))
     assert retrier.next_wait(aws_error("ConditionalCheckFailedException", 400), 1, 0.0, idempotent=True) is None
 
 
 # -- budget ----------------------------------------------------------------------------
 def test_budget_stops_retrying_above_its_share():
     budget = retry.RetryBudget(ratio=0.1, max_tokens=10)
-    retrier = retry.Retrier(retry.RetryPolicy(retry.NoBackoff(), max_attempts=5), budget=budget)
+    retrier = retry.Retrier(retry.RetryPolicy(backoff.NoBackoff(), max_attempts=5), budget=budget)
     outage = gateway.GatewayUnavailableError("503")
     for _ in range(1000):  # every call fails and wants 4 retries
         retrier.first_attempt()
@@ -161,7 +164,7 @@ def test_budget_stops_retrying_above_its_share():
 
 
 def test_without_a_budget_the_same_outage_retries_every_time():
-    retrier = retry.Retrier(retry.RetryPolicy(retry.NoBackoff(), max_attempts=5))
+    retrier = retry.Retrier(retry.RetryPolicy(backoff.NoBackoff(), max_attempts=5))
     outage = gateway.GatewayUnavailableError("503")
     for _ in range(100):
         retrier.first_attempt()
@@ -181,7 +184,7 @@ def test_budget_settings_are_checked(settings, message):
 def test_gateway_client_waits_its_backoff_on_the_virtual_clock(reloj):
     provider = gateway.PaymentGateway(reloj)
     provider.fail_next(gateway.Fault.UNAVAILABLE, times=3)
-    policy = retry.RetryPolicy(retry.Exponential(base=1, cap=60), max_attempts=5)
+    policy = retry.RetryPolicy(backoff.Exponential(base=1, cap=60), max_attempts=5)
     client = gateway.GatewayClient(provider, policy=policy)
     client.charge("PED-2026-084417", AMOUNT, "cobro:PED-2026-084417")
     assert client.attempts == 4
@@ -191,7 +194,7 @@ def test_gateway_client_waits_its_backoff_on_the_virtual_clock(reloj):
 
 def test_disciplined_client_does_not_retry_a_timeout_without_a_key(reloj):
     provider = gateway.PaymentGateway(reloj, latency=gateway.LatencyProfile(baseline_seconds=200))
-    policy = retry.RetryPolicy(retry.FullJitter(base=1, cap=20), max_attempts=5)
+    policy = retry.RetryPolicy(backoff.FullJitter(base=1, cap=20), max_attempts=5)
     client = gateway.GatewayClient(provider, read_timeout_seconds=30, policy=policy, send_idempotency_key=False)
     with pytest.raises(gateway.GatewayTimeoutError):
         client.charge("PED-2026-084417", AMOUNT, "cobro:PED-2026-084417")
@@ -202,7 +205,7 @@ def test_disciplined_client_does_not_retry_a_timeout_without_a_key(reloj):
 def test_stopwatch_spends_the_waits_without_moving_the_shared_clock(reloj):
     provider = gateway.PaymentGateway(reloj)
     provider.fail_next(gateway.Fault.THROTTLED, times=1, retry_after_seconds=5)
-    client = gateway.GatewayClient(provider, policy=retry.RetryPolicy(retry.FullJitter(0.1, 1), max_attempts=2))
+    client = gateway.GatewayClient(provider, policy=retry.RetryPolicy(backoff.FullJitter(0.1, 1), max_attempts=2))
     watch = clock.Stopwatch(reloj)
     client.charge("PED-2026-084417", AMOUNT, "cobro:PED-2026-084417", watch)
     assert watch.elapsed_seconds == pytest.approx(0.24 + 5 + 0.24)
@@ -230,16 +233,14 @@ def test_disciplined_layers_stay_under_the_limit():
 
 # -- experiments on moto and the gateway model ------------------------------------------------
 def test_a_retried_timeout_charges_twice_without_the_key_and_once_with_it(reloj):
-    from mercadofresco import retry_experiments as rx
 
     assert rx.timeout_retries(reloj, send_key=False)["charges"] == 2
     assert rx.timeout_retries(reloj, send_key=True)["charges"] == 1
-    disciplined = rx.timeout_retries(reloj, send_key=False, policy=retry.RetryPolicy(retry.FullJitter(), 3))
+    disciplined = rx.timeout_retries(reloj, send_key=False, policy=retry.RetryPolicy(backoff.FullJitter(), 3))
     assert (disciplined["attempts"], disciplined["charges"]) == (1, 1)
 
 
 def test_layers_counted_on_moto_match_the_calculator(mf, reloj):
-    from mercadofresco import retry_experiments as rx
 
     lesson = rx.layer_calls(mf, reloj, order_count=3)
     assert (lesson["gateway_calls"], lesson["calculator_per_order"], lesson["in_dlq"]) == (240, 80, 3)
@@ -248,7 +249,6 @@ def test_layers_counted_on_moto_match_the_calculator(mf, reloj):
 
 
 def test_botocore_table_reads_the_installed_botocore():
-    from mercadofresco import retry_experiments as rx
 
     rows = {row["code or status"]: row for row in rx.botocore_table()}
     assert rows["ThrottlingException"]["legacy"] == rows["ThrottlingException"]["standard"] == "retry"

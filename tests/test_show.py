@@ -1,4 +1,4 @@
-from mercadofresco import delivery, show
+from mercadofresco.lessons import delivery, show
 
 
 def test_table_is_aligned_and_deterministic(capsys):

@@ -5,7 +5,8 @@ import random
 import pytest
 import simpy
 
-from mercadofresco import breaker, retry, storm
+from mercadofresco.patterns import backoff, breaker, retry
+from mercadofresco.sims import storm
 
 CONFIG = storm.StormConfig()
 
@@ -65,7 +66,7 @@ def test_every_defence_sees_the_same_orders():
 
 
 def test_jitter_only_changes_the_sdk_backoff_not_the_redelivery():
-    assert storm.retry_policy(CONFIG, storm.Defences(jitter=True)).backoff == retry.strategy(
+    assert storm.retry_policy(CONFIG, storm.Defences(jitter=True)).backoff == backoff.strategy(
         "full", CONFIG.backoff_base_seconds, CONFIG.backoff_cap_seconds
     )
     env = simpy.Environment()

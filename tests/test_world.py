@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from mercadofresco import world
+from mercadofresco import endpoints, queues, world
 
 pytestmark = pytest.mark.usefixtures("reloj")
 
@@ -70,7 +70,7 @@ def test_topic_fans_out_and_bus_rule_routes(mf):
 def test_reset_orders_queue_changes_visibility_and_empties(mf):
     mf.sqs.send_message(QueueUrl=mf.orders.url, MessageBody="{}")
     pair = mf.reset_orders_queue(visibility_timeout_seconds=400)
-    assert world.queue_counts(mf.sqs, pair.url) == {"visible": 0, "in_flight": 0, "delayed": 0}
+    assert queues.queue_counts(mf.sqs, pair.url) == {"visible": 0, "in_flight": 0, "delayed": 0}
     attributes = mf.sqs.get_queue_attributes(QueueUrl=pair.url, AttributeNames=["VisibilityTimeout"])
     assert attributes["Attributes"]["VisibilityTimeout"] == "400"
 
@@ -101,15 +101,15 @@ def test_bad_configuration_names_the_parameter_and_range(settings, message):
     ],
 )
 def test_mock_modes_refuse_a_real_aws_endpoint(url):
-    with pytest.raises(world.RealAwsRefusedError, match="allow_real_aws"):
+    with pytest.raises(endpoints.RealAwsRefusedError, match="allow_real_aws"):
         world.WorldConfig(mode="endpoint", endpoint_url=url)
 
 
 def test_real_aws_needs_the_explicit_opt_in(monkeypatch):
-    with pytest.raises(world.RealAwsRefusedError):
+    with pytest.raises(endpoints.RealAwsRefusedError):
         world.WorldConfig(mode="aws")
     monkeypatch.setenv("MERCADOFRESCO_MODE", "aws")
-    with pytest.raises(world.RealAwsRefusedError):
+    with pytest.raises(endpoints.RealAwsRefusedError):
         world.WorldConfig.from_env()
     monkeypatch.setenv("MERCADOFRESCO_ALLOW_REAL_AWS", "yes")
     assert world.WorldConfig.from_env().allow_real_aws  # only now would build() touch AWS
@@ -124,6 +124,6 @@ def test_memory_mode_ignores_an_endpoint_from_the_environment(monkeypatch, reloj
 
 
 def test_local_endpoints_are_not_aws():
-    assert not world.is_real_aws_endpoint("http://127.0.0.1:5000")
-    assert not world.is_real_aws_endpoint("http://localhost:4566")
-    assert not world.is_real_aws_endpoint("http://notamazonaws.com")
+    assert not endpoints.is_real_aws_endpoint("http://127.0.0.1:5000")
+    assert not endpoints.is_real_aws_endpoint("http://localhost:4566")
+    assert not endpoints.is_real_aws_endpoint("http://notamazonaws.com")

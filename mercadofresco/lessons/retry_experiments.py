@@ -23,9 +23,12 @@ import botocore
 from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
 from botocore.retries import quota, standard
 
-from mercadofresco import consumer, delivery, idempotency, orders, retry, world
-from mercadofresco import gateway as gw
+from mercadofresco import orders, world
 from mercadofresco.clock import VirtualClock
+from mercadofresco.lessons import delivery
+from mercadofresco.models import gateway as gw
+from mercadofresco.models import lambda_poller
+from mercadofresco.patterns import backoff, idempotency, retry
 
 AMOUNT = Decimal("48.20")
 PEDIDO = "PED-2026-084417"
@@ -178,7 +181,7 @@ def botocore_quota() -> dict[str, int]:
 # -- section 7: where to retry ------------------------------------------------------------
 def workflow_retry(max_attempts: int = 4) -> retry.RetryPolicy:
     """A Step Functions Retry as a policy: IntervalSeconds 1, BackoffRate 2, MaxAttempts 3 (= 4 attempts)."""
-    return retry.RetryPolicy(retry.Exponential(base=0.5, cap=60), max_attempts=max_attempts)
+    return retry.RetryPolicy(backoff.Exponential(base=0.5, cap=60), max_attempts=max_attempts)
 
 
 @dataclass
@@ -195,7 +198,7 @@ class ChargeViaWorkflow:
     rng: random.Random = field(default_factory=lambda: random.Random(0))
     caught: list[str] = field(default_factory=list)
 
-    def __call__(self, event: dict[str, Any], context: consumer.Invocation) -> dict[str, Any]:
+    def __call__(self, event: dict[str, Any], context: lambda_poller.Invocation) -> dict[str, Any]:
         failures = []
         for record in event["Records"]:
             order = orders.parse_order(record["body"])
@@ -210,7 +213,7 @@ class ChargeViaWorkflow:
                     failures.append({"itemIdentifier": record["messageId"]})
         return {"batchItemFailures": failures}
 
-    def _charge(self, order: orders.Order, context: consumer.Invocation) -> gw.Charge:
+    def _charge(self, order: orders.Order, context: lambda_poller.Invocation) -> gw.Charge:
         """The workflow's task: one charge through the client's SDK attempts."""
         return self.client.charge(order.pedido_id, order.importe, idempotency.charge_key(order.pedido_id), context)
 
@@ -230,11 +233,11 @@ def layer_calls(
     mf.reset_orders_queue(visibility_timeout_seconds=400, max_receive_count=max_receive_count)
     provider = gw.PaymentGateway(reloj)
     provider.fail_next(gw.Fault.UNAVAILABLE, times=100_000)  # down for the whole experiment
-    sdk = retry.RetryPolicy(retry.NoBackoff(), max_attempts=sdk_attempts)
+    sdk = retry.RetryPolicy(backoff.NoBackoff(), max_attempts=sdk_attempts)
     client = gw.GatewayClient(provider, policy=sdk)
     handler = ChargeViaWorkflow(client, workflow_retry(workflow_attempts), catch_failures)
     batch = [orders.Order(orders.order_id(84417 + i), AMOUNT) for i in range(order_count)]
-    config = consumer.PollerConfig(max_concurrency=5, max_idle_poll_seconds=20)
+    config = lambda_poller.PollerConfig(max_concurrency=5, max_idle_poll_seconds=20)
     run = delivery.run_orders(mf, reloj, client, batch, config, max_seconds=6 * 3600, handler=handler)
     receives = 1 if catch_failures else max_receive_count
     layers = [

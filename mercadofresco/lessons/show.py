@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn: a notebook that only prints stays light
     from matplotlib.figure import Figure
 
-    from mercadofresco.delivery import DeliveryRun
+    from mercadofresco.lessons.delivery import DeliveryRun
 
 END_EVENTS = ("deleted", "failed", "crashed", "handler_error", "timed_out")
 EVENT_MARKERS = {"failed": ("x", "tab:red"), "crashed": ("X", "black"), "deleted": ("D", "tab:green")}

@@ -14,9 +14,8 @@ when a breaker has been idle for `forget_after_seconds` (fakeredis follows the
 virtual clock). Store errors are never swallowed: `if_store_fails` says, on
 purpose, whether to raise (default), let calls through, or refuse them.
 
-`OpenAlarm` makes each opening visible: a metric in MercadoFresco/Tienda and an
-alarm evaluated here (moto never evaluates alarms) that notifies
-alertas-mercadofresco.
+Pass `alarm=` (e.g. `models.alarm_evaluation.OpenAlarm`) to make each opening
+visible: a metric in MercadoFresco/Tienda and an alarm on alertas-mercadofresco.
 """
 
 from __future__ import annotations
@@ -29,8 +28,9 @@ from typing import Any
 import fakeredis
 import redis
 
-from mercadofresco import alarms
-from mercadofresco.breaker import (
+from mercadofresco.clock import MADRID
+from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.patterns.breaker import (
     BreakerPolicy,
     BreakerState,
     CircuitOpenError,
@@ -41,9 +41,6 @@ from mercadofresco.breaker import (
     current,
     retry_after,
 )
-from mercadofresco.clock import MADRID
-from mercadofresco.errors import MercadoFrescoError
-from mercadofresco.world import METRICS_NAMESPACE
 
 NAMESPACE = "mercadofresco:breaker"
 OPENED_METRIC = "CircuitBreakerOpened"
@@ -98,61 +95,6 @@ def decode(fields: dict[str, str]) -> BreakerState:
     )
 
 
-# -- observability ----------------------------------------------------------------------
-class OpenAlarm:
-    """Publishes a metric on every opening and evaluates the alarm that tells alertas-mercadofresco."""
-
-    def __init__(self, cloudwatch: Any, sns: Any, topic_arn: str, breaker_name: str, period_seconds: int = 60) -> None:
-        self.cloudwatch = cloudwatch
-        self.sns = sns
-        self.rule = alarms.AlarmRule(
-            name=f"mercadofresco-breaker-{breaker_name}-abierto",
-            namespace=METRICS_NAMESPACE,
-            metric_name=OPENED_METRIC,
-            threshold=0,
-            period_seconds=period_seconds,
-            statistic="Sum",
-            dimensions=(("Breaker", breaker_name),),
-        )
-        self.evaluations: list[alarms.Evaluation] = []
-        alarms.define(cloudwatch, self.rule, topic_arn)
-
-    def opened(self, now: dt.datetime) -> alarms.Evaluation:
-        """Record one opening at `now`, then evaluate the alarm."""
-        self.cloudwatch.put_metric_data(
-            Namespace=METRICS_NAMESPACE,
-            MetricData=[
-                {
-                    "MetricName": OPENED_METRIC,
-                    "Dimensions": [{"Name": n, "Value": v} for n, v in self.rule.dimensions],
-                    "Timestamp": now,
-                    "Value": 1.0,
-                    "Unit": "Count",
-                }
-            ],
-        )
-        return self.evaluate(now)
-
-    def openings(self, now: dt.datetime) -> float:
-        """Openings recorded in the alarm's period ending at `now` (read back from CloudWatch)."""
-        points = self.cloudwatch.get_metric_statistics(
-            Namespace=METRICS_NAMESPACE,
-            MetricName=OPENED_METRIC,
-            Dimensions=[{"Name": n, "Value": v} for n, v in self.rule.dimensions],
-            StartTime=now - dt.timedelta(seconds=self.rule.period_seconds),
-            EndTime=now + dt.timedelta(seconds=1),
-            Period=self.rule.period_seconds,
-            Statistics=["Sum"],
-        )["Datapoints"]
-        return sum(point["Sum"] for point in points)
-
-    def evaluate(self, now: dt.datetime) -> alarms.Evaluation:
-        """What CloudWatch would do at `now`: compare the openings in the period with the threshold."""
-        evaluation = alarms.evaluate(self.cloudwatch, self.sns, self.rule, self.openings(now), now)
-        self.evaluations.append(evaluation)
-        return evaluation
-
-
 # -- the shared breaker -----------------------------------------------------------------
 class SharedBreaker:
     """A breaker whose state lives in the store, so every consumer sees the same counter.
@@ -167,7 +109,7 @@ class SharedBreaker:
         policy: BreakerPolicy | None = None,
         name: str = "pasarela-pagos",
         namespace: str = NAMESPACE,
-        alarm: OpenAlarm | None = None,
+        alarm: Any = None,  # an alarm_evaluation.OpenAlarm: anything with .opened(now)
         if_store_fails: str = "raise",
         forget_after_seconds: int = 3_600,
     ) -> None:

@@ -1,7 +1,7 @@
 """Grade a folder of learners' lab notebooks with the hidden checks, one nbval item per check.
 
-    python -m mercadofresco.grading build                         # labs/ from solutions/ (see labs.py)
-    python -m mercadofresco.grading grade SUBMISSIONS/ --lab lab1 # a report per learner and per check
+    python -m mercadofresco.course.grading build                         # labs/ from solutions/ (see labs.py)
+    python -m mercadofresco.course.grading grade SUBMISSIONS/ --lab lab1 # a report per learner and per check
 
 For each learner notebook the grader drops any cell that claims to be hidden,
 appends the solution's hidden cells after the learner's own, and runs the
@@ -31,7 +31,7 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-from mercadofresco import labs, nbrun
+from mercadofresco.course import labs, legacy, nbrun
 
 NOTES_ON_SCREEN = 3  # the first problems in a learner's own cells; report.json keeps them all
 
@@ -135,7 +135,8 @@ def grade_notebook(
     target = workdir / path.stem / f"{path.stem}.ipynb"
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(graded, target)
-    rows, killed = nbrun.run_notebook(target, limits, learner_cells, cache_dir)
+    old_names = legacy.old_names_in("\n".join(cell.source for cell in learner.cells if cell.cell_type == "code"))
+    rows, killed = nbrun.run_notebook(target, limits, learner_cells, cache_dir, old_names)
     checks, notes = score(rows, learner_cells, specs, setup_cells, token, killed)
     if killed:
         notes.append("the notebook was stopped: it ran past its total time limit")
@@ -210,7 +211,7 @@ def write_reports(reports: list[LearnerReport], lab: str, out_dir: Path) -> tupl
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mercadofresco.grading", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m mercadofresco.course.grading", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     build = commands.add_parser("build", help="write labs/ from solutions/")
     build.add_argument("--solutions", type=Path, default=labs.SOLUTIONS_DIR)

@@ -7,9 +7,9 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from mercadofresco import retry
-from mercadofresco.sim import OutageRun
-from mercadofresco.storm import StormRun
+from mercadofresco.patterns import backoff, retry
+from mercadofresco.sims.recovery import OutageRun
+from mercadofresco.sims.storm import StormRun
 
 COLOURS = {
     "none": "tab:gray",
@@ -20,40 +20,40 @@ COLOURS = {
 }
 
 
-def sample_waits(backoff: retry.Backoff, attempts: int = 8, clients: int = 200, seed: int = 0) -> list[list[float]]:
+def sample_waits(strategy: backoff.Backoff, attempts: int = 8, clients: int = 200, seed: int = 0) -> list[list[float]]:
     """For each attempt 1..`attempts`, the waits `clients` clients draw (decorrelated follows each client's chain)."""
     rng = random.Random(seed)
     columns: list[list[float]] = [[] for _ in range(attempts)]
     for _ in range(clients):
         previous = 0.0
         for attempt in range(1, attempts + 1):
-            previous = backoff.wait(attempt, rng, previous)
+            previous = strategy.wait(attempt, rng, previous)
             columns[attempt - 1].append(previous)
     return columns
 
 
-def waits_table(backoffs: dict[str, retry.Backoff], attempts: int = 6, seed: int = 0) -> list[dict[str, Any]]:
+def waits_table(backoffs: dict[str, backoff.Backoff], attempts: int = 6, seed: int = 0) -> list[dict[str, Any]]:
     """Each strategy's formula (its docstring) and the waits of one client, attempt by attempt."""
     rows = []
-    for name, backoff in backoffs.items():
-        one_client = [column[0] for column in sample_waits(backoff, attempts, clients=1, seed=seed)]
-        formula = (type(backoff).__doc__ or "").split(":")[0]
+    for name, strategy in backoffs.items():
+        one_client = [column[0] for column in sample_waits(strategy, attempts, clients=1, seed=seed)]
+        formula = (type(strategy).__doc__ or "").split(":")[0]
         rows.append(
             {"strategy": name, "formula": formula, **{f"#{i}": round(w, 2) for i, w in enumerate(one_client, 1)}}
         )
     return rows
 
 
-def backoff_waits(backoffs: dict[str, retry.Backoff], attempts: int = 8, seed: int = 0) -> Figure:
+def backoff_waits(backoffs: dict[str, backoff.Backoff], attempts: int = 8, seed: int = 0) -> Figure:
     """One panel per strategy: the waits of 100 clients at each attempt, with the cap."""
     figure = Figure(figsize=(11, 2.6), layout="constrained")
     axes = figure.subplots(1, len(backoffs), sharey=True)
-    for ax, (name, backoff) in zip(axes, backoffs.items(), strict=True):
+    for ax, (name, strategy) in zip(axes, backoffs.items(), strict=True):
         jitter = random.Random(seed)
-        for attempt, waits in enumerate(sample_waits(backoff, attempts, clients=100, seed=seed), start=1):
+        for attempt, waits in enumerate(sample_waits(strategy, attempts, clients=100, seed=seed), start=1):
             xs = [attempt + jitter.uniform(-0.25, 0.25) for _ in waits]
             ax.scatter(xs, waits, s=3, alpha=0.35, color=COLOURS.get(name, "tab:blue"))
-        cap = getattr(backoff, "cap", None)
+        cap = getattr(strategy, "cap", None)
         if cap is not None:
             ax.axhline(cap, color="black", lw=0.8, ls="--")
         ax.set_title(name)

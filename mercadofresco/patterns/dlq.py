@@ -12,10 +12,9 @@ yet. The tools here answer it without destroying the evidence:
   on a live source queue it spends one of the message's maxReceiveCount.
 - `classify`: poison, transient or data. The time distribution (a burst or a
   trickle) and the receive counts are clues; the content is the proof.
-- `alarm_rules` / `check_alarms`: messages visible > 0 over 5 minutes, and the
-  oldest message older than 1 hour, computed from the queue because moto
-  publishes no SQS metrics (the age from the original send time, not from the
-  move to the DLQ as AWS's metric counts it), then evaluated by `alarms`.
+- `alarm_rules` / `define_alarms`: messages visible > 0 over 5 minutes, and the
+  oldest message older than 1 hour (`models.alarm_evaluation.check_dlq_alarms`
+  evaluates them, since moto publishes no SQS metrics and evaluates no alarm).
 - `discard`: remove messages on purpose and return the record of who, when, why.
 """
 
@@ -232,33 +231,6 @@ def alarm_rules(dlq_name: str = world.ORDERS_DLQ) -> tuple[alarms.AlarmRule, ala
         f"{dlq_name}-antiguedad", "AWS/SQS", "ApproximateAgeOfOldestMessage", 3_600, 300, dimensions=dimensions
     )
     return count, age
-
-
-def oldest_age_seconds(sqs: Any, dlq_url: str, now: dt.datetime) -> float:
-    """Age of the oldest message, counted from the order's original send time, read with inspect; 0 if empty.
-
-    AWS's ApproximateAgeOfOldestMessage on a DLQ counts from when the message
-    reached the DLQ (standard queues keep the original enqueue time only for
-    retention), so the two agree only when a message spends no time in the
-    source queue before it is dead-lettered. Every inspection is a receive: on a
-    live queue it spends one of a message's maxReceiveCount and hides it for 5 s.
-    """
-    samples = inspect(sqs, dlq_url, max_messages=1_000)
-    return max(0.0, (now - samples[0].sent_at).total_seconds()) if samples else 0.0
-
-
-def check_alarms(mf: world.World, dlq_url: str, now: dt.datetime, dlq_name: str = world.ORDERS_DLQ) -> dict[str, Any]:
-    """Evaluate both DLQ alarms at `now` from what the queue holds: the values seen and each alarm's state."""
-    count_rule, age_rule = alarm_rules(dlq_name)
-    visible = world.queue_counts(mf.sqs, dlq_url)["visible"]
-    age = oldest_age_seconds(mf.sqs, dlq_url, now)
-    cloudwatch, sns = mf.client("cloudwatch"), mf.client("sns")
-    return {
-        "visible": visible,
-        "oldest_minutes": round(age / 60, 1),
-        "count": alarms.evaluate(cloudwatch, sns, count_rule, visible, now).state,
-        "age": alarms.evaluate(cloudwatch, sns, age_rule, age, now).state,
-    }
 
 
 def define_alarms(mf: world.World, dlq_name: str = world.ORDERS_DLQ) -> None:

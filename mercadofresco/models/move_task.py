@@ -12,20 +12,15 @@ ListMessageMoveTasks reports a FailureReason. Choosing single messages
 takes only SourceArn, DestinationArn and MaxNumberOfMessagesPerSecond and
 moves everything. `verify` is the runbook's step 6: the DLQ at zero and the
 consumer's deletions up by the expected count.
-
-`consume` runs the deployed consumer (`consumer.ChargeOrders`) with the schema
-versions it reads: before exercise 2's fix only version 1; the fix adds 2.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
-from mercadofresco import consumer, orders, world
-from mercadofresco import gateway as gw
+from mercadofresco import queues
 from mercadofresco.clock import VirtualClock
 
 MAX_RATE = 500  # SQS's limit for MaxNumberOfMessagesPerSecond
@@ -85,7 +80,7 @@ def start_message_move_task(
     rate = max_number_of_messages_per_second
     if not 1 <= rate <= MAX_RATE:
         raise ValueError(f"max_number_of_messages_per_second must be between 1 and {MAX_RATE}; got {rate}")
-    waiting = world.queue_counts(sqs, source_url)["visible"]
+    waiting = queues.queue_counts(sqs, source_url)["visible"]
     task = MoveTask(
         task_handle=f"tarea-{reloj.now():%Y%m%d%H%M%S}",
         source_url=source_url,
@@ -172,57 +167,11 @@ def _move(sqs: Any, task: MoveTask, batch: list[dict[str, Any]], second: float) 
 
 def verify(sqs: Any, dlq_url: str, task: MoveTask, deleted_by_consumer: int) -> dict[str, Any]:
     """Step 6: the DLQ is at zero and the consumer deleted as many messages as were moved."""
-    left = sum(world.queue_counts(sqs, dlq_url).values())
+    left = sum(queues.queue_counts(sqs, dlq_url).values())
     moved = task.approximate_number_of_messages_moved
     return {
         "moved": moved,
         "deleted_by_consumer": deleted_by_consumer,
         "left_in_dlq": left,
         "ok": left == 0 and deleted_by_consumer == moved,
-    }
-
-
-def consume(
-    sqs: Any, queue_url: str, reloj: VirtualClock, client: gw.GatewayClient, versions: tuple[int, ...]
-) -> consumer.Poller:
-    """Run the deployed consumer (reading `versions`) on the queue until it is empty; return its poller."""
-    config = consumer.PollerConfig(max_idle_poll_seconds=20)
-    poller = consumer.Poller(sqs, queue_url, consumer.ChargeOrders(client, versions), reloj, config)
-    poller.run_until_idle(3_600)
-    return poller
-
-
-def deleted_count(poller: consumer.Poller) -> int:
-    """Messages the poller deleted (the source queue's NumberOfMessagesDeleted, which moto does not publish)."""
-    return sum(1 for row in poller.timeline if row["event"] == "deleted")
-
-
-def redrive_after_lost_responses(
-    mf: world.World, reloj: VirtualClock, count: int = 10, send_idempotency_key: bool = False
-) -> dict[str, Any]:
-    """Orders whose charge went through but whose answer was lost end in the DLQ; redrive them into ChargeOrders.
-
-    The naive consumer charges again: the redrive duplicates the effect, unless the
-    gateway gets an Idempotency-Key (`cobro:{pedido_id}`) and returns the first charge.
-    """
-    if not 1 <= count <= 100:
-        raise ValueError(f"count must be between 1 and 100; got {count}")
-    pair = mf.reset_orders_queue(visibility_timeout_seconds=120, max_receive_count=1)
-    provider = gw.PaymentGateway(reloj)
-    provider.fail_next(gw.Fault.RESPONSE_LOST, times=count)  # charged, then the connection dropped
-    client = gw.GatewayClient(provider, read_timeout_seconds=30, send_idempotency_key=send_idempotency_key)
-    for number in range(count):
-        orders.send_order(mf.sqs, pair.url, orders.Order(orders.order_id(400_000 + number), Decimal("48.20")))
-    config = consumer.PollerConfig(max_idle_poll_seconds=20)
-    consumer.Poller(mf.sqs, pair.url, consumer.ChargeOrders(client), reloj, config).run_until_idle(3_600)
-    in_dlq = world.queue_counts(mf.sqs, pair.dlq_url)["visible"]
-    start_message_move_task(mf.sqs, reloj, pair.dlq_url, pair.url, 10)
-    consumer.Poller(mf.sqs, pair.url, consumer.ChargeOrders(client), reloj, config).run_until_idle(3_600)
-    per_order = provider.charges_per_order()
-    return {
-        "idempotency_key": send_idempotency_key,
-        "orders": count,
-        "in_dlq_before_redrive": in_dlq,
-        "charges": len(provider.ledger),
-        "orders_charged_twice": sum(1 for n in per_order.values() if n > 1),
     }

@@ -14,9 +14,13 @@ from decimal import Decimal
 from random import Random
 from typing import Any
 
-from mercadofresco import consumer, delivery, gateway, idempotency, orders, world
+from mercadofresco import orders, queues, world
 from mercadofresco.clock import Task, VirtualClock, Waiter, together
-from mercadofresco.idempotency import DEFAULT_LOCK_SECONDS, Estado, IdempotencyStore
+from mercadofresco.lessons import delivery
+from mercadofresco.models import gateway, lambda_poller
+from mercadofresco.patterns import idempotency
+from mercadofresco.patterns.idempotency import DEFAULT_LOCK_SECONDS, Estado, IdempotencyStore
+from mercadofresco.shop import handlers
 
 ORDER = delivery.INCIDENT_ORDER  # PED-2026-084417, 48.20 €
 STOCK_TABLE = "mercadofresco-stock"  # a small table for the set-vs-increment experiment only
@@ -73,13 +77,13 @@ def stock_drift(mf: world.World, deliveries: int = 3, stock: int = 40) -> dict[s
 
 
 # -- section 2: which key --------------------------------------------------------------------
-def key_functions(seed: int = 7) -> dict[str, consumer.KeyOf]:
+def key_functions(seed: int = 7) -> dict[str, handlers.KeyOf]:
     """The four candidate keys of section 2, as functions of (record, order)."""
     rng = Random(seed)
     return {
         "MessageId": lambda record, order: record["messageId"],
         "consumer UUID": lambda record, order: str(uuid.UUID(int=rng.getrandbits(128))),
-        "cobro:{pedido_id}": consumer.key_from_order,
+        "cobro:{pedido_id}": handlers.key_from_order,
         "content hash": lambda record, order: idempotency.content_key("cobro", {"pedido_id": order.pedido_id,
                                                                                "importe": order.importe}),
     }  # fmt: skip
@@ -92,9 +96,11 @@ def charges_by_key(mf: world.World, reloj: VirtualClock, key_name: str) -> dict[
     empty_table(mf)
     provider = gateway.PaymentGateway(reloj)
     client = gateway.GatewayClient(provider, send_idempotency_key=False)  # our table alone
-    handler = consumer.IdempotentChargeOrders(client, IdempotencyStore(mf.dynamodb, reloj), key_of=key_of)
-    config = consumer.PollerConfig(batch_size=1, max_idle_poll_seconds=20)
-    poller = consumer.Poller(mf.sqs, mf.orders.url, handler, reloj, config, consumer.CrashPlan({"before_delete": 1}))
+    handler = handlers.IdempotentChargeOrders(client, IdempotencyStore(mf.dynamodb, reloj), key_of=key_of)
+    config = lambda_poller.PollerConfig(batch_size=1, max_idle_poll_seconds=20)
+    poller = lambda_poller.Poller(
+        mf.sqs, mf.orders.url, handler, reloj, config, lambda_poller.CrashPlan({"before_delete": 1})
+    )
     message_ids = {orders.send_order(mf.sqs, mf.orders.url, ORDER) for _ in range(2)}  # a producer re-send
     poller.run_until_idle(3_600)
     return {"key": key_name, "messages_sent": len(message_ids), "charges": len(provider.ledger)}
@@ -182,9 +188,11 @@ def consumer_dies_holding_the_lock(mf: world.World, reloj: VirtualClock, lock_ex
     empty_table(mf)
     provider = gateway.PaymentGateway(reloj)
     store_class = IdempotencyStore if lock_expires else NoLockExpiryStore
-    handler = consumer.IdempotentChargeOrders(gateway.GatewayClient(provider), store_class(mf.dynamodb, reloj))
-    config = consumer.PollerConfig(max_idle_poll_seconds=20)
-    poller = consumer.Poller(mf.sqs, mf.orders.url, handler, reloj, config, consumer.CrashPlan({"after_lock": 1}))
+    handler = handlers.IdempotentChargeOrders(gateway.GatewayClient(provider), store_class(mf.dynamodb, reloj))
+    config = lambda_poller.PollerConfig(max_idle_poll_seconds=20)
+    poller = lambda_poller.Poller(
+        mf.sqs, mf.orders.url, handler, reloj, config, lambda_poller.CrashPlan({"after_lock": 1})
+    )
     orders.send_order(mf.sqs, mf.orders.url, ORDER)
     poller.run_until_idle(3_600)
     record = handler.store.get(idempotency.charge_key(ORDER.pedido_id))
@@ -193,7 +201,7 @@ def consumer_dies_holding_the_lock(mf: world.World, reloj: VirtualClock, lock_ex
         "receives": sum(row["event"] == "received" for row in poller.timeline),
         "charges": len(provider.ledger),
         "estado": record.estado.value if record else "-",
-        "in_dlq": sum(world.queue_counts(mf.sqs, mf.orders.dlq_url).values()),
+        "in_dlq": sum(queues.queue_counts(mf.sqs, mf.orders.dlq_url).values()),
     }
 
 
@@ -206,9 +214,9 @@ def crash_at_step(
     provider = gateway.PaymentGateway(reloj)
     client = gateway.GatewayClient(provider, send_idempotency_key=gateway_key)
     store = IdempotencyStore(mf.dynamodb, reloj, lock_seconds=lock_seconds)
-    handler = consumer.IdempotentChargeOrders(client, store)
-    config = consumer.PollerConfig(max_idle_poll_seconds=20)
-    poller = consumer.Poller(mf.sqs, mf.orders.url, handler, reloj, config, consumer.CrashPlan({step: 1}))
+    handler = handlers.IdempotentChargeOrders(client, store)
+    config = lambda_poller.PollerConfig(max_idle_poll_seconds=20)
+    poller = lambda_poller.Poller(mf.sqs, mf.orders.url, handler, reloj, config, lambda_poller.CrashPlan({step: 1}))
     orders.send_order(mf.sqs, mf.orders.url, ORDER)
     poller.run_until_idle(3_600)
     record = handler.store.get(idempotency.charge_key(ORDER.pedido_id))
@@ -218,7 +226,7 @@ def crash_at_step(
         "gateway calls": provider.calls,
         "charges": len(provider.ledger),
         "estado": record.estado.value if record else "-",
-        "left_in_queue": sum(world.queue_counts(mf.sqs, mf.orders.url).values()),
+        "left_in_queue": sum(queues.queue_counts(mf.sqs, mf.orders.url).values()),
     }
 
 
@@ -229,9 +237,9 @@ def failure_kinds(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]]:
     unavailable, declined = orders.Order(orders.order_id(84418), Decimal("12.50")), ORDER
     provider = gateway.PaymentGateway(reloj, declined_orders={declined.pedido_id})
     provider.fail_next(gateway.Fault.UNAVAILABLE)
-    handler = consumer.IdempotentChargeOrders(gateway.GatewayClient(provider), IdempotencyStore(mf.dynamodb, reloj))
-    config = consumer.PollerConfig(batch_size=1, max_idle_poll_seconds=20)
-    poller = consumer.Poller(mf.sqs, mf.orders.url, handler, reloj, config)
+    handler = handlers.IdempotentChargeOrders(gateway.GatewayClient(provider), IdempotencyStore(mf.dynamodb, reloj))
+    config = lambda_poller.PollerConfig(batch_size=1, max_idle_poll_seconds=20)
+    poller = lambda_poller.Poller(mf.sqs, mf.orders.url, handler, reloj, config)
     for order in (unavailable, declined):
         orders.send_order(mf.sqs, mf.orders.url, order)
     poller.run_until_idle(3_600)

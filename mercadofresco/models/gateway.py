@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from enum import Enum
 
-from mercadofresco import retry
 from mercadofresco.clock import VirtualClock, Waiter
 from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.patterns import backoff, retry
 
 BASELINE_LATENCY_SECONDS = 0.240
 
@@ -225,7 +225,7 @@ class GatewayClient:
         if not 1 <= self.max_attempts <= 20:
             raise ValueError(f"max_attempts must be between 1 and 20; got {self.max_attempts}")
         if self.policy is None:
-            self.policy = retry.RetryPolicy(retry.NoBackoff(), self.max_attempts, should_retry=retry.naive_sdk)
+            self.policy = retry.RetryPolicy(backoff.NoBackoff(), self.max_attempts, should_retry=retry.naive_sdk)
         elif self.max_attempts not in (1, self.policy.max_attempts):
             raise ValueError("give max_attempts either to the client or to its policy, not two different values")
         self.max_attempts = self.policy.max_attempts

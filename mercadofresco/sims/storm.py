@@ -28,8 +28,8 @@ from typing import Any
 
 import simpy
 
-from mercadofresco import breaker, retry
-from mercadofresco import gateway as gw
+from mercadofresco.models import gateway as gw
+from mercadofresco.patterns import backoff, breaker, retry
 
 FAST_FAIL_SECONDS = 0.05  # how long a 503 takes to come back
 SAMPLE_SECONDS = 10.0
@@ -108,8 +108,8 @@ ALL_DEFENCES = Defences(True, True, True, True)
 def retry_policy(config: StormConfig, defences: Defences) -> retry.RetryPolicy:
     """The SDK's policy: exponential backoff, jittered if that defence is on."""
     name = "full" if defences.jitter else "exponential"
-    backoff = retry.strategy(name, config.backoff_base_seconds, config.backoff_cap_seconds)
-    return retry.RetryPolicy(backoff, max_attempts=config.sdk_attempts)
+    strategy = backoff.strategy(name, config.backoff_base_seconds, config.backoff_cap_seconds)
+    return retry.RetryPolicy(strategy, max_attempts=config.sdk_attempts)
 
 
 class StormGateway:

@@ -1,10 +1,10 @@
 """Run one notebook under nbval in a kernel with limits, and record what each cell did.
 
 The grader (`grading`) calls `run_notebook`: a `pytest --nbval-lax` process of
-its own, with this module loaded as a pytest plugin (`-p mercadofresco.nbrun`)
+its own, with this module loaded as a pytest plugin (`-p mercadofresco.course.nbrun`)
 that writes each cell's outcome to a JSON-lines file, and a kernel started
 from a kernelspec generated under .cache/grading whose process limits its own
-address space (`python -m mercadofresco.nbrun kernel --memory-mb N -f FILE`).
+address space (`python -m mercadofresco.course.nbrun kernel --memory-mb N -f FILE`).
 Each line of the record: the cell number, passed/failed, a one-line reason
 (never the cell's source), and the cell's stdout. A learner cell cut off by the
 time limit, out of memory, or a dead kernel stops the run: the cells after it
@@ -29,13 +29,14 @@ from typing import Any
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the repository: mercadofresco/course/ is two levels down
 KERNEL_NAME = "mercadofresco-grading"
 CACHE_DIR = ROOT / ".cache" / "grading"
 STARTUP_SECONDS = 60  # kernel start plus imports, on a slow machine
 KERNEL_PID_ENV = "MERCADOFRESCO_GRADING_KERNEL_PID"
 RECORD_ENV = "MERCADOFRESCO_GRADING_RECORD"
 LEARNER_CELLS_ENV = "MERCADOFRESCO_GRADING_LEARNER_CELLS"
+LEGACY_ENV = "MERCADOFRESCO_GRADING_LEGACY_MODULES"  # old module names a learner notebook imports
 # A learner cell that failed like this leaves a kernel nobody should trust: grading of the notebook stops.
 STOPPING_REASONS = ("Timeout of", "Kernel dead", "MemoryError", "Failed to interrupt")
 
@@ -104,7 +105,7 @@ def write_kernelspec(limits: Limits, cache_dir: Path = CACHE_DIR) -> Path:
     jupyter_path = cache_dir / "jupyter"
     spec_dir = jupyter_path / "kernels" / KERNEL_NAME
     spec_dir.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "mercadofresco.nbrun", "kernel", "--memory-mb", str(limits.memory_mb)]
+    argv = [sys.executable, "-m", "mercadofresco.course.nbrun", "kernel", "--memory-mb", str(limits.memory_mb)]
     spec = {"argv": [*argv, "-f", "{connection_file}"], "display_name": "MercadoFresco grading", "language": "python"}
     partial = spec_dir / f"kernel.json.{os.getpid()}.{secrets.token_hex(4)}"
     partial.write_text(json.dumps(spec, indent=1))
@@ -122,13 +123,20 @@ def run_limited_kernel(memory_mb: int, connection_file: str) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     if os.environ.get(KERNEL_PID_ENV):
         Path(os.environ[KERNEL_PID_ENV]).write_text(str(os.getpid()))
+    if os.environ.get(LEGACY_ENV):  # a lab handed out before the package had layers: old names still import
+        from mercadofresco.course import legacy
+
+        legacy.install(set(os.environ[LEGACY_ENV].split(",")))
     from ipykernel import kernelapp
 
     kernelapp.launch_new_instance(argv=["-f", connection_file])
 
 
-def _environment(jupyter_path: Path, record: Path, learner_cells: int, cache_dir: Path) -> dict[str, str]:
+def _environment(
+    jupyter_path: Path, record: Path, learner_cells: int, cache_dir: Path, legacy_names: set[str]
+) -> dict[str, str]:
     env = dict(os.environ)
+    env[LEGACY_ENV] = ",".join(sorted(legacy_names))
     env.update({"JUPYTER_PATH": str(jupyter_path), RECORD_ENV: str(record), LEARNER_CELLS_ENV: str(learner_cells)})
     env.update({KERNEL_PID_ENV: str(record.with_suffix(".kernel-pid")), "PYDEVD_DISABLE_FILE_VALIDATION": "1"})
     for name, sub in [("MPLCONFIGDIR", "matplotlib"), ("IPYTHONDIR", "ipython"), ("XDG_CACHE_HOME", "xdg")]:
@@ -139,9 +147,12 @@ def _environment(jupyter_path: Path, record: Path, learner_cells: int, cache_dir
 
 # -- running and reading the results ----------------------------------------------------
 def run_notebook(
-    path: Path, limits: Limits, learner_cells: int, cache_dir: Path = CACHE_DIR
+    path: Path, limits: Limits, learner_cells: int, cache_dir: Path = CACHE_DIR, legacy_names: set[str] = frozenset()
 ) -> tuple[list[dict], bool]:
-    """Run one assembled notebook under nbval; return the recorded cells and whether the run was killed."""
+    """Run one assembled notebook under nbval; return the recorded cells and whether the run was killed.
+
+    `legacy_names`: old module names the learner's cells import (see `course.legacy`).
+    """
     jupyter_path = write_kernelspec(limits, cache_dir)
     record = path.with_suffix(".record.jsonl")
     record.unlink(missing_ok=True)
@@ -160,7 +171,7 @@ def run_notebook(
         "-p",
         "no:cacheprovider",
         "-p",
-        "mercadofresco.nbrun",
+        "mercadofresco.course.nbrun",
         "--nbval-lax",
         f"--nbval-kernel-name={KERNEL_NAME}",
         f"--nbval-cell-timeout={limits.cell_timeout_seconds:g}",
@@ -170,7 +181,7 @@ def run_notebook(
     process = subprocess.Popen(
         command,
         cwd=path.parent,
-        env=_environment(jupyter_path, record, learner_cells, cache_dir),
+        env=_environment(jupyter_path, record, learner_cells, cache_dir, legacy_names),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,  # so a stuck run can be killed with its kernel
@@ -195,7 +206,7 @@ def _kill_kernel(pid_file: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """`kernel --memory-mb N -f FILE`: what the generated kernelspec runs."""
-    parser = argparse.ArgumentParser(prog="python -m mercadofresco.nbrun")
+    parser = argparse.ArgumentParser(prog="python -m mercadofresco.course.nbrun")
     commands = parser.add_subparsers(dest="command", required=True)
     kernel = commands.add_parser("kernel", help="an IPython kernel with a memory limit")
     kernel.add_argument("--memory-mb", type=int, required=True)

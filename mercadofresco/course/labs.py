@@ -8,7 +8,7 @@ and every output is cleared. The same input always gives byte-identical
 output, so a test can prove `labs/` is up to date. nbgrader and otter-grader
 use the same two ideas (solution delimiters, hidden cells by tag).
 
-    python -m mercadofresco.grading build        # writes labs/ from solutions/
+    python -m mercadofresco.course.grading build        # writes labs/ from solutions/
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from nbformat import NotebookNode
 
 from mercadofresco.errors import MercadoFrescoError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]  # the repository: mercadofresco/course/ is two levels down
 SOLUTIONS_DIR = ROOT / "solutions"
 LABS_DIR = ROOT / "labs"
 

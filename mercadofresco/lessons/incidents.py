@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from mercadofresco import alarms, dlq, orders, world
+from mercadofresco import alarms, orders, queues, world
 from mercadofresco.clock import MADRID, VirtualClock
+from mercadofresco.models import alarm_evaluation
+from mercadofresco.patterns import dlq
 
 SUNDAY_2204 = dt.datetime(2026, 10, 18, 22, 4, tzinfo=MADRID)
 SUNDAY_2351 = dt.datetime(2026, 10, 18, 23, 51, tzinfo=MADRID)
@@ -99,7 +101,7 @@ def seed_exercise2_incident(
     return Incident("version-2", pair.dlq_url, pair.url, count, SUNDAY_2204, SUNDAY_2351, "poison", tuple(ids))
 
 
-def _fail_until_dead_lettered(sqs: Any, reloj: VirtualClock, pair: world.QueuePair) -> None:
+def _fail_until_dead_lettered(sqs: Any, reloj: VirtualClock, pair: queues.QueuePair) -> None:
     """The old consumer receives each waiting message, rejects version 2, lets it return; the 5th receive moves it."""
     for _ in range(5):
         messages = sqs.receive_message(QueueUrl=pair.url, MaxNumberOfMessages=10, WaitTimeSeconds=0).get("Messages", [])
@@ -169,7 +171,7 @@ def seed_kinds(
     for index, (name, kind, first, last, count) in enumerate(_kinds(rng)):
         if reloj.now() > first:
             raise SeedError(f"the clock is at {reloj.now():%a %d %H:%M}; incident {name} starts {first:%a %d %H:%M}")
-        pair = world.create_queue_pair(
+        pair = queues.create_queue_pair(
             mf.sqs,
             f"{world.ORDERS_QUEUE}-{name}",
             f"{world.ORDERS_DLQ}-{name}",
@@ -202,7 +204,10 @@ def _alarm_instants(incident: Incident, hours: float) -> list[dt.datetime]:
 def _check(mf: world.World, reloj: VirtualClock, incident: Incident, at: dt.datetime) -> dict[str, Any]:
     """Both alarms of `incident`'s DLQ, evaluated at `at` from what the queue holds."""
     reloj.advance_to(at)
-    return {"at": reloj.now(), **dlq.check_alarms(mf, incident.dlq_url, at, f"{world.ORDERS_DLQ}-{incident.name}")}
+    return {
+        "at": reloj.now(),
+        **alarm_evaluation.check_dlq_alarms(mf, incident.dlq_url, at, f"{world.ORDERS_DLQ}-{incident.name}"),
+    }
 
 
 def first_alarm_at(rule: alarms.AlarmRule, arrivals: list[dt.datetime], until: dt.datetime) -> dt.datetime | None:

@@ -22,9 +22,11 @@ from aws_lambda_powertools.utilities.idempotency import (
 )
 from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
 
-from mercadofresco import gateway, idempotency, world
+from mercadofresco import world
 from mercadofresco.clock import Stopwatch, Task, VirtualClock, Waiter, together
-from mercadofresco.duplicates import ORDER, empty_table, results
+from mercadofresco.lessons.duplicates import ORDER, empty_table, results
+from mercadofresco.models import gateway
+from mercadofresco.patterns import idempotency
 
 Charge = Callable[..., dict[str, Any]]  # charge(order={"pedido_id": ...}) -> {"referencia_cobro": ...}
 FUNCTION_TIMEOUT_MILLIS = 300_000

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from mercadofresco import consumer, gateway, orders, world
+from mercadofresco import orders, queues, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
+from mercadofresco.models import gateway, lambda_poller
+from mercadofresco.shop import handlers
 
 INCIDENT_ORDER = orders.Order("PED-2026-084417", Decimal("48.20"))
 SETTLE_SECONDS = 3_600  # long enough for every redelivery to play out
@@ -62,19 +64,19 @@ def run_orders(
     reloj: VirtualClock,
     client: gateway.GatewayClient,
     order_list: list[orders.Order],
-    poller_config: consumer.PollerConfig | None = None,
-    crashes: consumer.CrashPlan | None = None,
+    poller_config: lambda_poller.PollerConfig | None = None,
+    crashes: lambda_poller.CrashPlan | None = None,
     max_seconds: float = SETTLE_SECONDS,
-    handler: consumer.Handler | None = None,
+    handler: lambda_poller.Handler | None = None,
 ) -> DeliveryRun:
     """Send `order_list` to the orders queue and poll until it settles (by default with the naive ChargeOrders)."""
-    poller = consumer.Poller(
+    poller = lambda_poller.Poller(
         mf.sqs,
         mf.orders.url,
-        handler or consumer.ChargeOrders(client),
+        handler or handlers.ChargeOrders(client),
         reloj,
-        config=poller_config or consumer.PollerConfig(),
-        crashes=crashes or consumer.CrashPlan(),
+        config=poller_config or lambda_poller.PollerConfig(),
+        crashes=crashes or lambda_poller.CrashPlan(),
     )
     for order in order_list:
         orders.send_order(mf.sqs, mf.orders.url, order)
@@ -83,8 +85,8 @@ def run_orders(
         timeline=timeline,
         ledger=list(client.gateway.ledger),
         orders_sent=len(order_list),
-        left_in_queue=sum(world.queue_counts(mf.sqs, mf.orders.url).values()),
-        in_dlq=sum(world.queue_counts(mf.sqs, mf.orders.dlq_url).values()),
+        left_in_queue=sum(queues.queue_counts(mf.sqs, mf.orders.url).values()),
+        in_dlq=sum(queues.queue_counts(mf.sqs, mf.orders.dlq_url).values()),
         started_at=poller.origin,
     )
 
@@ -137,7 +139,7 @@ def charges_per_order(
         send_idempotency_key=False,
     )
     batch = [orders.Order(orders.order_id(84417 + i), Decimal("48.20")) for i in range(order_count)]
-    config = consumer.PollerConfig(batch_size=1, max_concurrency=consumers, max_idle_poll_seconds=20)
+    config = lambda_poller.PollerConfig(batch_size=1, max_concurrency=consumers, max_idle_poll_seconds=20)
     return run_orders(mf, reloj, client, batch, poller_config=config)
 
 
@@ -161,7 +163,7 @@ def latency_sweep(
 def fifo_dedup(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]]:
     """FIFO deduplicates a producer's re-send within 5 minutes, but not a redelivery to the consumer."""
     sqs = mf.sqs
-    pair = world.create_queue_pair(
+    pair = queues.create_queue_pair(
         sqs,
         f"{world.ORDERS_QUEUE}.fifo",
         f"{world.ORDERS_DLQ}.fifo",
@@ -175,7 +177,7 @@ def fifo_dedup(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]]:
     started = reloj.now()
 
     def note(what: str) -> None:
-        counts = world.queue_counts(sqs, pair.url)
+        counts = queues.queue_counts(sqs, pair.url)
         minute = round((reloj.now() - started).total_seconds() / 60, 1)
         rows.append({"minute": minute, "what": what, **counts})
 
@@ -188,7 +190,7 @@ def fifo_dedup(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]]:
     provider = gateway.PaymentGateway(reloj)
     provider.fail_next(gateway.Fault.RESPONSE_LOST)
     client = gateway.GatewayClient(provider, read_timeout_seconds=180, send_idempotency_key=False)
-    poller = consumer.Poller(sqs, pair.url, consumer.ChargeOrders(client), reloj)
+    poller = lambda_poller.Poller(sqs, pair.url, handlers.ChargeOrders(client), reloj)
     poller.run_until_idle(SETTLE_SECONDS)
     note(f"response lost, message redelivered: {len(provider.ledger)} charges")
     sqs.delete_queue(QueueUrl=pair.url)
@@ -204,7 +206,7 @@ def fifo_window(mf: world.World, reloj: VirtualClock, gap_seconds: float = 360) 
     orders.send_order(sqs, url, order, group_id=order.pedido_id, deduplication_id=order.pedido_id)
     reloj.advance(gap_seconds)
     orders.send_order(sqs, url, order, group_id=order.pedido_id, deduplication_id=order.pedido_id)
-    waiting = world.queue_counts(sqs, url)["visible"]
+    waiting = queues.queue_counts(sqs, url)["visible"]
     sqs.delete_queue(QueueUrl=url)
     return {"gap_seconds": gap_seconds, "messages_waiting": waiting}
 

@@ -21,10 +21,12 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from mercadofresco import breaker_store, idempotency, orders, world
-from mercadofresco import gateway as gw
-from mercadofresco.breaker import BreakerPolicy, CircuitBreaker, State
+from mercadofresco import orders, world
 from mercadofresco.clock import ClockedEnvironment, Stopwatch, VirtualClock
+from mercadofresco.models import alarm_evaluation
+from mercadofresco.models import gateway as gw
+from mercadofresco.patterns import breaker_store, idempotency
+from mercadofresco.patterns.breaker import BreakerPolicy, CircuitBreaker, State
 
 MODES = ("per_process", "shared")
 CUSTOMER_MESSAGE = "No hemos podido confirmar el pago ahora mismo. Inténtalo de nuevo en unos minutos."
@@ -85,7 +87,7 @@ class OutageRun:
 
 
 def run_outage(
-    reloj: VirtualClock, mode: str, config: OutageConfig | None = None, alarm: breaker_store.OpenAlarm | None = None
+    reloj: VirtualClock, mode: str, config: OutageConfig | None = None, alarm: alarm_evaluation.OpenAlarm | None = None
 ) -> OutageRun:
     """Run `config.consumers` consumers against a gateway that is down for `down_seconds`."""
     if mode not in MODES:

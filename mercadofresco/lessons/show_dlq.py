@@ -7,10 +7,10 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from mercadofresco.clock import MADRID
-from mercadofresco.dlq import Sample
-from mercadofresco.outage import OutageRun
-from mercadofresco.redrive import MoveTask
-from mercadofresco.redrive_model import MassRedriveResult
+from mercadofresco.lessons.outage import OutageRun
+from mercadofresco.models.move_task import MoveTask
+from mercadofresco.patterns.dlq import Sample
+from mercadofresco.sims.mass_redrive import MassRedriveResult
 
 COLORS = {"per_process": "tab:red", "shared": "tab:blue", "all_at_once": "tab:red", "paced": "tab:green"}
 

@@ -1,16 +1,14 @@
-"""Retries: how long to wait, what to retry, how much to retry, and how the layers multiply (notebooks 05-07).
+"""Retries: what to retry, how much, with which policy, and how the layers multiply (notebooks 05-07).
 
-Four small pieces, each usable alone:
+Small pieces, each usable alone (the wait strategies live in `backoff`):
 
-- backoff strategies (`NoBackoff`, `Exponential`, `FullJitter`, `EqualJitter`,
-  `DecorrelatedJitter`): values whose `wait(attempt, rng, previous)` says how
-  long to wait after the `attempt`-th failure, never more than `cap` seconds;
 - `classify(error, idempotent)`: retry 5xx and connection errors, retry a 429
   no sooner than its Retry-After, never a business 4xx; a
   ConditionalCheckFailedException is an answer; a timeout only with a key;
 - `RetryBudget`: a token bucket that lets retries be at most a share (10 %) of calls;
-- `Retrier`: the three together, spending its waits on whoever waits (the
-  virtual clock, a Lambda invocation's stopwatch, or a simpy process).
+- `RetryPolicy` + `Retrier`: a backoff, a classifier and a budget together,
+  spending their waits on whoever waits (the virtual clock, a Lambda
+  invocation's stopwatch, or a simpy process).
 
 `worst_case` multiplies the attempts of stacked layers (SDK × queue × workflow).
 The same `RetryPolicy` drives the gateway client on moto and the simulations.
@@ -30,10 +28,10 @@ from typing import Protocol, TypeVar
 from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
 
 from mercadofresco.clock import Waiter
+from mercadofresco.patterns.backoff import Backoff, NoBackoff
 
 T = TypeVar("T")
 WORST_CASE_LIMIT = 15  # the lesson: more attempts than this on one dependency means something is wrong
-MAX_WAIT_SECONDS = 3_600.0
 
 # Codes an AWS service answers when it asks you to slow down (botocore's standard mode knows these and more).
 THROTTLING_CODES = frozenset(
@@ -62,109 +60,6 @@ TRANSIENT_CODES = frozenset(
     }
 )
 ANSWER_CODES = frozenset({"ConditionalCheckFailedException"})
-
-
-# -- backoff strategies -----------------------------------------------------------
-def _check_base_cap(base: float, cap: float) -> None:
-    if not 0 < base <= MAX_WAIT_SECONDS:
-        raise ValueError(f"base must be between 0 and {MAX_WAIT_SECONDS:g} seconds (exclusive of 0); got {base}")
-    if not base <= cap <= MAX_WAIT_SECONDS:
-        raise ValueError(f"cap must be between base ({base:g}) and {MAX_WAIT_SECONDS:g} seconds; got {cap}")
-
-
-def _exponential(base: float, cap: float, attempt: int) -> float:
-    if attempt < 1:
-        raise ValueError(f"attempt counts failures so far and starts at 1; got {attempt}")
-    return min(cap, base * 2.0 ** min(attempt, 60))  # 2**60 already dwarfs any cap
-
-
-@dataclass(frozen=True)
-class NoBackoff:
-    """Retry at once: what a naive SDK loop does."""
-
-    def wait(self, attempt: int, rng: random.Random, previous: float = 0.0) -> float:
-        """Always 0 seconds."""
-        return 0.0
-
-
-@dataclass(frozen=True)
-class Exponential:
-    """min(cap, base · 2^attempt): every client that failed together retries together."""
-
-    base: float = 0.1
-    cap: float = 20.0
-
-    def __post_init__(self) -> None:
-        _check_base_cap(self.base, self.cap)
-
-    def wait(self, attempt: int, rng: random.Random, previous: float = 0.0) -> float:
-        """Seconds to wait after the `attempt`-th failure (attempt >= 1)."""
-        return _exponential(self.base, self.cap, attempt)
-
-
-@dataclass(frozen=True)
-class FullJitter:
-    """uniform(0, min(cap, base · 2^attempt)): the whole window is random."""
-
-    base: float = 0.1
-    cap: float = 20.0
-
-    def __post_init__(self) -> None:
-        _check_base_cap(self.base, self.cap)
-
-    def wait(self, attempt: int, rng: random.Random, previous: float = 0.0) -> float:
-        """Seconds to wait after the `attempt`-th failure (attempt >= 1)."""
-        return rng.uniform(0.0, _exponential(self.base, self.cap, attempt))
-
-
-@dataclass(frozen=True)
-class EqualJitter:
-    """half + uniform(0, half) of min(cap, base · 2^attempt): never shorter than half the window."""
-
-    base: float = 0.1
-    cap: float = 20.0
-
-    def __post_init__(self) -> None:
-        _check_base_cap(self.base, self.cap)
-
-    def wait(self, attempt: int, rng: random.Random, previous: float = 0.0) -> float:
-        """Seconds to wait after the `attempt`-th failure (attempt >= 1)."""
-        half = _exponential(self.base, self.cap, attempt) / 2
-        return half + rng.uniform(0.0, half)
-
-
-@dataclass(frozen=True)
-class DecorrelatedJitter:
-    """min(cap, uniform(base, 3 · previous)): grows from the last wait, not from the attempt number."""
-
-    base: float = 0.1
-    cap: float = 20.0
-
-    def __post_init__(self) -> None:
-        _check_base_cap(self.base, self.cap)
-
-    def wait(self, attempt: int, rng: random.Random, previous: float = 0.0) -> float:
-        """Seconds to wait, given the `previous` wait (0 before the first retry counts as `base`)."""
-        if attempt < 1:
-            raise ValueError(f"attempt counts failures so far and starts at 1; got {attempt}")
-        return min(self.cap, rng.uniform(self.base, 3 * max(previous, self.base)))
-
-
-Backoff = NoBackoff | Exponential | FullJitter | EqualJitter | DecorrelatedJitter
-STRATEGIES = {
-    "none": NoBackoff,
-    "exponential": Exponential,
-    "full": FullJitter,
-    "equal": EqualJitter,
-    "decorrelated": DecorrelatedJitter,
-}
-
-
-def strategy(name: str, base: float = 0.1, cap: float = 20.0) -> Backoff:
-    """A strategy by name: none, exponential, full, equal or decorrelated."""
-    if name not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}; got {name!r}")
-    return NoBackoff() if name == "none" else STRATEGIES[name](base=base, cap=cap)
 
 
 # -- what to retry ------------------------------------------------------------------

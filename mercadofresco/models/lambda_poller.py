@@ -35,8 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mercadofresco import gateway as gw
-from mercadofresco import idempotency, orders, world
+from mercadofresco import orders, queues
 from mercadofresco.clock import ClockedEnvironment, Stopwatch, Task, VirtualClock
 
 TIMED_OUT, STOPPED = "function_timeout", "poller_stopped"  # how an invocation can be cut off
@@ -240,7 +239,7 @@ class Poller:
         """Ends when the queue is empty and no invocation is running."""
         while True:
             yield env.timeout(DRAIN_CHECK_SECONDS)
-            if self.running == 0 and not any(world.queue_counts(self.sqs, self.queue_url).values()):
+            if self.running == 0 and not any(queues.queue_counts(self.sqs, self.queue_url).values()):
                 return
 
     def _invoke(self, invocation: Invocation, messages: list[dict[str, Any]], task: Task) -> list[dict[str, Any]]:
@@ -299,84 +298,3 @@ def _pedido_of(message: dict[str, Any]) -> str:
         return orders.parse_order(message["Body"]).pedido_id
     except orders.MalformedOrderError:
         return ""
-
-
-def read_order(body: str, versions: tuple[int, ...]) -> orders.Order:
-    """The order in `body` if its schema version is one of `versions`; otherwise the parser's error for the last."""
-    for version in versions[:-1]:
-        try:
-            return orders.parse_order(body, expected_version=version)
-        except orders.MalformedOrderError:
-            continue
-    return orders.parse_order(body, expected_version=versions[-1])
-
-
-@dataclass
-class ChargeOrders:
-    """Section 1's consumer: charge each order. No idempotency: this is the one that double-charges."""
-
-    client: gw.GatewayClient
-    versions: tuple[int, ...] = (orders.SCHEMA_VERSION,)  # the order schema versions this deployment reads
-
-    def __call__(self, event: dict[str, Any], context: Invocation) -> dict[str, Any]:
-        failures = []
-        for record in event["Records"]:
-            try:
-                order = read_order(record["body"], self.versions)
-                charge = self.client.charge(order.pedido_id, order.importe, f"cobro:{order.pedido_id}", context)
-                context.record("charged", order.pedido_id, charge.referencia_cobro)
-                context.crashes.reached("after_charge")
-            except (orders.MalformedOrderError, gw.GatewayError) as exc:
-                context.record("failed", "", f"{type(exc).__name__}: {exc}")
-                failures.append({"itemIdentifier": record["messageId"]})
-        return {"batchItemFailures": failures}
-
-
-KeyOf = Callable[[dict[str, Any], orders.Order], str]
-
-
-def key_from_order(record: dict[str, Any], order: orders.Order) -> str:
-    """The lesson's key: derived from the domain, `cobro:{pedido_id}`."""
-    return idempotency.charge_key(order.pedido_id)
-
-
-@dataclass
-class IdempotentChargeOrders:
-    """Section 4's consumer: the same charge, made idempotent by the table and the gateway's key.
-
-    Per message: parse, take the key EN_CURSO with one conditional write, charge
-    (sending the key as Idempotency-Key), record COMPLETADO with the charge
-    reference. A duplicate gets the stored reference back. A key held by
-    another consumer, or a transient gateway error, leaves the message for a
-    later receive; a declined card is recorded FALLIDO and the message is done.
-    """
-
-    client: gw.GatewayClient
-    store: idempotency.IdempotencyStore
-    key_of: KeyOf = key_from_order
-    answers: list[dict[str, Any]] = field(default_factory=list)
-
-    def __call__(self, event: dict[str, Any], context: Invocation) -> dict[str, Any]:
-        failures = []
-        for record in event["Records"]:
-            try:
-                order = orders.parse_order(record["body"])
-                clave = self.key_of(record, order)
-                charge = functools.partial(self._charge, order, clave, context)
-                resultado = idempotency.run_once(
-                    self.store, clave, charge, gw.is_permanent_failure, context.crashes.reached
-                )
-                self.answers.append(resultado)
-                context.record("answered", order.pedido_id, resultado["referencia_cobro"])
-            except (gw.CardDeclinedError, idempotency.AlreadyFailedError) as exc:
-                context.record("declined", "", str(exc))  # permanent: the message is done, nothing to retry
-            except (orders.MalformedOrderError, gw.GatewayError, idempotency.IdempotencyError) as exc:
-                context.record("failed", "", f"{type(exc).__name__}: {exc}")
-                failures.append({"itemIdentifier": record["messageId"]})
-        return {"batchItemFailures": failures}
-
-    def _charge(self, order: orders.Order, clave: str, context: Invocation) -> dict[str, Any]:
-        charge = self.client.charge(order.pedido_id, order.importe, clave, context)
-        context.record("charged", order.pedido_id, charge.referencia_cobro)
-        context.crashes.reached("after_charge")
-        return {"referencia_cobro": charge.referencia_cobro, "importe": str(charge.importe)}

@@ -1,0 +1,63 @@
+"""The deployed consumer around a redrive (notebook 11, lab 2).
+
+`consume` runs the deployed consumer (`handlers.ChargeOrders`) with the schema
+versions it reads: before exercise 2's fix only version 1; the fix adds 2.
+`redrive_after_lost_responses` shows why a redrive needs an idempotent lambda_poller.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from mercadofresco import orders, queues, world
+from mercadofresco.clock import VirtualClock
+from mercadofresco.models import gateway as gw
+from mercadofresco.models import lambda_poller, move_task
+from mercadofresco.shop import handlers
+
+
+def consume(
+    sqs: Any, queue_url: str, reloj: VirtualClock, client: gw.GatewayClient, versions: tuple[int, ...]
+) -> lambda_poller.Poller:
+    """Run the deployed consumer (reading `versions`) on the queue until it is empty; return its poller."""
+    config = lambda_poller.PollerConfig(max_idle_poll_seconds=20)
+    poller = lambda_poller.Poller(sqs, queue_url, handlers.ChargeOrders(client, versions), reloj, config)
+    poller.run_until_idle(3_600)
+    return poller
+
+
+def deleted_count(poller: lambda_poller.Poller) -> int:
+    """Messages the poller deleted (the source queue's NumberOfMessagesDeleted, which moto does not publish)."""
+    return sum(1 for row in poller.timeline if row["event"] == "deleted")
+
+
+def redrive_after_lost_responses(
+    mf: world.World, reloj: VirtualClock, count: int = 10, send_idempotency_key: bool = False
+) -> dict[str, Any]:
+    """Orders whose charge went through but whose answer was lost end in the DLQ; redrive them into ChargeOrders.
+
+    The naive consumer charges again: the redrive duplicates the effect, unless the
+    gateway gets an Idempotency-Key (`cobro:{pedido_id}`) and returns the first charge.
+    """
+    if not 1 <= count <= 100:
+        raise ValueError(f"count must be between 1 and 100; got {count}")
+    pair = mf.reset_orders_queue(visibility_timeout_seconds=120, max_receive_count=1)
+    provider = gw.PaymentGateway(reloj)
+    provider.fail_next(gw.Fault.RESPONSE_LOST, times=count)  # charged, then the connection dropped
+    client = gw.GatewayClient(provider, read_timeout_seconds=30, send_idempotency_key=send_idempotency_key)
+    for number in range(count):
+        orders.send_order(mf.sqs, pair.url, orders.Order(orders.order_id(400_000 + number), Decimal("48.20")))
+    config = lambda_poller.PollerConfig(max_idle_poll_seconds=20)
+    lambda_poller.Poller(mf.sqs, pair.url, handlers.ChargeOrders(client), reloj, config).run_until_idle(3_600)
+    in_dlq = queues.queue_counts(mf.sqs, pair.dlq_url)["visible"]
+    move_task.start_message_move_task(mf.sqs, reloj, pair.dlq_url, pair.url, 10)
+    lambda_poller.Poller(mf.sqs, pair.url, handlers.ChargeOrders(client), reloj, config).run_until_idle(3_600)
+    per_order = provider.charges_per_order()
+    return {
+        "idempotency_key": send_idempotency_key,
+        "orders": count,
+        "in_dlq_before_redrive": in_dlq,
+        "charges": len(provider.ledger),
+        "orders_charged_twice": sum(1 for n in per_order.values() if n > 1),
+    }

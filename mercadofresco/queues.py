@@ -1,0 +1,74 @@
+"""SQS helpers every notebook uses: a queue with its DLQ, a queue's ARN, and how many messages it holds."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+DAY = 86_400
+
+
+@dataclass(frozen=True)
+class QueuePair:
+    """A queue and the DLQ its RedrivePolicy sends messages to."""
+
+    url: str
+    arn: str
+    dlq_url: str
+    dlq_arn: str
+
+
+def create_queue_pair(
+    sqs: Any,
+    name: str,
+    dlq_name: str,
+    *,
+    visibility_timeout_seconds: int,
+    max_receive_count: int,
+    retention_seconds: int = 4 * DAY,
+    dlq_retention_seconds: int = 14 * DAY,
+    fifo: bool = False,
+) -> QueuePair:
+    """Create a DLQ, then a queue whose RedrivePolicy sends it there after `max_receive_count` receives."""
+    fifo_attributes = {"FifoQueue": "true"} if fifo else {}
+    dlq_url = sqs.create_queue(
+        QueueName=dlq_name, Attributes={"MessageRetentionPeriod": str(dlq_retention_seconds), **fifo_attributes}
+    )["QueueUrl"]
+    dlq_arn = queue_arn(sqs, dlq_url)
+    redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(max_receive_count)}
+    settings = {
+        "VisibilityTimeout": str(visibility_timeout_seconds),
+        "MessageRetentionPeriod": str(retention_seconds),
+        "RedrivePolicy": json.dumps(redrive),
+    }
+    try:
+        url = sqs.create_queue(QueueName=name, Attributes={**settings, **fifo_attributes})["QueueUrl"]
+    except ClientError as exc:  # it exists with other settings (a long-lived server): apply ours
+        if exc.response["Error"]["Code"] not in ("QueueAlreadyExists", "QueueNameExists"):
+            raise
+        url = sqs.get_queue_url(QueueName=name)["QueueUrl"]
+        sqs.set_queue_attributes(QueueUrl=url, Attributes=settings)
+    return QueuePair(url=url, arn=queue_arn(sqs, url), dlq_url=dlq_url, dlq_arn=dlq_arn)
+
+
+def queue_arn(sqs: Any, queue_url: str) -> str:
+    """The ARN of the queue at `queue_url`."""
+    return sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+
+
+def queue_counts(sqs: Any, queue_url: str) -> dict[str, int]:
+    """Visible, in-flight and delayed message counts of a queue."""
+    names = [
+        "ApproximateNumberOfMessages",
+        "ApproximateNumberOfMessagesNotVisible",
+        "ApproximateNumberOfMessagesDelayed",
+    ]
+    attributes = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=names)["Attributes"]
+    return {
+        "visible": int(attributes["ApproximateNumberOfMessages"]),
+        "in_flight": int(attributes["ApproximateNumberOfMessagesNotVisible"]),
+        "delayed": int(attributes["ApproximateNumberOfMessagesDelayed"]),
+    }

@@ -1,0 +1,1 @@
+"""MercadoFresco's own code: the handlers its Lambda functions run."""

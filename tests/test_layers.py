@@ -1,0 +1,54 @@
+"""The package's folders are its layers: import-linter holds the contract, and the contract can fail."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _lint_imports(project: Path) -> subprocess.CompletedProcess:
+    lint = shutil.which("lint-imports", path=str(Path(sys.executable).parent)) or shutil.which("lint-imports")
+    if lint is None:
+        pytest.fail("lint-imports is not installed: pip install -e '.[dev]'")
+    env = {"PATH": str(Path(sys.executable).parent), "PYTHONPATH": str(project)}
+    return subprocess.run(
+        [lint, "--no-cache", "--config", str(project / "pyproject.toml")],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_the_layers_hold():
+    result = _lint_imports(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("module", "wrong_import"),
+    [
+        ("patterns/_wrong.py", "from mercadofresco.lessons import show"),  # a pattern reaching up to a figure
+        ("models/_wrong.py", "from mercadofresco.course import grading"),  # a model importing the grader
+        ("_wrong.py", "from mercadofresco.patterns import retry"),  # the shared base importing a layer
+    ],
+)
+def test_a_wrong_import_is_reported(tmp_path, module, wrong_import):
+    shutil.copytree(ROOT / "mercadofresco", tmp_path / "mercadofresco", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    base_forbidden = module == "_wrong.py"
+    if base_forbidden:  # the forbidden contract names the base modules one by one: put the wrong import in one
+        target = tmp_path / "mercadofresco" / "errors.py"
+        target.write_text(target.read_text() + f"\n{wrong_import}  # noqa\n")
+    else:
+        (tmp_path / "mercadofresco" / module).write_text(f"{wrong_import}\n")
+    result = _lint_imports(tmp_path)
+    assert result.returncode != 0
+    assert "BROKEN" in result.stdout
+    assert wrong_import.split()[1] in result.stdout  # the report names the module that must not be imported
