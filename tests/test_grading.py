@@ -251,7 +251,7 @@ def test_the_blank_lab_fails_public_checks_with_hints_not_bare_assertions(graded
 def test_the_csv_has_one_row_per_learner_and_check(graded):
     _, report, csv_path, _ = graded
     rows = list(csv.DictReader(csv_path.open()))
-    assert len(rows) == 4 * 15
+    assert len(rows) == 5 * 15
     by_learner = {}
     for row in rows:
         by_learner[row["learner"]] = by_learner.get(row["learner"], 0) + int(row["points"])
