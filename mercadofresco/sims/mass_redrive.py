@@ -86,6 +86,7 @@ class MassRedriveResult:
     timeline: list[RedriveSample] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
+        """One line of the outcomes table."""
         return {
             "release": self.config.release,
             "max_concurrency": self.config.max_concurrency,
