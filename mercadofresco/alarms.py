@@ -12,7 +12,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.errors import MercadoFrescoError, check_range
 
 COMPARISONS = {
     "GreaterThanThreshold": lambda value, threshold: value > threshold,
@@ -40,8 +40,7 @@ class AlarmRule:
     def __post_init__(self) -> None:
         if self.comparison not in COMPARISONS:
             raise ValueError(f"comparison must be one of {', '.join(COMPARISONS)}; got {self.comparison!r}")
-        if not 10 <= self.period_seconds <= 86_400:
-            raise ValueError(f"period_seconds must be between 10 and 86400; got {self.period_seconds}")
+        check_range("period_seconds", self.period_seconds, 10, 86_400)
 
     def breached_by(self, value: float) -> bool:
         """True if `value` puts the alarm in ALARM."""

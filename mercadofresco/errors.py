@@ -5,10 +5,16 @@ class MercadoFrescoError(Exception):
     """Something in the MercadoFresco workbook went wrong."""
 
 
-def check_range(name: str, value: float, low: float, high: float, error: type[ValueError] = ValueError) -> None:
-    """Raise `error` naming the setting and its allowed range unless low <= value <= high."""
+def check_range(
+    name: str, value: float, low: float, high: float, error: type[ValueError] = ValueError, why: str = ""
+) -> None:
+    """Raise `error` naming the setting and its allowed range unless low <= value <= high.
+
+    `why` says where the range comes from ("Lambda's range"); it goes in brackets after the range.
+    """
     if not low <= value <= high:
-        raise error(f"{name} must be between {_number(low)} and {_number(high)}; got {_number(value)}")
+        reason = f" ({why})" if why else ""
+        raise error(f"{name} must be between {_number(low)} and {_number(high)}{reason}; got {_number(value)}")
 
 
 def _number(value: float) -> str:

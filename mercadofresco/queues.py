@@ -1,4 +1,4 @@
-"""SQS helpers every notebook uses: a queue with its DLQ, a queue's ARN, and how many messages it holds."""
+"""SQS helpers every notebook uses: a queue with its DLQ, a queue's ARN, a send policy, how many messages it holds."""
 
 from __future__ import annotations
 
@@ -57,6 +57,18 @@ def create_queue_pair(
 def queue_arn(sqs: Any, queue_url: str) -> str:
     """The ARN of the queue at `queue_url`."""
     return sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+
+
+def send_policy(arn: str, source_arn: str, service: str) -> str:
+    """A queue policy letting `service` send to the queue `arn` for `source_arn` only (real AWS needs it)."""
+    statement = {
+        "Effect": "Allow",
+        "Principal": {"Service": service},
+        "Action": "sqs:SendMessage",
+        "Resource": arn,
+        "Condition": {"ArnEquals": {"aws:SourceArn": source_arn}},
+    }
+    return json.dumps({"Version": "2012-10-17", "Statement": [statement]})
 
 
 def queue_counts(sqs: Any, queue_url: str) -> dict[str, int]:

@@ -177,24 +177,6 @@ class World:
         self.close()
 
 
-def _allow_from(source_arn: str, queue_arn_: str, service: str) -> str:
-    """A queue policy that lets an SNS topic or EventBridge rule send to the queue (real AWS needs it)."""
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Effect": "Allow",
-                    "Principal": {"Service": service},
-                    "Action": "sqs:SendMessage",
-                    "Resource": queue_arn_,
-                    "Condition": {"ArnEquals": {"aws:SourceArn": source_arn}},
-                }
-            ],
-        }
-    )
-
-
 def _already_there(exc: ClientError, *codes: str) -> bool:
     """True if `exc` only says the resource exists (a server that outlived a previous build)."""
     return exc.response["Error"]["Code"] in codes
@@ -241,7 +223,9 @@ def _create_topic_fanout(session_client: Any, sqs: Any) -> tuple[str, dict[str, 
     for name in FANOUT_QUEUES:
         url = sqs.create_queue(QueueName=name)["QueueUrl"]
         arn = queues.queue_arn(sqs, url)
-        sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": _allow_from(topic_arn, arn, "sns.amazonaws.com")})
+        sqs.set_queue_attributes(
+            QueueUrl=url, Attributes={"Policy": queues.send_policy(arn, topic_arn, "sns.amazonaws.com")}
+        )
         session_client.subscribe(
             TopicArn=topic_arn, Protocol="sqs", Endpoint=arn, Attributes={"RawMessageDelivery": "true"}
         )
@@ -259,7 +243,9 @@ def _create_bus_rule(events: Any, sqs: Any) -> str:
     rule_arn = events.put_rule(Name=BUS_RULE, EventBusName=BUS, EventPattern=json.dumps(pattern))["RuleArn"]
     url = sqs.create_queue(QueueName=WAREHOUSE_QUEUE)["QueueUrl"]
     arn = queues.queue_arn(sqs, url)
-    sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": _allow_from(rule_arn, arn, "events.amazonaws.com")})
+    sqs.set_queue_attributes(
+        QueueUrl=url, Attributes={"Policy": queues.send_policy(arn, rule_arn, "events.amazonaws.com")}
+    )
     events.put_targets(Rule=BUS_RULE, EventBusName=BUS, Targets=[{"Id": "almacen", "Arn": arn}])
     return url
 

@@ -222,7 +222,7 @@ def test_41200_at_once_overwhelms_the_database_paced_batches_do_not():
     assert at_once.back_in_dlq > 1_000 and at_once.processed + at_once.back_in_dlq == 41_200
     assert paced.failed_attempts == 0 and paced.processed == 41_200
     assert 5 <= paced.finished_seconds / 60 <= 7  # class 210: about 6 minutes at ~120 messages/s
-    assert max(row["db_connections"] for row in paced.timeline) <= 40
+    assert max(row.db_connections for row in paced.timeline) <= 40
     with pytest.raises(ValueError, match="release"):
         mass_redrive.MassRedriveConfig(release="yolo")
 

@@ -90,7 +90,10 @@ def test_same_seed_same_waits():
 
 @pytest.mark.parametrize(
     ("settings", "message"),
-    [({"base": 0, "cap": 1}, "base must be between"), ({"base": 2, "cap": 1}, "cap must be between base")],
+    [
+        ({"base": 0, "cap": 1}, "base must be between"),
+        ({"base": 2, "cap": 1}, r"cap must be between 2 and 3600 \(seconds; at least base\); got 1"),
+    ],
 )
 def test_strategy_settings_are_checked(settings, message):
     with pytest.raises(ValueError, match=message):

@@ -17,7 +17,7 @@ def undefended():
 
 
 def test_without_defences_the_storm_happens(undefended):
-    assert max(row["pollers"] for row in undefended.rows) == 60  # step 3: Lambda scales out
+    assert max(row.pollers for row in undefended.rows) == 60  # step 3: Lambda scales out
     assert len(undefended.collapses) >= 2  # step 6, then step 8: knocked over again on the way back
     assert undefended.in_dlq > 500  # step 7: legitimate orders in the DLQ
     assert undefended.gateway_calls > 2 * undefended.orders  # step 5: retries multiply the load
@@ -56,7 +56,7 @@ def test_same_seed_same_storm(undefended):
 def test_labels_and_settings():
     assert storm.Defences().label() == "none"
     assert storm.Defences(jitter=True, circuit_breaker=True).label() == "jitter+breaker"
-    with pytest.raises(ValueError, match="start_pollers <= max_pollers"):
+    with pytest.raises(ValueError, match=r"start_pollers must be between 1 and 60 \(at most max_pollers\); got 80"):
         storm.StormConfig(start_pollers=80)
 
 
@@ -70,35 +70,36 @@ def test_jitter_only_changes_the_sdk_backoff_not_the_redelivery():
         "full", CONFIG.backoff_base_seconds, CONFIG.backoff_cap_seconds
     )
     env = simpy.Environment()
-    w = _world(env, guard=None)
+    shared = _shared(env, guard=None)
     message = storm.Message(1, receive_count=1)
-    env.process(storm._reappear(w, message))
+    env.process(storm._reappear(shared, message))
     env.run(until=CONFIG.visibility_timeout_seconds - 0.001)
-    assert not w.ready
+    assert not shared.ready
     env.run(until=CONFIG.visibility_timeout_seconds + 0.001)  # exactly 30 s later, for every message
-    assert list(w.ready) == [message]
+    assert list(shared.ready) == [message]
 
 
 def test_a_poller_never_claims_a_half_open_trial_for_a_message_bound_for_the_dlq():
     env = simpy.Environment()
     guard = breaker.CircuitBreaker(breaker.BreakerPolicy(failure_threshold=1, open_seconds=30))
     guard.record_failure(0)
-    w = _world(env, guard)
-    w.ready.extend([storm.Message(1, receive_count=CONFIG.max_receive_count), storm.Message(2)])
-    env.process(storm._poller(w))
+    shared = _shared(env, guard)
+    shared.ready.extend([storm.Message(1, receive_count=CONFIG.max_receive_count), storm.Message(2)])
+    env.process(storm._poller(shared))
     env.run(until=40)
-    assert [m.pedido for m in w.dlq] == [1]  # moved by the receive, without a trial
-    assert w.charged == 1 and sum(w.gateway.calls.values()) == 1  # the trial was the charge of order 2
+    assert [m.pedido for m in shared.dlq] == [1]  # moved by the receive, without a trial
+    assert shared.charged == 1 and sum(shared.gateway.calls.values()) == 1  # the trial was the charge of order 2
     assert guard.state_at(40) is breaker.State.CLOSED
 
 
 def test_the_breaker_alone_lets_the_gateway_serve_again_after_the_slow_period(undefended):
     guarded = storm.run_storm(CONFIG, storm.Defences(circuit_breaker=True), seed=0)
-    after = [row for row in guarded.rows if row["seconds"] > CONFIG.degrade_until + 60]
-    assert all(row["calls_per_second"] > 5 for row in after)
+    after = [row for row in guarded.rows if row.seconds > CONFIG.degrade_until + 60]
+    assert all(row.calls_per_second > 5 for row in after)
     assert guarded.charged > 0.99 * guarded.orders
 
 
-def _world(env, guard):
+def _shared(env, guard):
     policy = storm.retry_policy(CONFIG, storm.Defences())
-    return storm._World(env, CONFIG, storm.StormGateway(env, CONFIG), retry.Retrier(policy, random.Random(0)), guard)
+    retrier = retry.Retrier(policy, random.Random(0))
+    return storm.StormState(env, CONFIG, storm.StormGateway(env, CONFIG), retrier, guard)

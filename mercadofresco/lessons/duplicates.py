@@ -16,6 +16,7 @@ from typing import Any
 
 from mercadofresco import orders, queues, world
 from mercadofresco.clock import Task, VirtualClock, Waiter, together
+from mercadofresco.errors import check_range
 from mercadofresco.lessons import delivery
 from mercadofresco.models import gateway, lambda_poller
 from mercadofresco.patterns import idempotency
@@ -47,8 +48,7 @@ class NoLockExpiryStore(IdempotencyStore):
 # -- section 2: set vs increment -------------------------------------------------------------
 def stock_drift(mf: world.World, deliveries: int = 3, stock: int = 40) -> dict[str, int]:
     """Apply "one unit of sku 3401 sold" `deliveries` times, as an increment and as an assignment."""
-    if not 1 <= deliveries <= 20:
-        raise ValueError(f"deliveries must be between 1 and 20; got {deliveries}")
+    check_range("deliveries", deliveries, 1, 20)
     dynamodb = mf.dynamodb
     if STOCK_TABLE not in dynamodb.list_tables()["TableNames"]:
         dynamodb.create_table(
@@ -111,8 +111,7 @@ def race(mf: world.World, reloj: VirtualClock, design: str, consumers: int = 2) 
     """`consumers` receive the same message at the same instant; each checks the table, then charges."""
     if design not in ("two states", "three states"):
         raise ValueError(f'design must be "two states" or "three states"; got {design!r}')
-    if not 2 <= consumers <= 50:
-        raise ValueError(f"consumers must be between 2 and 50; got {consumers}")
+    check_range("consumers", consumers, 2, 50)
     store_class = TwoStateStore if design == "two states" else IdempotencyStore
     result = _same_order_at_once(mf, reloj, store_class, consumers)
     outcomes = [f"charged {a['referencia_cobro']}" if a else "backed off (EN_CURSO)" for a in result["first_round"]]
@@ -125,8 +124,7 @@ def parallel_duplicates(mf: world.World, reloj: VirtualClock, copies: int = 50) 
     Round 1: all copies at once; one charges, the rest find EN_CURSO and back off.
     Round 2: the queue redelivers the ones that backed off; they get the stored result.
     """
-    if not 2 <= copies <= 200:
-        raise ValueError(f"copies must be between 2 and 200; got {copies}")
+    check_range("copies", copies, 2, 200)
     result = _same_order_at_once(mf, reloj, IdempotencyStore, copies)
     answers = [answer for answer in result["first_round"] + result["second_round"] if answer is not None]
     return {
@@ -260,8 +258,7 @@ def same_order_later(mf: world.World, reloj: VirtualClock, ttl_hours: float, hou
     """The order is charged; `hours_later` the same message comes back (a DLQ redrive, a replay). Charged again?"""
     if not 0 < ttl_hours <= 24 * 14:
         raise ValueError(f"ttl_hours must be between 0 and 336 (14 days), excluding 0; got {ttl_hours}")
-    if not 0 <= hours_later <= 24 * 14:
-        raise ValueError(f"hours_later must be between 0 and 336; got {hours_later}")
+    check_range("hours_later", hours_later, 0, 24 * 14)
     empty_table(mf)
     provider = gateway.PaymentGateway(reloj)
     store = IdempotencyStore(mf.dynamodb, reloj, ttl_seconds=int(ttl_hours * 3600), lock_seconds=1)

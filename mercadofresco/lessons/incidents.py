@@ -26,6 +26,7 @@ from typing import Any
 
 from mercadofresco import alarms, orders, queues, world
 from mercadofresco.clock import MADRID, VirtualClock
+from mercadofresco.errors import check_range
 from mercadofresco.models import alarm_evaluation
 from mercadofresco.patterns import dlq
 
@@ -75,8 +76,7 @@ def seed_exercise2_incident(
 
     A smaller `count` keeps the same shape for quick experiments (moto slows down as a queue grows).
     """
-    if not 2 <= count <= 1_000:
-        raise ValueError(f"count must be between 2 and 1000; got {count}")
+    check_range("count", count, 2, 1_000)
     if reloj.now() > SUNDAY_2204:
         raise SeedError(f"the clock is at {reloj.now():%a %d %H:%M}; the incident starts Sunday 18 22:04")
     rng = random.Random(seed)

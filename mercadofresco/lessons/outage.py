@@ -23,6 +23,7 @@ from typing import Any
 
 from mercadofresco import orders, world
 from mercadofresco.clock import ClockedEnvironment, Stopwatch, VirtualClock
+from mercadofresco.errors import check_range
 from mercadofresco.models import alarm_evaluation
 from mercadofresco.models import gateway as gw
 from mercadofresco.patterns import breaker_store, idempotency
@@ -47,9 +48,9 @@ class OutageConfig:
     pause_seconds: float = 1.0  # between two orders of the same consumer
 
     def __post_init__(self) -> None:
-        for name, low, high in [("consumers", 1, 200), ("failure_threshold", 1, 1000), ("open_seconds", 1, 3600)]:
-            if not low <= getattr(self, name) <= high:
-                raise ValueError(f"{name} must be between {low} and {high}; got {getattr(self, name)}")
+        check_range("consumers", self.consumers, 1, 200)
+        check_range("failure_threshold", self.failure_threshold, 1, 1000)
+        check_range("open_seconds", self.open_seconds, 1, 3600)
         if not 0 <= self.down_seconds <= self.run_seconds <= 3_600:
             raise ValueError(
                 f"need 0 <= down_seconds <= run_seconds <= 3600; got {self.down_seconds}, {self.run_seconds}"
@@ -167,8 +168,7 @@ def erp_notice_during_outage(
     The ERP queue's visibility timeout is 30 s, so a consumer that just fails
     sees the notice again every 30 s and spends a receive each time.
     """
-    if not 60 <= outage_seconds <= 3_600:
-        raise ValueError(f"outage_seconds must be between 60 and 3600; got {outage_seconds}")
+    check_range("outage_seconds", outage_seconds, 60, 3_600)
     sqs, url = mf.sqs, mf.fanout_queue_urls[ERP_QUEUE]
     sqs.purge_queue(QueueUrl=url)
     sqs.set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": "30"})

@@ -12,6 +12,7 @@ from typing import Any
 
 from mercadofresco import orders, queues, world
 from mercadofresco.clock import VirtualClock
+from mercadofresco.errors import check_range
 from mercadofresco.models import gateway as gw
 from mercadofresco.models import lambda_poller, move_task
 from mercadofresco.shop import handlers
@@ -40,8 +41,7 @@ def redrive_after_lost_responses(
     The naive consumer charges again: the redrive duplicates the effect, unless the
     gateway gets an Idempotency-Key (`cobro:{pedido_id}`) and returns the first charge.
     """
-    if not 1 <= count <= 100:
-        raise ValueError(f"count must be between 1 and 100; got {count}")
+    check_range("count", count, 1, 100)
     pair = mf.reset_orders_queue(visibility_timeout_seconds=120, max_receive_count=1)
     provider = gw.PaymentGateway(reloj)
     provider.fail_next(gw.Fault.RESPONSE_LOST, times=count)  # charged, then the connection dropped

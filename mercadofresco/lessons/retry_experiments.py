@@ -25,6 +25,7 @@ from botocore.retries import quota, standard
 
 from mercadofresco import orders, world
 from mercadofresco.clock import VirtualClock
+from mercadofresco.errors import check_range
 from mercadofresco.lessons import delivery
 from mercadofresco.models import gateway as gw
 from mercadofresco.models import lambda_poller
@@ -139,8 +140,7 @@ def budget_comparison(failure_rates: list[float], calls: int = 1000, seed: int =
     """
     rows = []
     for rate in failure_rates:
-        if not 0 <= rate <= 1:
-            raise ValueError(f"failure rates must be between 0 and 1; got {rate}")
+        check_range("each of failure_rates", rate, 0, 1)
         rng = random.Random(seed)
         ours, theirs = retry.RetryBudget(0.1), quota.RetryQuota()
         cost, refund = standard.RetryQuotaChecker._RETRY_COST, standard.RetryQuotaChecker._NO_RETRY_INCREMENT
@@ -228,8 +228,7 @@ def layer_calls(
     catch_failures: bool = False,
 ) -> dict[str, Any]:
     """Send orders while the gateway is down and count every call that reaches it, next to the calculator."""
-    if not 1 <= order_count <= 50:
-        raise ValueError(f"order_count must be between 1 and 50 (moto slows down with big queues); got {order_count}")
+    check_range("order_count", order_count, 1, 50, why="moto slows down with big queues")
     mf.reset_orders_queue(visibility_timeout_seconds=400, max_receive_count=max_receive_count)
     provider = gw.PaymentGateway(reloj)
     provider.fail_next(gw.Fault.UNAVAILABLE, times=100_000)  # down for the whole experiment

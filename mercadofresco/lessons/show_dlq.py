@@ -85,12 +85,12 @@ def mass_redrive(results: list[MassRedriveResult], title: str = "") -> Figure:
     figure = Figure(figsize=(9, 3.2), layout="constrained")
     left, right = figure.subplots(1, 2)
     for result in results:
-        minutes = [row["second"] / 60 for row in result.timeline]
+        minutes = [row.second / 60 for row in result.timeline]
         color = COLORS[result.config.release]
         label = f"{result.config.release}, concurrency {result.config.max_concurrency}"
-        left.plot(minutes, [row["db_connections"] for row in result.timeline], color=color, label=label)
-        right.plot(minutes, [row["failed_attempts"] for row in result.timeline], color=color, label=label)
-        right.plot(minutes, [row["back_in_dlq"] for row in result.timeline], color=color, linestyle="--")
+        left.plot(minutes, [row.db_connections for row in result.timeline], color=color, label=label)
+        right.plot(minutes, [row.failed_attempts for row in result.timeline], color=color, label=label)
+        right.plot(minutes, [row.back_in_dlq for row in result.timeline], color=color, linestyle="--")
     left.axhline(results[0].config.db_connections, color="grey", linestyle=":", linewidth=1)
     left.set_ylabel("database connections")
     left.set_title("connections in use (dotted: the limit)", fontsize=9)

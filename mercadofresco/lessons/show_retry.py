@@ -109,22 +109,22 @@ def layers(reports: dict[str, dict[str, Any]]) -> Figure:
 
 def storm(run: StormRun) -> Figure:
     """Four panels over time: gateway load, success rate, queue depth and DLQ, pollers."""
-    seconds = [row["seconds"] for row in run.rows]
+    seconds = [row.seconds for row in run.rows]
     figure = Figure(figsize=(11, 6), layout="constrained")
     axes = figure.subplots(4, 1, sharex=True)
     series = [
-        ("calls_per_second", "gateway calls/s", "tab:red"),
-        ("success_rate", "success rate", "tab:green"),
-        ("queue_depth", "queue depth", "tab:blue"),
-        ("pollers", "pollers", "tab:gray"),
+        ([row.calls_per_second for row in run.rows], "gateway calls/s", "tab:red"),
+        ([row.success_rate for row in run.rows], "success rate", "tab:green"),
+        ([row.queue_depth for row in run.rows], "queue depth", "tab:blue"),
+        ([row.pollers for row in run.rows], "pollers", "tab:gray"),
     ]
-    for ax, (key, label, colour) in zip(axes, series, strict=True):
-        ax.plot(seconds, [row[key] for row in run.rows], color=colour, drawstyle="steps-post")
+    for ax, (values, label, colour) in zip(axes, series, strict=True):
+        ax.plot(seconds, values, color=colour, drawstyle="steps-post")
         ax.set_ylabel(label)
         ax.axvspan(run.config.degrade_from, run.config.degrade_until, color="orange", alpha=0.1)
         for start in run.collapses:
             ax.axvline(start, color="black", lw=0.6, ls=":")
-    axes[2].plot(seconds, [row["in_dlq"] for row in run.rows], color="black", label="in DLQ")
+    axes[2].plot(seconds, [row.in_dlq for row in run.rows], color="black", label="in DLQ")
     axes[2].legend(loc="upper left")
     axes[-1].set_xlabel("seconds (orange: latency 4 s; dotted: the gateway falls over)")
     figure.suptitle(f"Retry storm, defences: {run.defences.label()}")
@@ -160,8 +160,8 @@ def budgets(rows: list[dict[str, Any]]) -> Figure:
 def storm_steps(run: StormRun) -> list[dict[str, Any]]:
     """The lesson's eight steps, each with what this run shows for it."""
     rows, config = run.rows, run.config
-    before = [r for r in rows if r["seconds"] <= config.degrade_from]
-    during = [r for r in rows if config.degrade_from < r["seconds"] <= config.degrade_until]
+    before = [r for r in rows if r.seconds <= config.degrade_from]
+    during = [r for r in rows if config.degrade_from < r.seconds <= config.degrade_until]
     first_collapse = run.collapses[0] if run.collapses else None
     late = run.collapses[1:]
     return [
@@ -173,9 +173,9 @@ def storm_steps(run: StormRun) -> list[dict[str, Any]]:
         {
             "step": 2,
             "what": "the queue grows",
-            "model": f"depth {max(r['queue_depth'] for r in before)} -> {max(r['queue_depth'] for r in during)}",
+            "model": f"depth {max(r.queue_depth for r in before)} -> {max(r.queue_depth for r in during)}",
         },
-        {"step": 3, "what": "pollers 20 -> 60", "model": f"{rows[0]['pollers']} -> {max(r['pollers'] for r in rows)}"},
+        {"step": 3, "what": "pollers 20 -> 60", "model": f"{rows[0].pollers} -> {max(r.pollers for r in rows)}"},
         {
             "step": 4,
             "what": "503s start",

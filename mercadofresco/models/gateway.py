@@ -21,7 +21,7 @@ from decimal import Decimal
 from enum import Enum
 
 from mercadofresco.clock import VirtualClock, Waiter
-from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.errors import MercadoFrescoError, check_range
 from mercadofresco.patterns import backoff, retry
 
 BASELINE_LATENCY_SECONDS = 0.240
@@ -222,8 +222,7 @@ class GatewayClient:
     def __post_init__(self) -> None:
         if self.read_timeout_seconds <= 0:
             raise ValueError(f"read_timeout_seconds must be positive; got {self.read_timeout_seconds}")
-        if not 1 <= self.max_attempts <= 20:
-            raise ValueError(f"max_attempts must be between 1 and 20; got {self.max_attempts}")
+        check_range("max_attempts", self.max_attempts, 1, 20)
         if self.policy is None:
             self.policy = retry.RetryPolicy(backoff.NoBackoff(), self.max_attempts, should_retry=retry.naive_sdk)
         elif self.max_attempts not in (1, self.policy.max_attempts):

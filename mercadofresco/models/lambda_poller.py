@@ -37,6 +37,7 @@ from typing import Any
 
 from mercadofresco import orders, queues
 from mercadofresco.clock import ClockedEnvironment, Stopwatch, Task, VirtualClock
+from mercadofresco.errors import check_range
 
 TIMED_OUT, STOPPED = "function_timeout", "poller_stopped"  # how an invocation can be cut off
 DRAIN_CHECK_SECONDS = 60.0  # how often run_until_idle looks at the queue (each look is an API call)
@@ -69,12 +70,9 @@ class PollerConfig:
     report_batch_item_failures: bool = True
 
     def __post_init__(self) -> None:
-        if not 1 <= self.batch_size <= 10:
-            raise ValueError(f"batch_size must be between 1 and 10 for SQS; got {self.batch_size}")
-        if not 2 <= self.max_concurrency <= 1000:
-            raise ValueError(f"max_concurrency must be between 2 and 1000 (Lambda's range); got {self.max_concurrency}")
-        if not 1 <= self.function_timeout_seconds <= 900:
-            raise ValueError(f"function_timeout_seconds must be between 1 and 900; got {self.function_timeout_seconds}")
+        check_range("batch_size", self.batch_size, 1, 10, why="SQS's limit")
+        check_range("max_concurrency", self.max_concurrency, 2, 1000, why="Lambda's range")
+        check_range("function_timeout_seconds", self.function_timeout_seconds, 1, 900)
         if not 0 < self.idle_poll_seconds <= self.max_idle_poll_seconds <= 20:
             raise ValueError(
                 "need 0 < idle_poll_seconds <= max_idle_poll_seconds <= 20; "
@@ -91,8 +89,7 @@ class CrashPlan:
         unknown = set(crashes or {}) - set(STEPS)
         if unknown:
             raise ValueError(f"unknown step(s) {sorted(unknown)}; steps are {', '.join(STEPS)}")
-        if not 0.0 <= probability <= 1.0:
-            raise ValueError(f"probability must be between 0 and 1; got {probability}")
+        check_range("probability", probability, 0.0, 1.0)
         self.crashes_left = dict(crashes or {})
         self.probability = probability
         self.rng = rng or random.Random(0)

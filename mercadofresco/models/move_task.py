@@ -22,6 +22,7 @@ from typing import Any
 
 from mercadofresco import queues
 from mercadofresco.clock import VirtualClock
+from mercadofresco.errors import check_range
 
 MAX_RATE = 500  # SQS's limit for MaxNumberOfMessagesPerSecond
 MOVE_VISIBILITY_SECONDS = 30
@@ -78,8 +79,7 @@ def start_message_move_task(
     destination refused a send (that message stays in the DLQ).
     """
     rate = max_number_of_messages_per_second
-    if not 1 <= rate <= MAX_RATE:
-        raise ValueError(f"max_number_of_messages_per_second must be between 1 and {MAX_RATE}; got {rate}")
+    check_range("max_number_of_messages_per_second", rate, 1, MAX_RATE)
     waiting = queues.queue_counts(sqs, source_url)["visible"]
     task = MoveTask(
         task_handle=f"tarea-{reloj.now():%Y%m%d%H%M%S}",
@@ -119,8 +119,7 @@ def _failure_reason(task: MoveTask) -> str | None:
 def pacing_seconds(count: int, max_number_of_messages_per_second: int) -> float:
     """How long `start_message_move_task` takes to move `count` messages at that rate (its own pacing rule)."""
     rate = max_number_of_messages_per_second
-    if not 1 <= rate <= MAX_RATE:
-        raise ValueError(f"max_number_of_messages_per_second must be between 1 and {MAX_RATE}; got {rate}")
+    check_range("max_number_of_messages_per_second", rate, 1, MAX_RATE)
     batch = min(10, rate)
     full, rest = divmod(count, batch)
     return full * batch / rate + rest / rate

@@ -10,6 +10,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
+from mercadofresco.errors import check_range
+
 MAX_WAIT_SECONDS = 3_600.0
 
 
@@ -17,8 +19,7 @@ MAX_WAIT_SECONDS = 3_600.0
 def _check_base_cap(base: float, cap: float) -> None:
     if not 0 < base <= MAX_WAIT_SECONDS:
         raise ValueError(f"base must be between 0 and {MAX_WAIT_SECONDS:g} seconds (exclusive of 0); got {base}")
-    if not base <= cap <= MAX_WAIT_SECONDS:
-        raise ValueError(f"cap must be between base ({base:g}) and {MAX_WAIT_SECONDS:g} seconds; got {cap}")
+    check_range("cap", cap, base, MAX_WAIT_SECONDS, why="seconds; at least base")
 
 
 def _exponential(base: float, cap: float, attempt: int) -> float:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.errors import MercadoFrescoError, check_range
 
 
 class State(Enum):
@@ -56,16 +56,13 @@ class BreakerPolicy:
     window_calls: int = 20  # the window the failure rate is judged on, when it is complete
 
     def __post_init__(self) -> None:
-        if not 1 <= self.failure_threshold <= 10_000:
-            raise ValueError(f"failure_threshold must be between 1 and 10000; got {self.failure_threshold}")
+        check_range("failure_threshold", self.failure_threshold, 1, 10_000)
         if not 0 < self.open_seconds <= 86_400:
             raise ValueError(f"open_seconds must be between 0 and 86400 (exclusive of 0); got {self.open_seconds}")
-        if not 1 <= self.half_open_max_calls <= 1_000:
-            raise ValueError(f"half_open_max_calls must be between 1 and 1000; got {self.half_open_max_calls}")
+        check_range("half_open_max_calls", self.half_open_max_calls, 1, 1_000)
         if self.failure_rate is not None and not 0 < self.failure_rate <= 1:
             raise ValueError(f"failure_rate must be between 0 and 1 (exclusive of 0), or None; got {self.failure_rate}")
-        if not 1 <= self.window_calls <= 10_000:
-            raise ValueError(f"window_calls must be between 1 and 10000; got {self.window_calls}")
+        check_range("window_calls", self.window_calls, 1, 10_000)
 
 
 @dataclass(frozen=True)

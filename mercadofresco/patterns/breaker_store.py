@@ -29,7 +29,7 @@ import fakeredis
 import redis
 
 from mercadofresco.clock import MADRID
-from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.errors import MercadoFrescoError, check_range
 from mercadofresco.patterns.breaker import (
     BreakerPolicy,
     BreakerState,
@@ -115,8 +115,7 @@ class SharedBreaker:
     ) -> None:
         if if_store_fails not in IF_STORE_FAILS:
             raise ValueError(f"if_store_fails must be one of {', '.join(IF_STORE_FAILS)}; got {if_store_fails!r}")
-        if not 60 <= forget_after_seconds <= 7 * 86_400:
-            raise ValueError(f"forget_after_seconds must be between 60 and 604800; got {forget_after_seconds}")
+        check_range("forget_after_seconds", forget_after_seconds, 60, 7 * 86_400)
         self.store = store
         self.policy = policy or BreakerPolicy()
         self.name = name

@@ -28,7 +28,7 @@ from typing import Any
 
 from mercadofresco import alarms, orders, world
 from mercadofresco.clock import MADRID
-from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.errors import MercadoFrescoError, check_range
 
 INSPECT_VISIBILITY_SECONDS = 5
 BURST_WINDOW_SECONDS = 3 * 3_600  # a burst: nine in ten messages inside three hours
@@ -140,8 +140,7 @@ def inspect(
     sqs: Any, dlq_url: str, max_messages: int = 10, expected_version: int = orders.SCHEMA_VERSION
 ) -> list[Sample]:
     """Read up to `max_messages` with a 5 s visibility timeout. Deletes nothing: they come back in 5 s."""
-    if not 1 <= max_messages <= 1_000:
-        raise ValueError(f"max_messages must be between 1 and 1000; got {max_messages}")
+    check_range("max_messages", max_messages, 1, 1_000)
     seen: dict[str, Sample] = {}
     while len(seen) < max_messages:
         batch = sqs.receive_message(

@@ -28,6 +28,7 @@ from typing import Protocol, TypeVar
 from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
 
 from mercadofresco.clock import Waiter
+from mercadofresco.errors import check_range
 from mercadofresco.patterns.backoff import Backoff, NoBackoff
 
 T = TypeVar("T")
@@ -163,8 +164,7 @@ class RetryBudget:
     def __init__(self, ratio: float = 0.1, max_tokens: float = 10.0) -> None:
         if not 0 < ratio <= 1:
             raise ValueError(f"ratio must be between 0 and 1 (exclusive of 0); got {ratio}")
-        if not 1 <= max_tokens <= 100_000:
-            raise ValueError(f"max_tokens must be between 1 and 100000; got {max_tokens}")
+        check_range("max_tokens", max_tokens, 1, 100_000)
         self.ratio = ratio
         self.max_tokens = max_tokens
         self.tokens = max_tokens
@@ -201,8 +201,7 @@ class RetryPolicy:
     should_retry: Classifier = classify
 
     def __post_init__(self) -> None:
-        if not 1 <= self.max_attempts <= 20:
-            raise ValueError(f"max_attempts must be between 1 and 20; got {self.max_attempts}")
+        check_range("max_attempts", self.max_attempts, 1, 20)
 
 
 class Retrier:
@@ -267,8 +266,7 @@ class Layer:
     attempts: int
 
     def __post_init__(self) -> None:
-        if not 1 <= self.attempts <= 100:
-            raise ValueError(f"attempts of layer {self.name!r} must be between 1 and 100; got {self.attempts}")
+        check_range(f"attempts of layer {self.name!r}", self.attempts, 1, 100)
 
 
 LESSON_LAYERS = (Layer("SDK max_attempts", 5), Layer("SQS maxReceiveCount", 4), Layer("Step Functions Retry", 4))
@@ -276,8 +274,7 @@ LESSON_LAYERS = (Layer("SDK max_attempts", 5), Layer("SQS maxReceiveCount", 4), 
 
 def worst_case(layers: Sequence[Layer], orders: int = 1) -> dict[str, object]:
     """Calls one dependency can receive when every attempt of every layer fails, for `orders` orders."""
-    if not 1 <= orders <= 10_000_000:
-        raise ValueError(f"orders must be between 1 and 10000000; got {orders}")
+    check_range("orders", orders, 1, 10_000_000)
     per_order = math.prod(layer.attempts for layer in layers)
     formula = " × ".join(str(layer.attempts) for layer in layers)
     warning = f"{per_order} > {WORST_CASE_LIMIT}: one layer should be in charge" if per_order > WORST_CASE_LIMIT else ""

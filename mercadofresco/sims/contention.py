@@ -15,6 +15,7 @@ from typing import Any
 
 import simpy
 
+from mercadofresco.errors import check_range
 from mercadofresco.patterns import backoff
 
 
@@ -28,8 +29,7 @@ class ContentionConfig:
     delay_sd_ms: float = 2.0
 
     def __post_init__(self) -> None:
-        if not 1 <= self.clients <= 1000:
-            raise ValueError(f"clients must be between 1 and 1000; got {self.clients}")
+        check_range("clients", self.clients, 1, 1000)
         if not 0 < self.delay_mean_ms <= 1000 or not 0 <= self.delay_sd_ms <= self.delay_mean_ms:
             raise ValueError(
                 "need 0 < delay_mean_ms <= 1000 and 0 <= delay_sd_ms <= delay_mean_ms; "
@@ -82,8 +82,7 @@ def contention_table(
     backoffs: dict[str, backoff.Backoff], clients: list[int], runs: int = 20, seed: int = 0
 ) -> list[dict[str, Any]]:
     """Mean calls and time per strategy and number of clients, over `runs` seeded runs."""
-    if not 1 <= runs <= 1000:
-        raise ValueError(f"runs must be between 1 and 1000; got {runs}")
+    check_range("runs", runs, 1, 1000)
     rows = []
     for n in clients:
         config = ContentionConfig(clients=n)

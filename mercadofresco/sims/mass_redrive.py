@@ -19,6 +19,8 @@ from typing import Any
 
 import simpy
 
+from mercadofresco.errors import check_range
+
 RELEASES = ("all_at_once", "paced")
 BATCH = 10  # Lambda's SQS batch size: one invocation, one connection, up to 10 messages
 
@@ -43,15 +45,32 @@ class MassRedriveConfig:
     def __post_init__(self) -> None:
         if self.release not in RELEASES:
             raise ValueError(f"release must be one of {', '.join(RELEASES)}; got {self.release!r}")
-        for name, low, high in [
-            ("messages", 1, 100_000),
-            ("max_concurrency", 1, 10_000),
-            ("db_connections", 1, 10_000),
-            ("rate_per_second", 1, 500),
-            ("batch_size", 1, 10_000),
-        ]:
-            if not low <= getattr(self, name) <= high:
-                raise ValueError(f"{name} must be between {low} and {high}; got {getattr(self, name)}")
+        check_range("messages", self.messages, 1, 100_000)
+        check_range("max_concurrency", self.max_concurrency, 1, 10_000)
+        check_range("db_connections", self.db_connections, 1, 10_000)
+        check_range("rate_per_second", self.rate_per_second, 1, 500)
+        check_range("batch_size", self.batch_size, 1, 10_000)
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Up to 10 messages SQS hands to one invocation, and how many times it has handed them out."""
+
+    messages: int
+    receives: int = 0
+
+
+@dataclass(frozen=True)
+class RedriveSample:
+    """Where the redrive stands at `second`; the counts are totals so far."""
+
+    second: float
+    waiting: int  # messages in the queue, visible
+    busy_consumers: int
+    db_connections: int  # in use
+    processed: int
+    failed_attempts: int
+    back_in_dlq: int
 
 
 @dataclass
@@ -64,9 +83,10 @@ class MassRedriveResult:
     back_in_dlq: int = 0
     finished_seconds: float = 0.0
     peak_busy_consumers: int = 0
-    timeline: list[dict[str, Any]] = field(default_factory=list)
+    timeline: list[RedriveSample] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
+        """One line of the outcomes table."""
         return {
             "release": self.config.release,
             "max_concurrency": self.config.max_concurrency,
@@ -77,86 +97,105 @@ class MassRedriveResult:
         }
 
 
+@dataclass
+class RedriveState:
+    """What the processes share: the queue of batches, the database's connections, the totals so far.
+
+    `_release` fills `queue`; consumers take from it, hold a `database` connection,
+    count into `result` and `busy_consumers`; the sampler only reads.
+    """
+
+    env: simpy.Environment
+    config: MassRedriveConfig
+    queue: simpy.Store
+    database: simpy.Resource
+    result: MassRedriveResult
+    busy_consumers: int = 0
+
+
 def run_mass_redrive(config: MassRedriveConfig, seed: int = 0) -> MassRedriveResult:
     """Release the messages, let the consumers work until every message is processed or back in the DLQ."""
     env = simpy.Environment()
     rng = random.Random(seed)
-    queue = simpy.Store(env)
-    database = simpy.Resource(env, capacity=config.db_connections)
     result = MassRedriveResult(config)
-    busy = [0]
-    env.process(_release(env, queue, config))
+    shared = RedriveState(env, config, simpy.Store(env), simpy.Resource(env, capacity=config.db_connections), result)
+    env.process(_release(shared))
     for number in range(config.max_concurrency):
         start = config.scale_up_seconds * number / config.max_concurrency
-        env.process(_consumer(env, start, queue, database, config, result, busy, rng))
-    env.process(_sample(env, queue, database, result, busy))
+        env.process(_consumer(shared, start, rng))
+    env.process(_sample(shared))
     done = env.event()
-    env.process(_watch_done(env, result, config, done))
+    env.process(_watch_done(shared, done))
     env.run(until=done)
     result.finished_seconds = env.now
-    result.timeline.append(_row(env, queue, database, result, busy))
+    result.timeline.append(_sample_now(shared))
     return result
 
 
-def _release(env: simpy.Environment, queue: simpy.Store, config: MassRedriveConfig):
+def _release(shared: RedriveState):
     """All at once, or `batch_size` at a time, spaced so the average stays at `rate_per_second`."""
+    config = shared.config
     step = config.messages if config.release == "all_at_once" else config.batch_size
     for first in range(0, config.messages, step):
         last = min(first + step, config.messages)
         for batch_start in range(first, last, BATCH):
-            queue.put([min(BATCH, last - batch_start), 0])  # [messages in this SQS batch, receives]
+            shared.queue.put(Batch(min(BATCH, last - batch_start)))
         if config.release == "paced":
-            yield env.timeout(step / config.rate_per_second)
-    yield env.timeout(0)
+            yield shared.env.timeout(step / config.rate_per_second)
+    yield shared.env.timeout(0)
 
 
-def _consumer(env, start, queue, database, config, result, busy, rng):
+def _consumer(shared: RedriveState, start: float, rng: random.Random):
+    """One of Lambda's concurrent invocations: a batch, a connection if one is free, else a failed attempt."""
+    env, result, database = shared.env, shared.result, shared.database
     yield env.timeout(start)  # Lambda adds pollers as it scales up
     while True:
-        message = yield queue.get()  # one invocation: a batch of up to 10 messages
-        message[1] += 1  # a receive
-        busy[0] += 1
-        result.peak_busy_consumers = max(result.peak_busy_consumers, busy[0])
+        taken = yield shared.queue.get()  # one invocation: a batch of up to 10 messages
+        batch = Batch(taken.messages, taken.receives + 1)  # a receive
+        shared.busy_consumers += 1
+        result.peak_busy_consumers = max(result.peak_busy_consumers, shared.busy_consumers)
         if database.count < database.capacity:  # a free connection
             with database.request() as connection:
                 yield connection
-                yield env.timeout(message[0] * config.work_seconds * rng.uniform(0.8, 1.2))
-            result.processed += message[0]
+                yield env.timeout(batch.messages * shared.config.work_seconds * rng.uniform(0.8, 1.2))
+            result.processed += batch.messages
         else:  # "too many connections": the database refuses at once, the invocation fails
-            yield env.timeout(config.refused_seconds)
-            result.failed_attempts += message[0]
-            env.process(_return_later(env, queue, message, config, result))
-        busy[0] -= 1
+            yield env.timeout(shared.config.refused_seconds)
+            result.failed_attempts += batch.messages
+            env.process(_return_later(shared, batch))
+        shared.busy_consumers -= 1
 
 
-def _return_later(env, queue, message, config, result):
-    """The message shows again after its visibility timeout, or goes back to the DLQ."""
-    if message[1] >= config.max_receive_count:
-        result.back_in_dlq += message[0]
+def _return_later(shared: RedriveState, batch: Batch):
+    """The batch shows again after its visibility timeout, or goes back to the DLQ."""
+    if batch.receives >= shared.config.max_receive_count:
+        shared.result.back_in_dlq += batch.messages
         return
-    yield env.timeout(config.visibility_timeout_seconds)
-    queue.put(message)
+    yield shared.env.timeout(shared.config.visibility_timeout_seconds)
+    shared.queue.put(batch)
 
 
-def _sample(env, queue, database, result, busy):
+def _sample(shared: RedriveState):
+    """A sample at the start and every `sample_every_seconds` after."""
     while True:
-        result.timeline.append(_row(env, queue, database, result, busy))
-        yield env.timeout(result.config.sample_every_seconds)
+        shared.result.timeline.append(_sample_now(shared))
+        yield shared.env.timeout(shared.config.sample_every_seconds)
 
 
-def _row(env, queue, database, result, busy) -> dict[str, Any]:
-    return {
-        "second": env.now,
-        "waiting": sum(batch[0] for batch in queue.items),
-        "busy_consumers": busy[0],
-        "db_connections": database.count,
-        "processed": result.processed,
-        "failed_attempts": result.failed_attempts,
-        "back_in_dlq": result.back_in_dlq,
-    }
+def _sample_now(shared: RedriveState) -> RedriveSample:
+    result = shared.result
+    return RedriveSample(
+        second=shared.env.now,
+        waiting=sum(batch.messages for batch in shared.queue.items),
+        busy_consumers=shared.busy_consumers,
+        db_connections=shared.database.count,
+        processed=result.processed,
+        failed_attempts=result.failed_attempts,
+        back_in_dlq=result.back_in_dlq,
+    )
 
 
-def _watch_done(env, result, config, done):
-    while result.processed + result.back_in_dlq < config.messages:
-        yield env.timeout(1)
+def _watch_done(shared: RedriveState, done: simpy.Event):
+    while shared.result.processed + shared.result.back_in_dlq < shared.config.messages:
+        yield shared.env.timeout(1)
     done.succeed()

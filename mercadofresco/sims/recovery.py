@@ -14,6 +14,7 @@ from typing import Any
 
 import simpy
 
+from mercadofresco.errors import check_range
 from mercadofresco.models import gateway as gw
 from mercadofresco.patterns import retry
 
@@ -34,14 +35,10 @@ class OutageConfig:
     horizon_seconds: float = 180.0
 
     def __post_init__(self) -> None:
-        if not 1 <= self.executions <= 10_000:
-            raise ValueError(f"executions must be between 1 and 10000; got {self.executions}")
-        if not 0 <= self.outage_seconds <= 600:
-            raise ValueError(f"outage_seconds must be between 0 and 600; got {self.outage_seconds}")
-        if not 1 <= self.capacity_per_second <= 100_000:
-            raise ValueError(f"capacity_per_second must be between 1 and 100000; got {self.capacity_per_second}")
-        if not 0 <= self.start_spread_seconds <= 60:
-            raise ValueError(f"start_spread_seconds must be between 0 and 60; got {self.start_spread_seconds}")
+        check_range("executions", self.executions, 1, 10_000)
+        check_range("outage_seconds", self.outage_seconds, 0, 600)
+        check_range("capacity_per_second", self.capacity_per_second, 1, 100_000)
+        check_range("start_spread_seconds", self.start_spread_seconds, 0, 60)
         if not self.outage_seconds < self.horizon_seconds <= 3600:
             raise ValueError(f"horizon_seconds must be after the outage and at most 3600; got {self.horizon_seconds}")
 
