@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mercadofresco.lessons import ordering as experiments
+from mercadofresco.lessons import ordering_experiments as experiments
 from mercadofresco.patterns import ordering
 from mercadofresco.patterns.ordering import Kind
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from mercadofresco.lessons.ordering import OrderingRun
+from mercadofresco.lessons.ordering_experiments import OrderingRun
 
 SETUP_COLOURS = {"standard queue": "tab:gray", "FIFO, group = sku": "tab:green"}  # any other FIFO setup: red
 

@@ -241,6 +241,36 @@ def _send(sqs: Any, url: str, body: dict[str, Any], kind: str) -> None:
     sqs.send_message(**request)
 
 
+# -- the three questions, on class 210's examples -------------------------------------------------
+CLASS_210_PAIRS = {
+    "two sales of one sku": (ordering.sold("SKU-0042"), ordering.sold("SKU-0042")),
+    "two recounts of one sku": (ordering.recounted("SKU-0042", 7), ordering.recounted("SKU-0042", 4)),
+    "a sale and a recount": (ordering.sold("SKU-0042"), ordering.recounted("SKU-0042", 4)),
+    "recounts of two skus": (ordering.recounted("SKU-0042", 7), ordering.recounted("SKU-0043", 4)),
+}
+
+
+def question_rows(
+    pairs: dict[str, tuple[ordering.Operation, ordering.Operation]] = CLASS_210_PAIRS,
+) -> list[dict[str, str]]:
+    """The three questions answered for each pair of operations, one row each."""
+    rows = []
+    for first, second in pairs.values():
+        answer = ordering.three_questions(first, second)
+        rows.append(
+            {
+                "first": f"{first.target} {first.label}",
+                "second": f"{second.target} {second.label}",
+                "same data": "yes" if answer.same_data else "no",
+                "kinds": " + ".join(kind.value for kind in answer.kinds),
+                "order changes result": "yes" if answer.order_changes_result else "no",
+                "needs order": "YES" if answer.needs_order else "no",
+                "why": answer.reason,
+            }
+        )
+    return rows
+
+
 # -- (a) does moto hold a group while one of its messages is in flight? -------------------
 def group_hold_probe(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]]:
     """Receive from a FIFO queue without deleting and see what the next receives get; rows of what happened."""
