@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from mercadofresco.lessons.ordering_experiments import OrderingRun
 
@@ -45,7 +46,8 @@ def lanes(runs: list[OrderingRun]) -> Figure:
         groups = list(dict.fromkeys(row["grupo"] for row in run.applied))
         for row in run.applied:
             colour = palette[groups.index(row["grupo"]) % len(palette)]
-            ax.barh(row["consumer"], row["ended"] - row["started"], left=row["started"], color=colour, height=0.7)
+            width = row["ended"] - row["started"]
+            ax.barh(row["consumer"], width, left=row["started"], color=colour, height=0.7, edgecolor="white")
         ax.set_yticks(range(run.config.consumers), [f"c{i + 1}" for i in range(run.config.consumers)], fontsize=7)
         ax.invert_yaxis()
         ax.set_title(
@@ -74,6 +76,7 @@ def setups(rows: list[dict[str, Any]], title: str = "") -> Figure:
     order_ax.bar_label(late, fontsize=8)
     order_ax.bar_label(wrong, fontsize=8)
     order_ax.set_xlabel("count")
+    order_ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     order_ax.legend(fontsize=8, loc="lower right")
     speed_ax.invert_yaxis()
     figure.suptitle(title or "Order where it matters, parallelism where it does not", fontsize=10)
