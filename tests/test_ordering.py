@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mercadofresco.lessons import ordering_experiments as experiments
+from mercadofresco.lessons import stock_queue
 from mercadofresco.patterns import ordering
 from mercadofresco.patterns.ordering import Kind
 
@@ -66,9 +67,9 @@ def test_an_event_without_a_group_key_is_refused_by_name():
 
 def test_a_setting_out_of_range_names_the_setting():
     with pytest.raises(ValueError, match="consumers must be between 1 and 50; got 51"):
-        experiments.OrderingConfig(consumers=51)
+        stock_queue.OrderingConfig(consumers=51)
     with pytest.raises(ValueError, match="groups must be between 1 and 12; got 13"):
-        experiments.OrderingConfig(groups=13, skus=12)
+        stock_queue.OrderingConfig(groups=13, skus=12)
 
 
 # -- the version-conditional write -------------------------------------------------------------
@@ -130,16 +131,16 @@ def test_moto_holds_a_fifo_group_while_one_of_its_messages_is_in_flight(mf, relo
 
 
 def test_one_fifo_group_is_processed_serially_whatever_the_consumers(mf, reloj):
-    config = experiments.OrderingConfig(groups=1, skus=50, consumers=10, messages=12, jitter=0.5)
-    run = experiments.run_ordering(mf, reloj, config)
+    config = stock_queue.OrderingConfig(groups=1, skus=50, consumers=10, messages=12, jitter=0.5)
+    run = stock_queue.run_ordering(mf, reloj, config)
     assert len(run.applied) == 12
     assert run.most_in_flight == 1 and run.most_in_flight_per_group == 1
     assert run.out_of_order == 0 and run.wrong_skus == 0
 
 
 def test_sku_groups_run_in_parallel_but_keep_each_sku_serial(mf, reloj):
-    config = experiments.OrderingConfig(groups=8, skus=8, consumers=8, messages=24, absolute_share=0.5, jitter=0.5)
-    run = experiments.run_ordering(mf, reloj, config)
+    config = stock_queue.OrderingConfig(groups=8, skus=8, consumers=8, messages=24, absolute_share=0.5, jitter=0.5)
+    run = stock_queue.run_ordering(mf, reloj, config)
     assert run.most_in_flight >= 4  # several groups at once
     assert run.most_in_flight_per_group == 1  # never two of one sku
     assert run.out_of_order == 0 and run.wrong_skus == 0
