@@ -139,7 +139,7 @@ def test_one_fifo_group_is_processed_serially_whatever_the_consumers(mf, reloj):
 
 
 def test_sku_groups_run_in_parallel_but_keep_each_sku_serial(mf, reloj):
-    config = stock_queue.OrderingConfig(groups=8, skus=8, consumers=8, messages=24, absolute_share=0.5, jitter=0.5)
+    config = stock_queue.OrderingConfig(groups=8, skus=8, consumers=8, messages=20, absolute_share=0.5, jitter=0.5)
     run = stock_queue.run_ordering(mf, reloj, config)
     assert run.most_in_flight >= 4  # several groups at once
     assert run.most_in_flight_per_group == 1  # never two of one sku

@@ -100,7 +100,7 @@ def compare_setups(
     groups: int = 1,
     consumers: int = 8,
     skus: int = 8,
-    messages: int = 24,
+    messages: int = 20,
     absolute_share: float = 0.5,
     seed: int = 0,
 ) -> list[dict[str, Any]]:
@@ -124,7 +124,7 @@ def mix_matters(
     rows = []
     for share in shares:
         config = stock_queue.OrderingConfig(
-            queue="standard", consumers=8, skus=8, messages=24, absolute_share=share, jitter=0.5
+            queue="standard", consumers=8, skus=8, messages=20, absolute_share=share, jitter=0.5
         )
         rows.append({"absolute_share": share, **stock_queue.run_ordering(mf, reloj, config, seed).summary()})
     return rows
@@ -135,7 +135,7 @@ WRITES = ("put", "put_if_newer")
 
 
 def versioned_updates(
-    mf: world.World, reloj: VirtualClock, skus: int = 5, messages: int = 25, consumers: int = 5, seed: int = 0
+    mf: world.World, reloj: VirtualClock, skus: int = 4, messages: int = 20, consumers: int = 4, seed: int = 0
 ) -> list[dict[str, Any]]:
     """Recounts ("stock = N", versioned) through a standard queue, written plainly and version-conditionally.
 
