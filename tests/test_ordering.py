@@ -167,3 +167,22 @@ def test_versions_fix_what_reordering_breaks_on_the_same_schedule(mf, reloj):
     assert put["skus_not_newest"] > 0
     assert conditional["skus_not_newest"] == 0
     assert conditional["stale_discarded"] == conditional["out_of_order"]
+
+
+def test_the_widget_refuses_more_groups_than_skus_by_name(mf, reloj):
+    with pytest.raises(ValueError, match="groups must be between 1 and 8; got 9"):
+        experiments.compare_setups(mf, reloj, groups=9, skus=8)
+
+
+def test_the_figures_draw_a_lane_per_consumer_and_a_bar_per_setup(mf, reloj):
+    from mercadofresco.lessons import show_ordering
+
+    run = stock_queue.run_ordering(mf, reloj, stock_queue.OrderingConfig(groups=1, skus=4, consumers=2, messages=3))
+    lanes = show_ordering.lanes([run])
+    assert [tick.get_text() for tick in lanes.axes[0].get_yticklabels()] == ["c1", "c2"]
+    assert len(lanes.axes[0].patches) == 3  # one bar per message
+    rows = [run.summary(), {**run.summary(), "setup": "standard queue"}]
+    assert [tick.get_text() for tick in show_ordering.setups(rows).axes[0].get_yticklabels()] == [
+        "FIFO, 1 group",
+        "standard queue",
+    ]
