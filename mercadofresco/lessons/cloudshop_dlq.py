@@ -26,14 +26,16 @@ from decimal import Decimal
 from typing import Any
 
 from mercadofresco import alarms, orders, world
-from mercadofresco.clock import VirtualClock
+from mercadofresco.clock import MADRID, VirtualClock
 from mercadofresco.errors import check_range
-from mercadofresco.lessons import incidents
-from mercadofresco.patterns import dlq
+from mercadofresco.lessons import duplicates, incidents
+from mercadofresco.patterns import dlq, idempotency
+from mercadofresco.sims.mass_redrive import MassRedriveResult
 
 DAY = 86_400
 RETENTION_SECONDS = 14 * DAY
 CLASS_210 = {"transient": 38_900, "poison": 2_180, "data": 120}  # class 210's counts, by this package's kinds
+OUTAGE_START = dt.datetime(2026, 11, 2, 10, 0, tzinfo=MADRID)  # billing goes down (our date; class 210 gives none)
 OUTAGE_HOURS = 4
 DISCOVERED_AFTER = dt.timedelta(days=13, hours=1)  # "the oldest: 13 days"
 SCHEMA_FROM_DAY = 6  # the producer with the new field was deployed on day 6 (our assumption)
@@ -49,7 +51,9 @@ class DeadLetter:
     reason: dlq.FailureReason
 
 
-def billing_dlq(first_sent: dt.datetime, seed: int = 0, counts: dict[str, int] | None = None) -> list[DeadLetter]:
+def billing_dlq(
+    first_sent: dt.datetime = OUTAGE_START, seed: int = 0, counts: dict[str, int] | None = None
+) -> list[DeadLetter]:
     """The 41,200 messages (or `counts` of each kind), in the order they arrived, from `first_sent` on."""
     counts = counts or CLASS_210
     for kind, how_many in counts.items():
@@ -147,19 +151,24 @@ def alarm_rules() -> list[tuple[str, alarms.AlarmRule]]:
     ]
 
 
+def alarm_instants(letters: list[DeadLetter], discovered: dt.datetime) -> dict[str, dt.datetime | None]:
+    """When each alarm would first have gone to ALARM (None: not before `discovered`)."""
+    arrivals = [letter.sent_at for letter in letters]
+    return {label: incidents.first_alarm_at(rule, arrivals, discovered) for label, rule in alarm_rules()}
+
+
 def alarm_times(letters: list[DeadLetter], discovered: dt.datetime) -> list[dict[str, Any]]:
     """When each alarm would first have fired, and how long before the first message expires."""
-    arrivals = [letter.sent_at for letter in letters]
-    first_expiry = min(arrivals) + dt.timedelta(seconds=RETENTION_SECONDS)
-    rows = []
-    for label, rule in alarm_rules():
-        fired = incidents.first_alarm_at(rule, arrivals, discovered)
-        rows.append({
+    first = min(letter.sent_at for letter in letters)
+    first_expiry = first + dt.timedelta(seconds=RETENTION_SECONDS)
+    return [
+        {
             "alarm": label,
-            "fires_after_first_message": _duration(fired - min(arrivals)) if fired else "never",
+            "fires_after_first_message": _duration(fired - first) if fired else "never",
             "time_left_before_expiry": _duration(first_expiry - fired) if fired else "-",
-        })  # fmt: skip
-    return rows
+        }
+        for label, fired in alarm_instants(letters, discovered).items()
+    ]
 
 
 def _duration(delta: dt.timedelta) -> str:
@@ -199,3 +208,42 @@ def retention_on_moto(
         rows.append({"read": label, "valid_orders_sent": sample, "still_in_the_dlq": len(found)})
     mf.sqs.delete_queue(QueueUrl=url)
     return rows
+
+
+# -- the redrive, against class 210's figures ------------------------------------------------------
+def redrive_rows(all_at_once: MassRedriveResult, paced: MassRedriveResult) -> list[dict[str, Any]]:
+    """The simpy model's two redrives next to what class 210 reports for each attempt."""
+    rows = []
+    for result, reported in (
+        (all_at_once, {"back_in_dlq": "9,400", "minutes": "38 (the incident)", "rate": "-"}),
+        (paced, {"back_in_dlq": "0", "minutes": "6", "rate": "~120"}),
+    ):
+        summary = result.summary()
+        rows.append({
+            "release": summary["release"],
+            "concurrency": summary["max_concurrency"],
+            "peak_db_connections": f"{max(row['db_connections'] for row in result.timeline)}"
+                                   f"/{result.config.db_connections}",
+            "back_in_dlq": summary["back_in_dlq"],
+            "class_210_back": reported["back_in_dlq"],
+            "minutes": summary["minutes"],
+            "class_210_minutes": reported["minutes"],
+            "msg_per_s": round(summary["processed"] / result.finished_seconds),
+            "class_210_rate": reported["rate"],
+        })  # fmt: skip
+    return rows
+
+
+# -- how long the key must live ---------------------------------------------------------------------
+def key_after(mf: world.World, reloj: VirtualClock, ttl_days: float, days_later: float) -> dict[str, Any]:
+    """A confirmation email is sent; `days_later` the same event comes back (a DLQ redrive). Is it sent again?"""
+    check_range("ttl_days", ttl_days, 0.01, 366)
+    check_range("days_later", days_later, 0, 14)
+    duplicates.empty_table(mf)
+    store = idempotency.IdempotencyStore(mf.dynamodb, reloj, ttl_seconds=int(ttl_days * DAY), lock_seconds=60)
+    clave = idempotency.email_key("PED-2026-800001")
+    sent: list[int] = []
+    for wait in (0.0, days_later * DAY):
+        reloj.advance(wait)
+        idempotency.run_once(store, clave, lambda: {"mensaje": sent.append(1) or len(sent)}, lambda exc: False)
+    return {"key_ttl_days": ttl_days, "back_after_days": days_later, "emails_sent": len(sent)}
