@@ -111,3 +111,13 @@ def test_moto_stops_delivering_a_message_after_14_days(mf, reloj):
 def test_a_24_hour_key_lets_a_day_13_redrive_send_again_and_21_days_does_not(mf, reloj):
     assert cloudshop_dlq.key_after(mf, reloj, ttl_days=1, days_later=13)["emails_sent"] == 2
     assert cloudshop_dlq.key_after(mf, reloj, ttl_days=21, days_later=13)["emails_sent"] == 1
+
+
+def test_the_dlq_bodies_are_the_producers_bodies():
+    from decimal import Decimal
+
+    from mercadofresco import orders
+
+    for importe in (Decimal("48.20"), Decimal("-9.00")):
+        expected = orders.order_body(orders.Order("PED-2026-084417", importe))
+        assert cloudshop_dlq.order_body("PED-2026-084417", importe) == expected

@@ -23,6 +23,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import cached_property
 from typing import Any
 
 from mercadofresco import alarms, orders, world
@@ -49,6 +50,15 @@ class DeadLetter:
     sent_at: dt.datetime
     body: str
     reason: dlq.FailureReason
+
+    @cached_property
+    def kind(self) -> str:
+        """Transient, poison or data: what the consumer's own parser says about the body (read once)."""
+        try:
+            orders.parse_order(self.body)
+        except orders.MalformedOrderError as exc:
+            return "poison" if exc.kind == "schema" else "data"
+        return "transient"
 
 
 def billing_dlq(
@@ -84,26 +94,27 @@ def _instants(rng: random.Random, start: dt.datetime, end: dt.datetime, count: i
     return incidents.spread(rng, start, end, count)
 
 
+def order_body(pedido_id: str, importe: Decimal) -> str:
+    """The same text as `orders.order_body` (sorted keys), written directly: json.dumps 41,200 times is slow."""
+    return f'{{"importe": "{importe}", "pedido_id": "{pedido_id}", "version": 1}}'
+
+
 def _letter(kind: str, at: dt.datetime, pedido_id: str, importe: Decimal) -> DeadLetter:
     if kind == "transient":
-        body = orders.order_body(orders.Order(pedido_id, importe))
+        body = order_body(pedido_id, importe)
         why = ("BillingUnavailableError", "503 from facturacion")
     elif kind == "poison":
         body = incidents.version2_body(pedido_id, importe)
         why = ("MalformedOrderError", "version 2, this consumer expects 1")
     else:
-        body = orders.order_body(orders.Order(pedido_id, -importe))
+        body = order_body(pedido_id, -importe)
         why = ("MalformedOrderError", f"importe '{-importe}' must be a positive amount")
     return DeadLetter(at, body, dlq.FailureReason(*why, "2.3.1", 5, BILLING_QUEUE))
 
 
 def kind_of(letter: DeadLetter) -> str:
-    """Transient, poison or data: what the consumer's own parser says about the body (the content is the proof)."""
-    try:
-        orders.parse_order(letter.body)
-    except orders.MalformedOrderError as exc:
-        return "poison" if exc.kind == "schema" else "data"
-    return "transient"
+    """Transient, poison or data: the content is the proof, not the time it arrived."""
+    return letter.kind
 
 
 def breakdown(letters: list[DeadLetter]) -> list[dict[str, Any]]:
