@@ -167,7 +167,7 @@ def duplicate_emails(
         provider, idempotency.IdempotencyStore(mf.dynamodb, reloj), mark_before_waiting=design == EMAIL_DESIGNS[2]
     )
     config = lambda_poller.PollerConfig(
-        batch_size=batch_size, max_concurrency=5, function_timeout_seconds=timeout_seconds, max_idle_poll_seconds=20
+        batch_size=batch_size, max_concurrency=3, function_timeout_seconds=timeout_seconds, max_idle_poll_seconds=20
     )
     poller = lambda_poller.Poller(mf.sqs, pair.url, handler, reloj, config)
     _publish(mf, _campaign(events, 200))
@@ -195,7 +195,9 @@ class DiscountStock:
     def __call__(self, event: dict[str, Any], context: lambda_poller.Invocation) -> dict[str, Any]:
         failures = []
         for record in event["Records"]:
-            context.wait(self.rng.uniform(*self.seconds_per_message))
+            seconds = self.rng.uniform(*self.seconds_per_message)
+            if seconds > 0:
+                context.wait(seconds)
             try:
                 order = orders.parse_order(record["body"])
             except orders.MalformedOrderError:
@@ -314,4 +316,4 @@ def partial_batch(mf: world.World, reloj: VirtualClock, report_batch_item_failur
         report_batch_item_failures=report_batch_item_failures,
         max_idle_poll_seconds=20,
     )
-    return _run_stock(mf, reloj, bodies, 30, config, (1.0, 1.0), seed=0)
+    return _run_stock(mf, reloj, bodies, 30, config, (0.0, 0.0), seed=0)  # the time it takes is not the point
