@@ -1,0 +1,123 @@
+"""Class 210's CloudShop (notebook 18): the visibility-vs-batch checker, partial batch failure, emails, the DLQ."""
+
+from __future__ import annotations
+
+import pytest
+
+from mercadofresco.lessons import cloudshop, cloudshop_dlq
+from mercadofresco.patterns import consumer_config
+
+DAY = 86_400
+
+
+def settings(visibility: float, timeout: float = 25, batch: int = 10, **extra) -> consumer_config.ConsumerSettings:
+    return consumer_config.ConsumerSettings("inventario", visibility, timeout, batch, **extra)
+
+
+# -- the checker -------------------------------------------------------------------------------
+def test_class_210_before_breaks_visibility_vs_batch_and_after_keeps_every_rule():
+    broken = {f.rule for f in consumer_config.problems(settings(30, partial_batch_response=False))}
+    assert broken == {"visibility >= timeout x batch", "visibility >= 6 x timeout", "partial batch response"}
+    for after in [settings(180, 30, 5, max_receive_count=3), settings(300), settings(600, 50, 10)]:
+        assert consumer_config.problems(after) == []
+
+
+def test_visibility_rule_holds_exactly_at_timeout_times_batch():
+    assert consumer_config.problems(settings(250)) == []
+    assert [f.rule for f in consumer_config.problems(settings(249))] == ["visibility >= timeout x batch"]
+    assert consumer_config.minimum_visibility_seconds(25, 10) == 250
+    assert consumer_config.minimum_visibility_seconds(30, 1) == 180  # 6 x timeout wins for a batch of 1
+
+
+def test_require_safe_names_every_broken_rule():
+    with pytest.raises(consumer_config.UnsafeConsumerSettingsError) as raised:
+        consumer_config.require_safe(settings(30, partial_batch_response=False))
+    assert len(raised.value.findings) == 3
+    assert "25 s x 10 = 250 s" in str(raised.value)
+    consumer_config.require_safe(settings(300))  # safe: no error
+
+
+def test_key_ttl_must_outlive_the_dlq_retention():
+    assert [f.rule for f in consumer_config.problems(settings(300, idempotency_ttl_seconds=DAY))] == [
+        "key TTL > DLQ retention"
+    ]
+    assert consumer_config.problems(settings(300, idempotency_ttl_seconds=21 * DAY)) == []
+
+
+@pytest.mark.parametrize(
+    "field, value", [("batch_size", 0), ("timeout_seconds", 0), ("visibility_timeout_seconds", -1)]
+)
+def test_bad_settings_name_the_setting(field, value):
+    values = {"visibility_timeout_seconds": 300, "timeout_seconds": 25, "batch_size": 10, field: value}
+    with pytest.raises(ValueError, match=field):
+        consumer_config.ConsumerSettings("x", **values)
+
+
+# -- partial batch failure ---------------------------------------------------------------------
+def test_partial_batch_response_redelivers_only_the_bad_message(mf, reloj):
+    run = cloudshop.partial_batch(mf, reloj, report_batch_item_failures=True)
+    good = {p: n for p, n in run.receives.items() if p != cloudshop.BAD_MESSAGE}
+    assert len(good) == 9 and set(good.values()) == {1}
+    assert run.receives[cloudshop.BAD_MESSAGE] == 5  # maxReceiveCount 5, then the DLQ
+    assert set(run.discounts.values()) == {1}
+    assert run.in_dlq == 1
+
+
+def test_without_partial_batch_response_one_bad_message_repeats_nine_good_ones(mf, reloj):
+    run = cloudshop.partial_batch(mf, reloj, report_batch_item_failures=False)
+    assert set(run.discounts.values()) == {5}  # 45 discounts for 9 orders: 36 of them duplicates
+    assert run.summary()["duplicated"] == 36
+    assert run.in_dlq == 10  # the good ones end in the DLQ too
+
+
+# -- visibility and emails ---------------------------------------------------------------------
+def test_visibility_below_the_batch_time_duplicates_stock_and_300_s_does_not(mf, reloj):
+    assert cloudshop.stock_discounts(mf, reloj, 30).summary()["duplicated"] > 0
+    assert cloudshop.stock_discounts(mf, reloj, 300).summary()["duplicated"] == 0
+
+
+def test_only_the_key_marked_before_waiting_stops_duplicate_emails(mf, reloj):
+    direct, queue_key, marked = (
+        cloudshop.duplicate_emails(mf, reloj, design, events=30, timeout_seconds=5)
+        for design in cloudshop.EMAIL_DESIGNS
+    )
+    assert direct["duplicates"] > 0
+    assert queue_key["duplicates"] > 0  # the key alone does not cover an effect made before it completes
+    assert marked["timeouts"] > 0 and marked["duplicates"] == 0
+
+
+# -- the DLQ of 41,200 -------------------------------------------------------------------------
+def test_every_dead_letter_is_classified_as_class_210_counts_them():
+    rows = cloudshop_dlq.breakdown(cloudshop_dlq.billing_dlq(seed=3))
+    assert {row["kind"]: row["messages"] for row in rows} == cloudshop_dlq.CLASS_210
+
+
+def test_the_outage_expires_within_two_days_of_discovery_and_the_alarms_fire_on_day_0():
+    letters = cloudshop_dlq.billing_dlq(counts={"transient": 400, "poison": 20, "data": 5})
+    discovered = letters[0].sent_at + cloudshop_dlq.DISCOVERED_AFTER
+    rows = cloudshop_dlq.expiring(letters, discovered, days=2)
+    assert sum(row["of_them_transient"] for row in rows) == 400
+    fired = cloudshop_dlq.alarm_instants(letters, discovered)
+    assert [(when - letters[0].sent_at).total_seconds() for when in fired.values()] == [300, 3_900, 7 * DAY + 300]
+    assert cloudshop_dlq.miss_probability(41_200, 120, 10) == pytest.approx(0.971, abs=0.001)
+
+
+def test_moto_stops_delivering_a_message_after_14_days(mf, reloj):
+    letters = cloudshop_dlq.billing_dlq(counts={"transient": 50, "poison": 0, "data": 0})
+    rows = cloudshop_dlq.retention_on_moto(mf, reloj, letters, sample=5)
+    assert [row["still_in_the_dlq"] for row in rows] == [5, 0]
+
+
+def test_a_24_hour_key_lets_a_day_13_redrive_send_again_and_21_days_does_not(mf, reloj):
+    assert cloudshop_dlq.key_after(mf, reloj, ttl_days=1, days_later=13)["emails_sent"] == 2
+    assert cloudshop_dlq.key_after(mf, reloj, ttl_days=21, days_later=13)["emails_sent"] == 1
+
+
+def test_the_dlq_bodies_are_the_producers_bodies():
+    from decimal import Decimal
+
+    from mercadofresco import orders
+
+    for importe in (Decimal("48.20"), Decimal("-9.00")):
+        expected = orders.order_body(orders.Order("PED-2026-084417", importe))
+        assert cloudshop_dlq.order_body("PED-2026-084417", importe) == expected
