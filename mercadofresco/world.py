@@ -26,7 +26,7 @@ import boto3
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from mercadofresco import endpoints, queues
+from mercadofresco import endpoints, moto_speedups, queues
 from mercadofresco.errors import MercadoFrescoError, check_range
 
 # -- the lesson's names ---------------------------------------------------------
@@ -122,6 +122,7 @@ class World:
     bus_name: str = BUS
     _clients: dict[str, Any] = field(default_factory=dict, repr=False)
     _mock: Any = field(default=None, repr=False)
+    moto_speedups: moto_speedups.Speedups | None = field(default=None, repr=False)  # memory mode only
 
     def client(self, service: str) -> Any:
         """A boto3 client for `service`, pointed at this world's endpoint."""
@@ -165,7 +166,10 @@ class World:
         return self.orders
 
     def close(self) -> None:
-        """Stop the in-process mock (memory mode); its resources disappear."""
+        """Stop the in-process mock (memory mode); its resources disappear and moto's own SQS code is back."""
+        if self.moto_speedups is not None:
+            self.moto_speedups.undo()
+            self.moto_speedups = None
         if self._mock is not None:
             self._mock.stop()
             self._mock = None
@@ -253,20 +257,25 @@ def _create_bus_rule(events: Any, sqs: Any) -> str:
 def build(config: WorldConfig | None = None) -> World:
     """Create MercadoFresco's resources and return the world that holds them.
 
-    In memory mode this starts moto in this process; call `World.close()` (or
-    use `with world.build() as mf:`) to stop it.
+    In memory mode this starts moto in this process, with `moto_speedups` so
+    that deep queues stay fast; call `World.close()` (or use
+    `with world.build() as mf:`) to stop it.
     """
     config = config or WorldConfig.from_env()
-    mock = None
+    mock = speedups = None
     if config.mode == "memory":
         mock = mock_aws()
         mock.start()
+        speedups = moto_speedups.apply()
     try:
-        return _build_resources(config, mock)
+        built = _build_resources(config, mock)
     except BaseException:
         if mock is not None:
+            speedups.undo()
             mock.stop()  # a half-built world must not leave moto patched in
         raise
+    built.moto_speedups = speedups
+    return built
 
 
 def _build_resources(config: WorldConfig, mock: Any) -> World:

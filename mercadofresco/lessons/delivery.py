@@ -99,7 +99,10 @@ def six_steps(
     provider = gateway.PaymentGateway(reloj)
     provider.fail_next(gateway.Fault.RESPONSE_LOST)
     client = gateway.GatewayClient(provider, read_timeout_seconds=180, send_idempotency_key=send_idempotency_key)
-    return run_orders(mf, reloj, client, [INCIDENT_ORDER])
+    # Lambda's pollers long-poll (up to 20 s) while the queue is empty: the first poll after the visibility
+    # timeout runs out takes the message back, and here that is the other consumer, as in the lesson's step 5.
+    config = lambda_poller.PollerConfig(idle_poll_seconds=1, max_idle_poll_seconds=20)
+    return run_orders(mf, reloj, client, [INCIDENT_ORDER], config)
 
 
 def slow_gateway(

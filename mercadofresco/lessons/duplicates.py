@@ -192,15 +192,27 @@ def consumer_dies_holding_the_lock(mf: world.World, reloj: VirtualClock, lock_ex
         mf.sqs, mf.orders.url, handler, reloj, config, lambda_poller.CrashPlan({"after_lock": 1})
     )
     orders.send_order(mf.sqs, mf.orders.url, ORDER)
+    locked_at = reloj.timestamp()
     poller.run_until_idle(3_600)
-    record = handler.store.get(idempotency.charge_key(ORDER.pedido_id))
+    clave = idempotency.charge_key(ORDER.pedido_id)
+    record = handler.store.get(clave)
     return {
         "lock_expires": lock_expires,
         "receives": sum(row["event"] == "received" for row in poller.timeline),
         "charges": len(provider.ledger),
         "estado": record.estado.value if record else "-",
         "in_dlq": sum(queues.queue_counts(mf.sqs, mf.orders.dlq_url).values()),
+        "key_blocked_hours": _blocked_hours(handler.store, reloj, clave, locked_at) if not lock_expires else "-",
     }
+
+
+def _blocked_hours(store: IdempotencyStore, reloj: VirtualClock, clave: str, locked_at: float) -> float:
+    """Hours from the lock until a new acquire of `clave` succeeds: try it each hour until it does."""
+    for _ in range(14 * 24):  # 14 days at most: the longest TTL the workbook allows
+        if store.acquire(clave) is None:
+            return round((reloj.timestamp() - locked_at) / 3_600)
+        reloj.advance(3_600)  # still held: nobody can charge this order
+    raise RuntimeError(f"{clave} is still held after 14 days")
 
 
 def crash_at_step(

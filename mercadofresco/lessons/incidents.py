@@ -5,10 +5,12 @@ virtual clock, so each message's SentTimestamp is the instant it was sent.
 
 - `seed_exercise2_incident`: the lesson's Monday. 340 orders with "version": 2,
   sent between Sunday 22:04 and 23:51 to `cola-mercadofresco-pedidos`, each
-  received four times by a consumer that expects version 1 and moved by the
-  RedrivePolicy (so the first inspection reads ApproximateReceiveCount 5 and
-  no kept reason); the clock ends at Monday 09:00, with a healthy order 12 s old
-  in the source queue.
+  received four times by a consumer that expects version 1 (it fails, and the
+  message returns when its 120 s visibility runs out) and moved by the
+  RedrivePolicy on the fifth receive, about 8 minutes after it was sent (so the
+  first inspection reads ApproximateReceiveCount 5 and no kept reason); the
+  clock ends at Monday 09:00, with a healthy order 12 s old in the source queue.
+- `time_to_dead_letter`: how long one failing message takes to reach the DLQ.
 - `seed_kinds`: four DLQs as a reason-keeping consumer leaves them: a transient
   burst (503s, 18:12-18:41), a poison trickle and a data trickle over three
   days, and a version-2 burst that looks transient and is poison.
@@ -36,7 +38,7 @@ MONDAY_0900 = dt.datetime(2026, 10, 19, 9, 0, tzinfo=MADRID)
 EXERCISE2_MESSAGES = 340
 SOURCE_OLDEST_SECONDS = 12
 ALARM_STEP_SECONDS = 300  # how often the alarm model evaluates (the alarms' period)
-CHUNK_SECONDS = 60  # the failing consumer works through what arrived in the last minute
+POLL_SECONDS = 60  # the failing consumer sweeps the queue once a minute (Lambda polls continuously)
 
 
 class SeedError(dlq.MercadoFrescoError):
@@ -74,7 +76,10 @@ def seed_exercise2_incident(
 ) -> Incident:
     """Exercise 2's world: 340 version-2 orders in mercadofresco-pedidos-fallidos; the clock at Monday 09:00.
 
-    A smaller `count` keeps the same shape for quick experiments (moto slows down as a queue grows).
+    Each order is sent at its own instant; a consumer that reads version 1 only
+    sweeps the queue once a minute, fails every version-2 order and lets it come
+    back after the queue's 120 s visibility, so the RedrivePolicy moves it on its
+    fifth receive, 8-9 minutes after it was sent. A smaller `count` keeps the shape.
     """
     check_range("count", count, 2, 1_000)
     if reloj.now() > SUNDAY_2204:
@@ -83,35 +88,51 @@ def seed_exercise2_incident(
     pair = mf.reset_orders_queue(visibility_timeout_seconds=120, max_receive_count=4)
     sqs = mf.sqs
     ids = [orders.order_id(200_000 + i) for i in range(count)]
-    chunk_start: dt.datetime | None = None
-    pending = 0
+    sweep_at = SUNDAY_2204
     for pedido_id, at in zip(ids, spread(rng, SUNDAY_2204, SUNDAY_2351, count), strict=True):
-        if chunk_start is not None and (pending == 10 or (at - chunk_start).total_seconds() >= CHUNK_SECONDS):
-            _fail_until_dead_lettered(sqs, reloj, pair)
-            chunk_start, pending = None, 0
+        while sweep_at < at:
+            sweep_at = _sweep(sqs, reloj, pair, sweep_at)
         reloj.advance_to(at)
-        chunk_start = chunk_start or reloj.now()
         importe = Decimal(rng.randint(900, 12_000)) / 100
         sqs.send_message(QueueUrl=pair.url, MessageBody=version2_body(pedido_id, importe))
-        pending += 1
-    _fail_until_dead_lettered(sqs, reloj, pair)
+    while queues.queue_counts(sqs, pair.url) != {"visible": 0, "in_flight": 0, "delayed": 0}:
+        for _ in range(10):  # ten sweeps between checks: every message gets its next receive
+            sweep_at = _sweep(sqs, reloj, pair, sweep_at)
     reloj.advance_to(MONDAY_0900 - dt.timedelta(seconds=SOURCE_OLDEST_SECONDS))
     orders.send_order(sqs, pair.url, orders.Order(orders.order_id(210_001), Decimal("31.75")))
     reloj.advance_to(MONDAY_0900)
     return Incident("version-2", pair.dlq_url, pair.url, count, SUNDAY_2204, SUNDAY_2351, "poison", tuple(ids))
 
 
-def _fail_until_dead_lettered(sqs: Any, reloj: VirtualClock, pair: queues.QueuePair) -> None:
-    """The old consumer receives each waiting message, rejects version 2, lets it return; the 5th receive moves it."""
-    for _ in range(5):
-        messages = sqs.receive_message(QueueUrl=pair.url, MaxNumberOfMessages=10, WaitTimeSeconds=0).get("Messages", [])
-        if messages:  # parse_order raised: nothing deleted; the message is handed back at once
-            entries = [
-                {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
-                for i, m in enumerate(messages)
-            ]
-            sqs.change_message_visibility_batch(QueueUrl=pair.url, Entries=entries)
-        reloj.advance(0.01)  # under a frozen clock a message shows again only once time moves
+def _sweep(sqs: Any, reloj: VirtualClock, pair: queues.QueuePair, at: dt.datetime) -> dt.datetime:
+    """The old consumer receives everything visible at `at` and fails it (nothing deleted); the next sweep's instant.
+
+    Under a frozen clock a message shows again only after its visibility has passed
+    (moto tests now > visible_at), hence the hundredth of a second on each minute.
+    """
+    reloj.advance_to(at)
+    received = 10
+    while received == 10:  # fewer than 10: nothing else was visible (moto scans every visible message)
+        answer = sqs.receive_message(QueueUrl=pair.url, MaxNumberOfMessages=10, WaitTimeSeconds=0)
+        received = len(answer.get("Messages", []))  # parse_order raised on each: back after 120 s
+    return at + dt.timedelta(seconds=POLL_SECONDS + 0.01)
+
+
+def time_to_dead_letter(mf: world.World, reloj: VirtualClock, visibility_timeout_seconds: int = 120) -> float:
+    """Seconds from sending one order that always fails to its arrival in the DLQ, on moto.
+
+    A fresh copy of the orders queue (`maxReceiveCount` from the world's config)
+    and a consumer that receives the message as soon as it is visible and fails.
+    """
+    pair = mf.reset_orders_queue(visibility_timeout_seconds=visibility_timeout_seconds)
+    sent = reloj.timestamp()
+    orders.send_order(mf.sqs, pair.url, orders.Order(orders.order_id(299_999), Decimal("48.20")))
+    for _ in range(mf.config.max_receive_count + 1):  # the receive after the last allowed one moves it
+        mf.sqs.receive_message(QueueUrl=pair.url, WaitTimeSeconds=0)  # the consumer fails; nothing deleted
+        if queues.queue_counts(mf.sqs, pair.dlq_url)["visible"]:
+            return reloj.timestamp() - sent
+        reloj.advance(visibility_timeout_seconds + 0.01)
+    raise SeedError("the message never reached the DLQ; is the RedrivePolicy in place?")
 
 
 # -- the three kinds, as a reason-keeping consumer leaves them -------------------------------------

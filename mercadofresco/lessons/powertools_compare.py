@@ -137,6 +137,35 @@ def _states(mf: world.World) -> set[str]:
     return {(item.get("estado") or item.get("status"))["S"] for item in items}
 
 
+def operations_per_charge(mf: world.World, reloj: VirtualClock, keys: int = 20) -> list[dict[str, Any]]:
+    """DynamoDB operations each implementation makes per new charge, by type (counted on the client).
+
+    Ours writes PutItem (EN_CURSO) + PutItem (COMPLETADO); Powertools PutItem
+    (INPROGRESS) + UpdateItem (COMPLETED). On moto an UpdateItem costs about twice
+    a PutItem (it parses an update expression), so a calls-per-second ratio
+    measured on moto is partly moto's cost per operation type, not the design.
+    """
+    seen: list[str] = []
+
+    def count(model: Any, **_: Any) -> None:
+        seen.append(model.name)
+
+    mf.dynamodb.meta.events.register("before-call.dynamodb.*", count)
+    rows = []
+    try:
+        for name, make in (("ours", our_charge), ("powertools", powertools_charge)):
+            empty_table(mf)
+            charge = make(mf, gateway.PaymentGateway(reloj), reloj)
+            seen.clear()
+            for number in range(keys):
+                charge(order={"pedido_id": f"PED-2026-{number:06d}"})
+            rows.append({"implementation": name} | {op: seen.count(op) / keys for op in set(seen)})
+    finally:
+        mf.dynamodb.meta.events.unregister("before-call.dynamodb.*", count)
+    operations = sorted({op for row in rows for op in row} - {"implementation"})
+    return [{"implementation": row["implementation"]} | {op: row.get(op, 0.0) for op in operations} for row in rows]
+
+
 def calls_per_second(charge: Charge, keys: int = 500) -> float:
     """Distinct orders per second of real time (a measurement: it varies from run to run)."""
     started = time.perf_counter()

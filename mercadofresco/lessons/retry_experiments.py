@@ -179,6 +179,53 @@ def botocore_quota() -> dict[str, int]:
 
 
 # -- section 7: where to retry ------------------------------------------------------------
+def botocore_attempts() -> list[dict[str, Any]]:
+    """How many attempts botocore makes for "max_attempts 2", depending on where it is set (read from botocore).
+
+    In a client's Config(retries=...) `max_attempts` counts retries, in every mode;
+    AWS_MAX_ATTEMPTS and the config file's max_attempts count attempts. botocore
+    turns both into `total_max_attempts`, which is what it enforces.
+    """
+    import boto3
+    import botocore.session
+    from botocore.config import Config
+
+    settings = [
+        (
+            "Config(retries={'max_attempts': 2, 'mode': 'standard'})",
+            Config(retries={"max_attempts": 2, "mode": "standard"}),
+            None,
+        ),
+        (
+            "Config(retries={'max_attempts': 2, 'mode': 'legacy'})",
+            Config(retries={"max_attempts": 2, "mode": "legacy"}),
+            None,
+        ),
+        (
+            "Config(retries={'total_max_attempts': 2})",
+            Config(retries={"total_max_attempts": 2, "mode": "standard"}),
+            None,
+        ),
+        ("AWS_MAX_ATTEMPTS=2 or max_attempts = 2 in ~/.aws/config", None, 2),
+    ]
+    rows = []
+    for where, config, store_value in settings:
+        core = botocore.session.get_session()
+        if store_value is not None:
+            core.set_config_variable("max_attempts", store_value)  # what AWS_MAX_ATTEMPTS sets
+        session = boto3.Session(
+            aws_access_key_id="x", aws_secret_access_key="x", region_name="eu-south-2", botocore_session=core
+        )
+        client = session.client("sqs", config=config, endpoint_url="http://127.0.0.1:9")  # never called
+        rows.append(
+            {
+                "where max_attempts 2 is set": where,
+                "attempts botocore makes": client.meta.config.retries["total_max_attempts"],
+            }
+        )
+    return rows
+
+
 def workflow_retry(max_attempts: int = 4) -> retry.RetryPolicy:
     """A Step Functions Retry as a policy: IntervalSeconds 1, BackoffRate 2, MaxAttempts 3 (= 4 attempts)."""
     return retry.RetryPolicy(backoff.Exponential(base=0.5, cap=60), max_attempts=max_attempts)
@@ -228,7 +275,7 @@ def layer_calls(
     catch_failures: bool = False,
 ) -> dict[str, Any]:
     """Send orders while the gateway is down and count every call that reaches it, next to the calculator."""
-    check_range("order_count", order_count, 1, 50, why="moto slows down with big queues")
+    check_range("order_count", order_count, 1, 1000, why="each gateway call is a virtual-clock wait")
     mf.reset_orders_queue(visibility_timeout_seconds=400, max_receive_count=max_receive_count)
     provider = gw.PaymentGateway(reloj)
     provider.fail_next(gw.Fault.UNAVAILABLE, times=100_000)  # down for the whole experiment

@@ -40,7 +40,9 @@ def items(dynamodb_items: list[dict[str, Any]], columns: list[str] | None = None
 
 
 def _cell(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    if isinstance(value, float):
+        return "-" if value != value else f"{value:g}"  # NaN (nothing to measure) shows as "-"
+    return str(value)
 
 
 def timeline(run: DeliveryRun, title: str = "") -> Figure:

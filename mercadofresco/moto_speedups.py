@@ -1,0 +1,167 @@
+"""A narrow fix that keeps moto's SQS as fast with 5,000 messages as with 100.
+
+What moto 5.2.5 does (`moto/sqs/models.py`): `Queue.attributes` builds every queue
+attribute at once, and three of them (ApproximateNumberOfMessages, …NotVisible,
+…Delayed) scan the whole queue, reading the clock for every message. SendMessage
+builds it once per message to read ContentBasedDeduplication; ReceiveMessage
+builds it three times per message received, to read MessageRetentionPeriod
+(the retention check goes through GetQueueAttributes); ReceiveMessage also
+filters the whole queue before taking the first ten, and DeleteMessage rebuilds
+the queue's list. Each call is linear in the queue's depth, so filling or draining
+a queue one call at a time is quadratic: one receive of 10 + delete costs about
+55 ms at depth 100, 575 ms at 1,000 and 2.8 s at 5,000 (`benchmarks/moto_depth_bench.py`).
+
+What the fix changes, and only this:
+
+- `Queue.attributes` returns a read-only view with the same names and values,
+  each computed when it is read: reading ContentBasedDeduplication no longer
+  counts the messages. `GetQueueAttributes` turns it into a dict as before.
+- `Queue.messages` filters visible messages as receive reads them, so a receive
+  stops after the messages it returns (`len()` still counts them all).
+- `Queue.delete_message` stops at the message that holds the receipt handle.
+
+Same messages, same order, same counts, same errors (tests/test_moto_speedups.py
+runs one scenario with and without the fix). `apply()` patches moto's classes,
+and only a moto version it was written for; `Speedups.undo()` puts moto's own
+code back. `world.build` applies it in memory mode and undoes it on close.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import moto
+from moto.core.utils import camelcase_to_underscores
+from moto.sqs import models as sqs_models
+from moto.sqs.exceptions import ReceiptHandleIsInvalid
+
+TESTED_MOTO_VERSIONS = ("5.2.5",)  # the pin in constraints.txt; a test keeps the two equal
+
+
+class MotoSpeedupWarning(UserWarning):
+    """moto is a version the fix was not written for: it runs unpatched (correct, but slow on deep queues)."""
+
+
+class QueueAttributes(Mapping):
+    """moto's `Queue.attributes`, computed name by name when read instead of all at once."""
+
+    def __init__(self, queue: Any) -> None:
+        self._queue = queue
+        names = list(queue.BASE_ATTRIBUTES)
+        names += queue.FIFO_ATTRIBUTES if queue.fifo_queue else []
+        names += queue.KMS_ATTRIBUTES if queue.kms_master_key_id else []
+        self._names = names
+
+    def __getitem__(self, name: str) -> Any:
+        if name not in self._names:
+            raise KeyError(name)
+        queue = self._queue
+        value = getattr(queue, camelcase_to_underscores(name))
+        if name == "RedrivePolicy" and value:
+            value = json.dumps(value)  # as moto's property does
+        return str(value).lower() if isinstance(value, bool) else value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+class VisibleMessages:
+    """moto's `Queue.messages` (visible, not delayed), filtered as it is iterated."""
+
+    def __init__(self, messages: list[Any]) -> None:
+        self._snapshot = list(messages)  # moto iterates a copy too: a receive may move messages to the DLQ
+
+    def __iter__(self) -> Iterator[Any]:
+        return (message for message in self._snapshot if message.visible and not message.delayed)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __bool__(self) -> bool:
+        return any(True for _ in self)
+
+
+def _attributes(queue: Any) -> QueueAttributes:
+    return QueueAttributes(queue)
+
+
+def _messages(queue: Any) -> VisibleMessages:
+    return VisibleMessages(queue._messages)
+
+
+def _get_queue_attributes(original: Any) -> Any:
+    def get_queue_attributes(backend: Any, queue_name: str, attribute_names: list[str]) -> dict[str, Any]:
+        return dict(original(backend, queue_name, attribute_names))  # "All" returns the view itself: copy it
+
+    return get_queue_attributes
+
+
+def _delete_message(queue: Any, receipt_handle: str) -> None:
+    if receipt_handle in queue.deleted_messages:
+        return  # already deleted: moto answers success again
+    message = next((m for m in queue._messages if m.had_receipt_handle(receipt_handle)), None)
+    if message is None:
+        raise ReceiptHandleIsInvalid()
+    queue.pending_messages.discard(message)
+    queue.deleted_messages.update(message.all_receipt_handles)
+    queue._messages.remove(message)  # Message has no __eq__: removes this very object
+
+
+@dataclass
+class Speedups:
+    """The patch as applied: what was replaced, to put back on `undo()`."""
+
+    originals: dict[tuple[Any, str], Any] = field(default_factory=dict)
+
+    @property
+    def applied(self) -> bool:
+        return bool(self.originals)
+
+    def undo(self) -> None:
+        """Put moto's own methods back (a no-op if this handle did not patch)."""
+        for (owner, name), original in self.originals.items():
+            setattr(owner, name, original)
+        self.originals.clear()
+
+
+def is_applied() -> bool:
+    """True while moto's SQS runs with the fix."""
+    return sqs_models.Queue.__dict__["attributes"].fget is _attributes
+
+
+def apply() -> Speedups:
+    """Patch moto's SQS (see the module docstring); undo with the returned handle.
+
+    If the fix is already in place (another world is open), the handle owns
+    nothing and its `undo()` does nothing. On a moto version not in
+    TESTED_MOTO_VERSIONS it warns and patches nothing.
+    """
+    if moto.__version__ not in TESTED_MOTO_VERSIONS:
+        warnings.warn(
+            f"mercadofresco.moto_speedups was written for moto {', '.join(TESTED_MOTO_VERSIONS)}, "
+            f"not {moto.__version__}: SQS runs unpatched (correct, but slow when a queue holds thousands of messages)",
+            MotoSpeedupWarning,
+            stacklevel=2,
+        )
+        return Speedups()
+    if is_applied():
+        return Speedups()
+    queue, backend = sqs_models.Queue, sqs_models.SQSBackend
+    replacements = {
+        (queue, "attributes"): property(_attributes),
+        (queue, "messages"): property(_messages),
+        (queue, "delete_message"): _delete_message,
+        (backend, "get_queue_attributes"): _get_queue_attributes(backend.get_queue_attributes),
+    }
+    speedups = Speedups()
+    for (owner, name), replacement in replacements.items():
+        speedups.originals[(owner, name)] = owner.__dict__[name]
+        setattr(owner, name, replacement)
+    return speedups

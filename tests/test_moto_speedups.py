@@ -1,0 +1,201 @@
+"""moto_speedups: the same SQS answers as moto's own code, at a cost that does not grow with the queue."""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import time
+import warnings
+from pathlib import Path
+
+import moto
+import pytest
+from botocore.exceptions import ClientError
+from moto.sqs import models as sqs_models
+
+from mercadofresco import clock, moto_speedups, world
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _bodies(messages: list[dict]) -> list[tuple[str, str]]:
+    return [(m["Body"], m["Attributes"].get("ApproximateReceiveCount", "")) for m in messages]
+
+
+def _receive(sqs, url: str, count: int = 10, visibility: int | None = None) -> list[tuple[str, str]]:
+    extra = {} if visibility is None else {"VisibilityTimeout": visibility}
+    answer = sqs.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=count, WaitTimeSeconds=0, MessageSystemAttributeNames=["All"], **extra
+    )
+    return answer.get("Messages", [])
+
+
+def _counts(sqs, url: str) -> dict:
+    return sqs.get_queue_attributes(
+        QueueUrl=url,
+        AttributeNames=[
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "MessageRetentionPeriod",
+        ],
+    )["Attributes"]
+
+
+def _error(call) -> str:
+    try:
+        call()
+    except ClientError as exc:
+        return exc.response["Error"]["Code"]
+    return "ok"
+
+
+def _standard_and_dlq(mf: world.World, reloj: clock.VirtualClock) -> list:
+    """Visibility, receive counts, deletes, change of visibility, delays and redrive to the DLQ."""
+    sqs, pair, seen = mf.sqs, mf.orders, []
+    for i in range(25):
+        sqs.send_message(QueueUrl=pair.url, MessageBody=f"PED-{i:03d}", DelaySeconds=30 if i % 7 == 6 else 0)
+    seen.append(_counts(sqs, pair.url))
+    first = _receive(sqs, pair.url)
+    seen.append(_bodies(first))
+    reloj.advance(60)
+    second = _receive(sqs, pair.url)
+    seen += [_bodies(second), _counts(sqs, pair.url)]
+    for message in first[:5]:
+        sqs.delete_message(QueueUrl=pair.url, ReceiptHandle=message["ReceiptHandle"])
+    seen.append(_error(lambda: sqs.delete_message(QueueUrl=pair.url, ReceiptHandle=first[0]["ReceiptHandle"])))
+    seen.append(_error(lambda: sqs.delete_message(QueueUrl=pair.url, ReceiptHandle="not-a-handle")))
+    sqs.change_message_visibility(QueueUrl=pair.url, ReceiptHandle=second[0]["ReceiptHandle"], VisibilityTimeout=0)
+    reloj.advance(0.01)
+    seen.append(_bodies(_receive(sqs, pair.url, count=3, visibility=5)))
+    for _ in range(7):  # until every message left has been received more than maxReceiveCount (4) times
+        reloj.advance(121)
+        seen.append(_bodies(_receive(sqs, pair.url)))
+        seen += [_counts(sqs, pair.url), _counts(sqs, pair.dlq_url)]
+    seen.append(sorted(body for body, _ in _bodies(_receive(sqs, pair.dlq_url))))
+    seen.append(sqs.get_queue_attributes(QueueUrl=pair.url, AttributeNames=["All"])["Attributes"].keys() - {"x"})
+    return seen
+
+
+def _retention(mf: world.World, reloj: clock.VirtualClock) -> list:
+    """A message older than MessageRetentionPeriod is not returned."""
+    url = mf.sqs.create_queue(QueueName="retencion", Attributes={"MessageRetentionPeriod": "60"})["QueueUrl"]
+    mf.sqs.send_message(QueueUrl=url, MessageBody="viejo")
+    reloj.advance(30)
+    mf.sqs.send_message(QueueUrl=url, MessageBody="nuevo")
+    reloj.advance(45)
+    return [_bodies(_receive(mf.sqs, url)), _counts(mf.sqs, url)]
+
+
+def _fifo(mf: world.World, reloj: clock.VirtualClock) -> list:
+    """Content deduplication within 5 minutes, and a group held while one of its messages is in flight."""
+    sqs, seen = mf.sqs, []
+    url = sqs.create_queue(
+        QueueName="pedidos.fifo", Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"}
+    )["QueueUrl"]
+    for body, group in [("a1", "A"), ("a1", "A"), ("a2", "A"), ("b1", "B"), ("b2", "B"), ("c1", "C")]:
+        sqs.send_message(QueueUrl=url, MessageBody=body, MessageGroupId=group)
+    seen.append(_counts(sqs, url))
+    first = _receive(sqs, url, count=1)
+    seen += [_bodies(first), _bodies(_receive(sqs, url))]
+    reloj.advance(31)
+    seen.append(_bodies(_receive(sqs, url)))
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=first[0]["ReceiptHandle"])
+    reloj.advance(301)
+    sqs.send_message(QueueUrl=url, MessageBody="a1", MessageGroupId="A")
+    seen += [_counts(sqs, url), _bodies(_receive(sqs, url))]
+    seen.append(_error(lambda: sqs.send_message(QueueUrl=url, MessageBody="x")))  # no MessageGroupId
+    return seen
+
+
+SCENARIOS = [_standard_and_dlq, _retention, _fifo]
+
+
+def _run(scenario, patched: bool) -> list:
+    with clock.VirtualClock() as reloj, world.build(world.WorldConfig()) as mf:
+        assert mf.moto_speedups is not None and mf.moto_speedups.applied
+        if not patched:
+            mf.moto_speedups.undo()
+            assert not moto_speedups.is_applied()
+        return scenario(mf, reloj)
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__.strip("_"))
+def test_same_answers_with_and_without_the_fix(scenario) -> None:
+    unpatched = _run(scenario, patched=False)
+    patched = _run(scenario, patched=True)
+    assert patched == unpatched
+    assert len(json.dumps(unpatched, default=sorted)) > 100  # the scenario really observed something
+
+
+def test_the_scenario_exercises_redrive_and_retention() -> None:
+    seen = _run(_standard_and_dlq, patched=True)
+    dead = seen[-2]
+    assert len(dead) > 0 and all(body.startswith("PED-") for body in dead)
+    # the expired message is not returned; moto 5.2.5 also ends that receive there, so "nuevo" waits
+    assert _run(_retention, patched=True)[0] == []
+
+
+def test_attribute_view_equals_moto_property() -> None:
+    with clock.VirtualClock(), world.build(world.WorldConfig()) as mf:
+        mf.sqs.create_queue(QueueName="cola.fifo", Attributes={"FifoQueue": "true"})
+        mf.sqs.create_queue(QueueName="cifrada", Attributes={"KmsMasterKeyId": "alias/mercadofresco-datos"})
+        mf.sqs.send_message(QueueUrl=mf.orders.url, MessageBody="x", DelaySeconds=5)
+        backend = sqs_models.sqs_backends["123456789012"][mf.config.region]
+        original = mf.moto_speedups.originals[(sqs_models.Queue, "attributes")]
+        for queue in backend.queues.values():
+            expected = original.fget(queue)
+            view = dict(queue.attributes)
+            assert list(view.items()) == list(expected.items()), queue.name
+
+
+def _cycle_seconds(mf: world.World) -> float:
+    started = time.perf_counter()
+    messages = mf.sqs.receive_message(QueueUrl=mf.orders.url, MaxNumberOfMessages=10, WaitTimeSeconds=0)["Messages"]
+    entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)]
+    mf.sqs.delete_message_batch(QueueUrl=mf.orders.url, Entries=entries)
+    mf.sqs.send_message(QueueUrl=mf.orders.url, MessageBody="PED-nuevo")
+    return time.perf_counter() - started
+
+
+def _median_cycle(depth: int) -> float:
+    with clock.VirtualClock(), world.build(world.WorldConfig()) as mf:
+        for start in range(0, depth, 10):
+            entries = [{"Id": str(i), "MessageBody": f"PED-{start + i}"} for i in range(10)]
+            mf.sqs.send_message_batch(QueueUrl=mf.orders.url, Entries=entries)
+        _cycle_seconds(mf)  # warm up
+        return statistics.median(_cycle_seconds(mf) for _ in range(7))
+
+
+def test_cost_per_call_is_flat_from_100_to_5000_messages() -> None:
+    shallow, deep = _median_cycle(100), _median_cycle(5000)
+    assert deep <= 3 * shallow, f"receive+delete+send: {shallow * 1000:.1f} ms at 100, {deep * 1000:.1f} ms at 5,000"
+
+
+def test_undo_puts_moto_back_and_a_second_world_does_not_own_the_patch() -> None:
+    originals = {name: sqs_models.Queue.__dict__[name] for name in ("attributes", "messages", "delete_message")}
+    with clock.VirtualClock(), world.build(world.WorldConfig()) as outer:
+        assert moto_speedups.is_applied()
+        with world.build(world.WorldConfig()) as inner:
+            assert not inner.moto_speedups.applied  # the outer world owns it
+        assert moto_speedups.is_applied()
+    assert not moto_speedups.is_applied()
+    assert outer.moto_speedups is None
+    for name, original in originals.items():
+        assert sqs_models.Queue.__dict__[name] is original
+
+
+def test_unknown_moto_version_is_refused_with_a_warning(monkeypatch) -> None:
+    monkeypatch.setattr(moto, "__version__", "9.9.9")
+    with pytest.warns(moto_speedups.MotoSpeedupWarning, match="9.9.9"):
+        speedups = moto_speedups.apply()
+    assert not speedups.applied and not moto_speedups.is_applied()
+
+
+def test_pinned_moto_is_the_version_the_fix_was_written_for() -> None:
+    pin = re.search(r"^moto==(\S+)$", (ROOT / "constraints.txt").read_text(), re.MULTILINE).group(1)
+    assert pin in moto_speedups.TESTED_MOTO_VERSIONS
+    assert moto.__version__ in moto_speedups.TESTED_MOTO_VERSIONS
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        moto_speedups.apply().undo()
