@@ -71,7 +71,7 @@ class PublishError(OutboxError):
     """The bus or the queue refused some entries; the batch stays unpublished."""
 
 
-class Crash(OutboxError):  # noqa: N818 -- it is what happens, not an error of the code
+class Crash(OutboxError):
     """Injected: the process dies here (a deployment, a scale-in, an OutOfMemory)."""
 
 
