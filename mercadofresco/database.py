@@ -26,6 +26,7 @@ import os
 import re
 import shutil
 import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
 import warnings
 from pathlib import Path
 from typing import Any
@@ -145,6 +146,17 @@ def start(url: str | None = None, schema: str = DEFAULT_SCHEMA) -> Database:
         db.close()
         raise
     return db
+
+
+def start_in_background(url: str | None = None, schema: str = DEFAULT_SCHEMA) -> Future[Database]:
+    """`start` in a thread of its own: initdb (mostly waiting on a subprocess) overlaps whatever runs meanwhile.
+
+    Call `.result()` on the returned future to get the Database (or the error `start` raised).
+    """
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mercadofresco-db")
+    future = executor.submit(start, url, schema)
+    executor.shutdown(wait=False)  # the thread ends with `start`
+    return future
 
 
 def _scratch_dir() -> str | None:

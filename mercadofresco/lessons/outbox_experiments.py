@@ -208,8 +208,10 @@ def run_dual_write(
             with contextlib.suppress(outbox.Crash, ClientError):
                 create(conn, bus, order, now, _dies_when(dies), config.put_events_attempts)
         design = "publish, then INSERT" if publish_first else "07-01: INSERT, then put_events"
+        if config.throttle_probability:
+            design += f", {config.throttle_probability:.0%} of calls throttled"
         if config.put_events_attempts > 1:
-            design += f" ({config.put_events_attempts} attempts)"
+            design += f", {config.put_events_attempts} attempts"
         return _result(design, config, sum(schedule), conn, [detail["pedido_id"] for detail in bus.accepted])
 
 

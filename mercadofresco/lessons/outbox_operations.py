@@ -2,7 +2,7 @@
 
 A stopped publisher is a silent, global failure: every order is saved and no event
 leaves. Orders arrive at Friday's 900 an hour; the publisher is down for 40
-minutes, then comes back. Every minute the alarms look at the table: pending
+minutes, then comes back. Every two minutes the alarms look at the table: pending
 rows (> 500) and the age of the oldest (> 60 s). moto never evaluates alarms, so
 `models.alarm_evaluation` does (a model), setting each alarm's state in moto and
 notifying `alertas-mercadofresco` on a change.
@@ -30,7 +30,7 @@ class OutageConfig:
     orders_per_hour: int = 900
     down_minutes: int = 40
     watch_minutes: int = 45
-    period_seconds: int = 60
+    period_seconds: int = 120
 
     def __post_init__(self) -> None:
         check_range("orders_per_hour", self.orders_per_hour, 60, 3_600)

@@ -28,7 +28,7 @@ def backlog(rows: list[dict[str, Any]], down_minutes: int, title: str = "") -> F
     figure = Figure(figsize=(8, 3.2), layout="constrained")
     ax = figure.subplots()
     minutes = [row["minute"] for row in rows]
-    ax.step(minutes, [row["pending"] for row in rows], where="post", label="pending rows")
+    ax.plot(minutes, [row["pending"] for row in rows], label="pending rows")
     ax.axhline(outbox.PENDING_ALARM_ROWS, color="tab:blue", linestyle=":", linewidth=1)
     ax.set_ylabel("pending rows")
     age_ax = ax.twinx()
