@@ -26,8 +26,8 @@ import os
 import re
 import shutil
 import tempfile
-from concurrent.futures import Future, ThreadPoolExecutor
 import warnings
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
