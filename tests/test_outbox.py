@@ -190,3 +190,9 @@ def test_the_settings_reject_values_out_of_range():
         ox.CrashConfig(crash_probability=0.9)
     with pytest.raises(ValueError, match="batch_size must be between 1 and 1000"):
         outbox.PublisherPolicy(batch_size=0)
+
+
+def test_starting_in_the_background_gives_the_database_or_the_error(monkeypatch):
+    monkeypatch.setenv(database.DATABASE_URL_ENV, "mysql://user@localhost/pedidos")
+    with pytest.raises(database.DatabaseConfigError, match="MERCADOFRESCO_DATABASE_URL"):
+        database.start_in_background().result(timeout=60)

@@ -48,7 +48,7 @@ class CrashConfig:
     throttle_probability: float = 0.0  # a put_events call that fails (the kind retries do cover)
 
     def __post_init__(self) -> None:
-        check_range("orders", self.orders, 1, 5_000)
+        check_range("orders", self.orders, 1, 2_000)
         check_range("crash_probability", self.crash_probability, 0.0, 0.5)
         check_range("publishers", self.publishers, 1, 8)
         check_range("put_events_attempts", self.put_events_attempts, 1, 10)
