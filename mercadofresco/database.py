@@ -6,7 +6,8 @@ SKIP LOCKED` and partial indexes are PostgreSQL's, so the workbook runs a real o
 - by default `start()` runs an embedded server from the `pgserver` package in a
   directory made for it (`mercadofresco-pg-*`, a fresh temporary directory in /dev/shm
   where there is one, else in the system's temporary directory), initialised fresh
-  each time (about 0.5 s) and deleted by `close()` or when Python exits;
+  each time (about 0.5 s) and deleted by `close()`, when Python exits, or, if the
+  process is killed (a kernel that stops answering), by a small watcher process;
 - with MERCADOFRESCO_DATABASE_URL set (any `postgresql://` URL) it uses that server.
 
 Either way the workbook works in a schema of its own (`mercadofresco` unless told
@@ -25,6 +26,8 @@ import atexit
 import os
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 import warnings
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -44,6 +47,21 @@ SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 CONNECT_TIMEOUT_SECONDS = 5
 # A throwaway server: durability off, locks and atomic commits as usual.
 EMBEDDED_SETTINGS = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
+# The watcher: blocks on a pipe from the process that started the server; when that process is gone (closed, or
+# killed like a kernel that does not answer), the pipe ends, and the watcher stops the server and deletes its files.
+WATCHER = """
+import os, shutil, signal, sys
+import psutil
+sys.stdin.buffer.read()
+pid_file = os.path.join(sys.argv[1], "data", "postmaster.pid")
+try:
+    pid = int(open(pid_file).readline())
+    os.kill(pid, signal.SIGINT)  # PostgreSQL's fast shutdown
+    psutil.Process(pid).wait(timeout=10)
+except (OSError, ValueError, psutil.Error):
+    pass
+shutil.rmtree(sys.argv[1], ignore_errors=True)
+"""
 
 
 class DatabaseError(MercadoFrescoError):
@@ -57,7 +75,9 @@ class DatabaseConfigError(DatabaseError, ValueError):
 class Database:
     """One PostgreSQL server (embedded or by URL) and the schema this run works in."""
 
-    def __init__(self, url: str, schema: str, server: Any = None, directory: Path | None = None) -> None:
+    def __init__(
+        self, url: str, schema: str, server: Any = None, directory: Path | None = None, watcher: Any = None
+    ) -> None:
         if not SCHEMA_NAME.match(schema):
             raise DatabaseConfigError(f"schema must be a lowercase SQL name like {DEFAULT_SCHEMA!r}; got {schema!r}")
         self.url = url
@@ -65,6 +85,7 @@ class Database:
         self.embedded = server is not None
         self._server = server
         self._directory = directory
+        self._watcher = watcher
 
     def connect(self, autocommit: bool = False) -> psycopg.Connection:
         """A new psycopg connection to this database, its search_path set to the run's schema."""
@@ -93,6 +114,10 @@ class Database:
         if self._directory is not None:
             shutil.rmtree(self._directory, ignore_errors=True)
             self._directory = None
+        if self._watcher is not None:
+            self._watcher.stdin.close()  # nothing left to watch: it finds no server and exits
+            self._watcher.wait(timeout=30)
+            self._watcher = None
 
     def __enter__(self) -> Database:
         return self
@@ -176,7 +201,14 @@ def _start_embedded(schema: str) -> Database:
     server = None
     try:
         server = pgserver.get_server(directory / "data", cleanup_mode="delete")
-        db = Database(server.get_uri(), schema, server, directory)
+        watcher = subprocess.Popen(
+            [sys.executable, "-c", WATCHER, str(directory)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a Ctrl-C or a kernel interrupt aimed at us does not reach it
+        )
+        db = Database(server.get_uri(), schema, server, directory, watcher)
         with psycopg.connect(db.url, autocommit=True) as conn:
             for name, value in EMBEDDED_SETTINGS.items():
                 conn.execute(sql.SQL("ALTER SYSTEM SET {} = {}").format(sql.Identifier(name), sql.Literal(value)))

@@ -7,6 +7,9 @@ MERCADOFRESCO_DATABASE_URL is used, in a schema of its own).
 from __future__ import annotations
 
 import datetime as dt
+import os
+import subprocess
+import sys
 import threading
 from collections import Counter
 from pathlib import Path
@@ -196,3 +199,26 @@ def test_starting_in_the_background_gives_the_database_or_the_error(monkeypatch)
     monkeypatch.setenv(database.DATABASE_URL_ENV, "mysql://user@localhost/pedidos")
     with pytest.raises(database.DatabaseConfigError, match="MERCADOFRESCO_DATABASE_URL"):
         database.start_in_background().result(timeout=60)
+
+
+def test_a_killed_process_leaves_no_server_behind(tmp_path):
+    """A kernel killed with SIGKILL runs no atexit: the watcher stops its server and deletes the directory."""
+    code = (
+        "import sys\n"
+        "from mercadofresco import database\n"
+        "db = database.start()\n"
+        "print(db._directory, db._server.get_pid(), flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    env = {**os.environ, database.DATABASE_URL_ENV: ""}
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
+    directory, pid = child.stdout.readline().split()
+    watchers = [proc for proc in psutil.Process(child.pid).children() if "postmaster.pid" in " ".join(proc.cmdline())]
+    child.kill()
+    child.wait(timeout=30)
+    assert len(watchers) == 1
+    watchers[0].wait(timeout=30)
+    assert not Path(directory).exists()
+    assert not psutil.pid_exists(int(pid)) or psutil.Process(int(pid)).status() == psutil.STATUS_ZOMBIE
