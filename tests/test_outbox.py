@@ -195,6 +195,11 @@ def test_the_settings_reject_values_out_of_range():
         outbox.PublisherPolicy(batch_size=0)
 
 
+def test_a_publisher_refuses_an_autocommit_connection(db):
+    with db.connect(autocommit=True) as conn, pytest.raises(outbox.OutboxError, match="autocommit"):
+        outbox.Publisher(conn, RecordingSink())
+
+
 def test_starting_in_the_background_gives_the_database_or_the_error(monkeypatch):
     monkeypatch.setenv(database.DATABASE_URL_ENV, "mysql://user@localhost/pedidos")
     with pytest.raises(database.DatabaseConfigError, match="MERCADOFRESCO_DATABASE_URL"):

@@ -217,6 +217,8 @@ class Publisher:
     """One publisher process: claim a batch, publish it, mark it, commit."""
 
     def __init__(self, conn: Any, sink: Sink, policy: PublisherPolicy = PublisherPolicy()) -> None:
+        if getattr(conn, "autocommit", False):  # the claim's locks must last until finish() commits
+            raise OutboxError("the publisher needs a connection that is not in autocommit mode")
         self.conn = conn
         self.sink = sink
         self.policy = policy
