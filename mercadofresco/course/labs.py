@@ -41,7 +41,7 @@ MARKDOWN_PROMPT = "*Your answer here.*"
 LEAK_MARKERS = (BEGIN_SOLUTION, END_SOLUTION, *HIDDEN_TAGS, f'"{METADATA_KEY}"')
 
 # Lab name (as given to `grade --lab`) -> notebook file name in solutions/ and labs/.
-LABS = {"lab1": "lab1_double_charge.ipynb", "lab2": "lab2_dlq_runbook.ipynb"}
+LABS = {"lab1": "lab1_double_charge.ipynb", "lab2": "lab2_dlq_runbook.ipynb", "lab3": "lab3_outbox.ipynb"}
 
 
 class SolutionFormatError(MercadoFrescoError, ValueError):

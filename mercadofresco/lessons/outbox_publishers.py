@@ -1,0 +1,214 @@
+"""Experiments of section 13 on the publisher side (notebook 13): locks, the plan, latency, duplicates.
+
+- `contend`: two publishers claim at the same instant with SKIP LOCKED, with a plain
+  FOR UPDATE (the second one waits) and with no lock at all (both take the same rows);
+- `claim_plans`: EXPLAIN of the claim query on a small table and on a long history;
+- `publish_latency`: orders arrive at seeded instants, a publisher polls every second;
+- `deliver_and_consume`: the SQS variant end to end, a publisher that dies between
+  publishing and marking, and the idempotent consumer keyed by the outbox id;
+- `cleanup_demo`: which rows the daily cleanup deletes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+from collections import Counter
+from decimal import Decimal
+from typing import Any
+
+import psycopg
+
+from mercadofresco import clock, orders, queues, world
+from mercadofresco.database import Database
+from mercadofresco.lessons.outbox_experiments import fresh_tables
+from mercadofresco.patterns import idempotency, outbox
+
+LOCK_WAIT_MS = 50  # how long the second publisher waits before we call it blocked
+CONTEND_MODES = ("skip_locked", "for_update", "no_lock")
+
+
+def add_rows(conn: Any, pending: int, published: int = 0, now: dt.datetime = clock.LESSON_START) -> None:
+    """Bulk-insert outbox rows (orders PED-2026-2xxxxx): `published` old published ones, then `pending` new ones."""
+    insert = (
+        "INSERT INTO outbox (tipo_agregado, agregado_id, tipo_evento, payload, creado_en, publicado, publicado_en)"
+        " SELECT 'pedido', 'PED-2026-' || lpad((200000 + n)::text, 6, '0'), 'PedidoCreado',"
+        " jsonb_build_object('pedido_id', 'PED-2026-' || lpad((200000 + n)::text, 6, '0')),"
+        " %(t)s - make_interval(secs => %(total)s::int - n), %(done)s, CASE WHEN %(done)s::boolean THEN %(t)s END"
+        " FROM generate_series(%(first)s::int, %(last)s::int) AS n"
+    )
+    with conn.transaction():
+        total = published + pending
+        if published:
+            conn.execute(insert, {"t": now, "total": total, "done": True, "first": 1, "last": published})
+        if pending:
+            conn.execute(insert, {"t": now, "total": total, "done": False, "first": published + 1, "last": total})
+
+
+def _claim(conn: Any, mode: str, batch_size: int) -> list[int] | None:
+    """One publisher's claim in `mode`; None if it had to wait longer than LOCK_WAIT_MS."""
+    if mode == "no_lock":
+        rows = conn.execute(outbox.CLAIM + outbox.ORDER_BY, (batch_size,)).fetchall()
+        return [row[0] for row in rows]
+    conn.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT_MS}ms'")
+    try:
+        return [row.id for row in outbox.claim(conn, batch_size, skip_locked=mode == "skip_locked")]
+    except psycopg.errors.LockNotAvailable:
+        conn.rollback()
+        return None
+
+
+def contend(db: Database, mode: str, rows: int = 200, batch_size: int = 100) -> dict[str, Any]:
+    """Publishers A and B claim at the same instant (A still holds its locks); what each got, what went out twice."""
+    if mode not in CONTEND_MODES:
+        raise ValueError(f"mode must be one of {', '.join(CONTEND_MODES)}; got {mode!r}")
+    with db.connect() as setup:
+        fresh_tables(setup)
+        add_rows(setup, pending=rows)
+    sent: list[int] = []
+    with db.connect() as a, db.connect() as b:
+        took_a = _claim(a, mode, batch_size) or []
+        took_b = _claim(b, mode, batch_size)  # A has not committed yet
+        order_seen = list(took_b or []) + took_a  # B finishes first: the bus sees its batch first
+        for conn, took in ((b, took_b or []), (a, took_a)):
+            sent.extend(took)
+            outbox.mark_published(conn, took, clock.LESSON_START)
+            conn.commit()
+    twice = sum(1 for count in Counter(sent).values() if count > 1)
+    return {
+        "mode": mode,
+        "A took": _span(took_a),
+        "B took": "waited for A (blocked)" if took_b is None else _span(took_b),
+        "published twice": twice,
+        "first id on the bus": order_seen[0] if order_seen else "-",
+    }
+
+
+def _span(ids: list[int]) -> str:
+    return f"ids {min(ids)}-{max(ids)}" if ids else "nothing"
+
+
+def claim_plans(db: Database, history: int = 20_000, pending: int = 50) -> dict[str, list[str]]:
+    """The claim query's plan on `pending` rows alone, the same forcing the index, and behind a long history."""
+    plans = {}
+    with db.connect() as conn:
+        fresh_tables(conn)
+        add_rows(conn, pending=pending)
+        conn.execute("ANALYZE outbox")
+        conn.commit()
+        plans[f"{pending} rows"] = outbox.claim_plan(conn)
+        plans[f"{pending} rows, enable_seqscan = off"] = outbox.claim_plan(conn, without_seqscan=True)
+        fresh_tables(conn)
+        add_rows(conn, pending=pending, published=history)
+        conn.execute("ANALYZE outbox")
+        conn.commit()
+        plans[f"{history:,} published + {pending} pending"] = outbox.claim_plan(conn)
+    return plans
+
+
+def index_pages(db: Database) -> dict[str, int]:
+    """Pages (8 kB) of the partial index and of a full index on the same columns, for the table as it is."""
+    with db.connect() as conn, conn.transaction():
+        conn.execute("CREATE INDEX IF NOT EXISTS outbox_todas ON outbox (creado_en, id)")
+        pages = {
+            name: conn.execute("SELECT pg_relation_size(%s) / 8192", (name,)).fetchone()[0]
+            for name in ("outbox_pendientes", "outbox_todas")
+        }
+        conn.execute("DROP INDEX outbox_todas")
+    return pages
+
+
+def publish_latency(
+    db: Database, events: Any, orders_count: int = 120, seconds: int = 60, seed: int = 4
+) -> list[float]:
+    """Seconds from each order's COMMIT to its publication, with one publisher polling every second."""
+    rng = random.Random(seed)
+    start = clock.LESSON_START
+    arrivals = sorted(rng.uniform(0, seconds) for _ in range(orders_count))
+    with db.connect() as conn, db.connect() as link:
+        fresh_tables(conn)
+        publisher = outbox.Publisher(link, outbox.EventBusSink(events))
+        pending = iter(enumerate(arrivals))
+        upcoming = next(pending, None)
+        for tick in range(1, seconds + 2):
+            now = start + dt.timedelta(seconds=tick * outbox.POLL_SECONDS)
+            while upcoming is not None and upcoming[1] <= tick:
+                number, at = upcoming
+                order = orders.Order(orders.order_id(300_000 + number), Decimal("48.20"))
+                outbox.place_order(conn, order, start + dt.timedelta(seconds=at))
+                upcoming = next(pending, None)
+            publisher.run_once(now)
+        with conn.transaction():
+            rows = conn.execute("SELECT extract(epoch FROM publicado_en - creado_en) FROM outbox").fetchall()
+    return [float(row[0]) for row in rows]
+
+
+def deliver_and_consume(db: Database, mf: world.World, reloj: clock.VirtualClock, count: int = 25) -> dict[str, Any]:
+    """The SQS variant end to end: a publisher (batches of 10) dies after publishing its first batch, then recovers.
+
+    The consumer reads `cola-mercadofresco-pedidos` and prepares each order once,
+    its idempotency key `evento-outbox:{id}` in `mercadofresco-idempotencia`.
+    """
+    with db.connect() as conn, db.connect() as link:
+        fresh_tables(conn)
+        for n in range(count):
+            outbox.place_order(conn, orders.Order(orders.order_id(400_001 + n), Decimal("48.20")), reloj.now())
+        sink = outbox.QueueSink(mf.sqs, mf.orders.url)
+        publisher = outbox.Publisher(link, sink, outbox.PublisherPolicy(batch_size=10))
+
+        def die_once(step: str) -> None:
+            raise outbox.Crash(step)
+
+        died = 0
+        try:
+            publisher.run_once(reloj.now(), die_once)
+        except outbox.Crash:
+            died += 1
+        while publisher.run_once(reloj.now()):
+            reloj.advance(outbox.POLL_SECONDS)
+    messages = queues.queue_counts(mf.sqs, mf.orders.url)["visible"]
+    store = idempotency.IdempotencyStore(mf.dynamodb, reloj)
+    prepared: Counter[str] = Counter()
+    while batch := mf.sqs.receive_message(
+        QueueUrl=mf.orders.url, MaxNumberOfMessages=10, WaitTimeSeconds=0, MessageAttributeNames=["All"]
+    ).get("Messages", []):
+        for message in batch:
+            pedido_id = json.loads(message["Body"])["pedido_id"]
+
+            def prepare(pedido_id: str = pedido_id) -> dict[str, Any]:
+                prepared[pedido_id] += 1
+                return {"preparado": pedido_id}
+
+            outbox.consume_once(store, outbox.outbox_id_of(message), prepare)
+            mf.sqs.delete_message(QueueUrl=mf.orders.url, ReceiptHandle=message["ReceiptHandle"])
+    return {
+        "orders": count,
+        "publisher deaths": died,
+        "messages delivered": messages,
+        "orders prepared": len(prepared),
+        "prepared twice": sum(1 for n in prepared.values() if n > 1),
+    }
+
+
+def cleanup_demo(db: Database, now: dt.datetime) -> list[dict[str, Any]]:
+    """Rows published 10, 8 and 6 days ago and one never published (9 days old): what the cleanup keeps."""
+    ages = [("published 10 days ago", 10, True), ("published 8 days ago", 8, True)]
+    ages += [("published 6 days ago", 6, True), ("NOT published, 9 days old", 9, False)]
+    with db.connect() as conn:
+        fresh_tables(conn)
+        for number, (_, days, done) in enumerate(ages):
+            at = now - dt.timedelta(days=days)
+            order = orders.Order(orders.order_id(500_001 + number), Decimal("48.20"))
+            row_id = outbox.place_order(conn, order, at)
+            if done:
+                with conn.transaction():
+                    outbox.mark_published(conn, [row_id], at)
+        outbox.cleanup(conn, now)
+        with conn.transaction():
+            kept = {row[0] for row in conn.execute("SELECT agregado_id FROM outbox").fetchall()}
+    ids = [orders.order_id(500_001 + n) for n in range(len(ages))]
+    return [
+        {"row": label, "pedido_id": pedido_id, "after cleanup": "kept" if pedido_id in kept else "deleted"}
+        for (label, _, _), pedido_id in zip(ages, ids, strict=True)
+    ]

@@ -1,0 +1,69 @@
+"""Lab 3's hidden checks can fail: the blank lab and each classic outbox mistake fail, the solution passes."""
+
+from __future__ import annotations
+
+import lab3_variants
+import lab_variants
+import nbformat
+import pytest
+
+from mercadofresco.course import grading, labs, nbrun
+
+CELL_TIMEOUT = 60
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    """Grade the solution, the blank lab and every variant of tests/lab3_variants.py; {learner: report}."""
+    folder = tmp_path_factory.mktemp("lab3")
+    lab_variants.write(lab3_variants.solution(), folder / "solution.ipynb")
+    (folder / "blank.ipynb").write_bytes(lab3_variants.LAB.read_bytes())
+    for name in lab3_variants.NAMES:
+        lab_variants.write(lab3_variants.variant(name), folder / f"{name}.ipynb")
+    graded = grading.grade(folder, "lab3", nbrun.Limits(cell_timeout_seconds=CELL_TIMEOUT), jobs=2)
+    return {report.learner: report for report in graded}
+
+
+def test_the_solution_passes_every_hidden_check(reports):
+    report = reports["solution"]
+    assert report.score == report.max_score == sum(spec.points for spec in labs.check_specs(lab3_variants.solution()))
+    assert report.notes == []
+
+
+def test_the_blank_lab_fails_every_hidden_check(reports):
+    report = reports["blank"]
+    assert report.score == 0
+    assert all(not result.passed for result in report.checks)
+
+
+@pytest.mark.parametrize("name", lab3_variants.NAMES)
+def test_each_outbox_mistake_fails_the_hidden_checks_aimed_at_it(reports, name):
+    report = reports[name]
+    failed = {result.check for result in report.checks if not result.passed}
+    assert lab3_variants.EXPECTED_FAILURES[name] <= failed, f"{name} failed only {sorted(failed)}"
+    assert not any("not run" in result.reason for result in report.checks)
+
+
+def test_the_issue_s_six_mistakes_are_among_the_variants_and_each_changes_the_solution():
+    assert {
+        "publish_then_commit",
+        "commit_then_publish",
+        "no_skip_locked",
+        "no_partial_index",
+        "cleanup_unpublished",
+        "mark_before_publish",
+    } <= set(lab3_variants.NAMES)
+    solution = nbformat.writes(lab3_variants.solution())
+    for name in lab3_variants.NAMES:
+        assert nbformat.writes(lab3_variants.variant(name)) != solution
+
+
+def test_multiple_choice_options_do_not_put_the_answer_first():
+    source = "\n".join(cell.source for cell in lab3_variants.solution().cells)
+    for options, answer in (("RETRY_REASONS", "no_process_left"), ("GUARANTEES", "at_least_once")):
+        block = source[source.index(f"{options} = {{") :]
+        first_key = block.split('"')[1]
+        assert first_key != answer, f"{options} lists the correct answer first"
+    for options, answer in (("CONSUMER_NEEDS", "idempotent"), ("OPERATIONS", "publisher_monitoring")):
+        block = source[source.index(f"{options} = {{") :]
+        assert block.split('"')[1] != answer

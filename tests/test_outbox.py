@@ -1,0 +1,229 @@
+"""The outbox on a real PostgreSQL: the dual write loses events, the outbox loses none, publishers never collide.
+
+The embedded server is started once for this module and stopped at its end (or the server of
+MERCADOFRESCO_DATABASE_URL is used, in a schema of its own).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
+
+import psutil
+import pytest
+
+from mercadofresco import database
+from mercadofresco.lessons import outbox_experiments as ox
+from mercadofresco.lessons import outbox_operations, outbox_publishers, outbox_streams
+from mercadofresco.patterns import outbox
+
+
+@pytest.fixture(scope="module")
+def db():
+    with database.start(schema="mercadofresco_tests") as started:
+        yield started
+
+
+def test_the_dual_write_loses_one_event_per_crash_and_the_outbox_loses_none(db, mf):
+    config = ox.CrashConfig(orders=400, crash_probability=0.05)
+    dual = ox.run_dual_write(db, mf.client("events"), config, seed=3)
+    kept, _ = ox.run_outbox(db, mf.client("events"), config, seed=3)
+    assert dual.crashes > 5
+    assert dual.lost == dual.crashes and dual.in_database == 400 and dual.phantom == 0
+    assert kept.lost == 0 and kept.published == kept.in_database == 400
+
+
+def test_at_one_in_900_every_crash_is_a_lost_order_and_a_month_loses_about_266(db, mf):
+    config = ox.CrashConfig(orders=900)
+    dual = ox.run_dual_write(db, mf.client("events"), config, seed=1)
+    assert dual.crashes >= 1 and dual.lost == dual.crashes
+    months = ox.monthly_losses(months=24)
+    expected = ox.ORDERS_PER_MONTH * ox.MARTA_RATE
+    assert int(expected) == 266
+    assert abs(sum(months) / len(months) - expected) < 15
+
+
+def test_the_bus_received_what_the_tap_counted(db, mf):
+    events = mf.client("events")
+    archive = events.create_archive(
+        ArchiveName="archivo-outbox",
+        EventSourceArn=events.describe_event_bus(Name="bus-mercadofresco")["Arn"],
+        EventPattern='{"source": ["mercadofresco.tienda"]}',
+    )
+    assert archive["State"] == "ENABLED"
+    _, tap = ox.run_outbox(db, events, ox.CrashConfig(orders=120, crash_probability=0), seed=1)
+    assert events.describe_archive(ArchiveName="archivo-outbox")["EventCount"] == len(tap.accepted) == 120
+
+
+def test_publishing_first_announces_orders_that_do_not_exist(db, mf):
+    result = ox.run_dual_write(db, mf.client("events"), ox.CrashConfig(orders=200, crash_probability=0.1), 2, True)
+    assert result.phantom == result.crashes > 0
+    assert result.lost == 0 and result.in_database == 200 - result.crashes
+
+
+def test_retrying_put_events_covers_failed_calls_but_not_dead_processes(db, mf):
+    flaky = ox.CrashConfig(orders=300, crash_probability=0.05, throttle_probability=0.05)
+    once = ox.run_dual_write(db, mf.client("events"), flaky, seed=4)
+    retried = ox.run_dual_write(db, mf.client("events"), ox.CrashConfig(**{**vars(flaky), "put_events_attempts": 3}), 4)
+    assert once.lost > once.crashes  # throttled calls lost on top of the crashes
+    assert retried.lost == retried.crashes > 0  # retries recovered every throttled call, and no crash
+
+
+def test_a_publisher_that_dies_between_publishing_and_marking_duplicates_its_batch(db, mf):
+    result, tap = ox.run_outbox(db, mf.client("events"), ox.CrashConfig(orders=300, crash_probability=0), 1, 1)
+    assert result.lost == 0 and result.crashes == 1
+    assert result.duplicated == outbox.BATCH_SIZE
+    assert max(Counter(detail["outbox_id"] for detail in tap.accepted).values()) == 2
+
+
+def test_two_publishers_without_skip_locked_double_publish_or_block_and_with_it_they_do_not(db):
+    unlocked = outbox_publishers.contend(db, "no_lock")
+    waiting = outbox_publishers.contend(db, "for_update")
+    skipping = outbox_publishers.contend(db, "skip_locked")
+    assert unlocked["published twice"] == 100 and unlocked["A took"] == unlocked["B took"]
+    assert waiting["B took"].startswith("waited")
+    assert skipping["published twice"] == 0 and skipping["B took"] == "ids 101-200"
+    assert skipping["first id on the bus"] == 101  # order holds per batch, not across publishers
+
+
+class RecordingSink:
+    def __init__(self):
+        self.ids = []
+        self.lock = threading.Lock()
+
+    def publish(self, rows):
+        with self.lock:
+            self.ids.extend(row.id for row in rows)
+
+
+def test_four_publishers_in_parallel_threads_publish_every_row_exactly_once(db):
+    with db.connect() as conn:
+        ox.fresh_tables(conn)
+        outbox_publishers.add_rows(conn, pending=2_000)
+    sink = RecordingSink()
+
+    def work():
+        with db.connect() as link:
+            publisher = outbox.Publisher(link, sink, outbox.PublisherPolicy(batch_size=50))
+            while publisher.run_once(dt.datetime(2026, 10, 16, tzinfo=dt.UTC)):
+                pass
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(sink.ids) == list(range(1, 2_001))
+
+
+def test_the_partial_index_exists_and_the_claim_uses_it(db):
+    plans = outbox_publishers.claim_plans(db)
+    small, forced, history = plans.values()
+    assert not outbox.uses_pending_index(small)  # 50 rows: reading the table is cheaper, and the planner knows it
+    assert outbox.uses_pending_index(forced)
+    assert outbox.uses_pending_index(history)  # behind 20,000 published rows, without any setting
+    with db.connect() as conn, conn.transaction():
+        definition = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'outbox_pendientes'").fetchone()
+    assert "WHERE (NOT publicado)" in definition[0]
+    pages = outbox_publishers.index_pages(db)
+    assert pages["outbox_pendientes"] * 10 < pages["outbox_todas"]
+
+
+def test_cleanup_removes_only_rows_published_more_than_7_days_ago(db, reloj):
+    rows = outbox_publishers.cleanup_demo(db, reloj.now())
+    assert [row["after cleanup"] for row in rows] == ["deleted", "deleted", "kept", "kept"]
+
+
+def test_the_consumer_deduplicates_by_outbox_id(db, mf, reloj):
+    result = outbox_publishers.deliver_and_consume(db, mf, reloj, count=25)
+    assert result["messages delivered"] == 35  # the first batch of 10 went out twice
+    assert result["orders prepared"] == 25 and result["prepared twice"] == 0
+
+
+def test_polling_every_second_adds_under_a_second_of_latency(db, mf):
+    latencies = outbox_publishers.publish_latency(db, mf.client("events"))
+    assert len(latencies) == 120 and max(latencies) <= 1.0 and 0.3 < sum(latencies) / 120 < 0.7
+
+
+def test_a_stopped_publisher_trips_the_age_alarm_first_and_the_count_alarm_later(db, mf, reloj):
+    rows = outbox_operations.stopped_publisher(db, mf, reloj)
+    assert outbox_operations.first_alarm_minutes(rows) == {"pending_alarm": 34.0, "age_alarm": 2.0}
+    assert rows[-1]["pending"] == 0 and rows[-1]["age_alarm"] == rows[-1]["pending_alarm"] == "OK"
+
+
+def test_streams_cdc_loses_nothing_when_the_writer_dies(mf):
+    result = outbox_streams.run_streams(mf, carts=30, crash_probability=0.2)
+    assert result["writer deaths"] > 0 and result["lost"] == 0 and result["events published"] == 30
+
+
+def test_a_bad_database_url_names_the_variable(monkeypatch):
+    for url in ("mysql://user@localhost/pedidos", "not a url", "postgresql://nadie@127.0.0.1:1/pedidos"):
+        monkeypatch.setenv(database.DATABASE_URL_ENV, url)
+        with pytest.raises(database.DatabaseConfigError, match="MERCADOFRESCO_DATABASE_URL"):
+            database.start()
+
+
+def test_the_url_password_never_appears_in_the_message(monkeypatch):
+    monkeypatch.setenv(database.DATABASE_URL_ENV, "postgresql://marta:secreto@127.0.0.1:1/pedidos")
+    with pytest.raises(database.DatabaseConfigError) as caught:
+        database.start()
+    assert "secreto" not in str(caught.value)
+
+
+def test_the_embedded_server_stops_and_removes_its_directory(monkeypatch):
+    monkeypatch.delenv(database.DATABASE_URL_ENV, raising=False)
+    db = database.start()
+    directory = db._directory
+    pid = db._server.get_pid()
+    with db.connect() as conn:
+        assert conn.execute("SHOW fsync").fetchone()[0] == "off"
+    db.close()
+    assert not Path(directory).exists()
+    stopped = psutil.Process(pid) if psutil.pid_exists(pid) else None
+    assert stopped is None or stopped.status() == psutil.STATUS_ZOMBIE  # exited (a container's init may not reap it)
+
+
+def test_the_settings_reject_values_out_of_range():
+    with pytest.raises(ValueError, match=r"crash_probability must be between 0 and 0\.5"):
+        ox.CrashConfig(crash_probability=0.9)
+    with pytest.raises(ValueError, match="batch_size must be between 1 and 1000"):
+        outbox.PublisherPolicy(batch_size=0)
+
+
+def test_a_publisher_refuses_an_autocommit_connection(db):
+    with db.connect(autocommit=True) as conn, pytest.raises(outbox.OutboxError, match="autocommit"):
+        outbox.Publisher(conn, RecordingSink())
+
+
+def test_starting_in_the_background_gives_the_database_or_the_error(monkeypatch):
+    monkeypatch.setenv(database.DATABASE_URL_ENV, "mysql://user@localhost/pedidos")
+    with pytest.raises(database.DatabaseConfigError, match="MERCADOFRESCO_DATABASE_URL"):
+        database.start_in_background().result(timeout=60)
+
+
+def test_a_killed_process_leaves_no_server_behind(tmp_path):
+    """A kernel killed with SIGKILL runs no atexit: the watcher stops its server and deletes the directory."""
+    code = (
+        "import sys\n"
+        "from mercadofresco import database\n"
+        "db = database.start()\n"
+        "print(db._directory, db._server.get_pid(), flush=True)\n"
+        "sys.stdin.read()\n"
+    )
+    env = {**os.environ, database.DATABASE_URL_ENV: ""}
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+    )
+    directory, pid = child.stdout.readline().split()
+    watchers = [proc for proc in psutil.Process(child.pid).children() if "postmaster.pid" in " ".join(proc.cmdline())]
+    child.kill()
+    child.wait(timeout=30)
+    assert len(watchers) == 1
+    watchers[0].wait(timeout=30)
+    assert not Path(directory).exists()
+    assert not psutil.pid_exists(int(pid)) or psutil.Process(int(pid)).status() == psutil.STATUS_ZOMBIE
