@@ -85,3 +85,18 @@ def test_our_own_rate_limit_below_the_erp_capacity_delivers_everything_with_no_e
     assert limited.delivered == limited.config.notices and limited.erp_errors == 0 and limited.collapses == 0
     assert flat_out.collapses > 0 and flat_out.in_dlq > 0
     assert limited.finished_seconds < flat_out.finished_seconds  # slowly on purpose is also sooner
+
+
+def test_the_depth_alarm_watches_the_orders_queue():
+    from mercadofresco import world
+    from mercadofresco.lessons import backpressure
+
+    assert dict(backpressure.DEPTH_ALARM.dimensions)["QueueName"] == world.ORDERS_QUEUE
+
+
+def test_holding_parallelism_alarms_and_loses_nothing_while_adding_pollers_fills_the_dlq():
+    from mercadofresco.lessons import backpressure
+
+    held, added = backpressure.upstream_vs_downstream(seed=0).values()
+    assert backpressure.first_alarm_second(held) is not None and held.in_dlq == 0
+    assert added.in_dlq > 0 and len(added.collapses) > 0

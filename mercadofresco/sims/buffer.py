@@ -48,6 +48,12 @@ EVENING_PROFILE = (Segment(16, 20, 900), Segment(20, 22, 450), Segment(22, 24, 2
 PROFILES = {"lesson": LESSON_PROFILE, "evening": EVENING_PROFILE}
 
 
+def with_peak(profile: tuple[Segment, ...], orders_per_hour: float) -> tuple[Segment, ...]:
+    """The same profile with its first segment (the peak) at `orders_per_hour`."""
+    first, *rest = profile
+    return (Segment(first.start_hour, first.end_hour, orders_per_hour), *rest)
+
+
 @dataclass(frozen=True)
 class FridayConfig:
     """The evening: arrival profile, the consumers' capacity, and whether a queue stands in between."""
@@ -110,13 +116,14 @@ class FridayResult:
             empty = "not by " + clock_time(self.config.end_hour)
         else:
             empty = clock_time(drained)
+        queued = self.config.buffered
         return {
             "arrived": self.arrived,
             "processed": self.processed,
             "refused": self.refused,
-            "peak_depth": self.peak["depth"],
-            "peak_at": clock_time(self.peak["hour"]),
-            "oldest_wait_min": max(row["oldest_minutes"] for row in self.rows),
+            "peak_depth": self.peak["depth"] if queued else "-",
+            "peak_at": clock_time(self.peak["hour"]) if queued else "-",
+            "oldest_wait_min": max(row["oldest_minutes"] for row in self.rows) if queued else "-",
             "empty_again": empty,
         }
 

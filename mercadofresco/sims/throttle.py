@@ -34,8 +34,8 @@ FAIL_SECONDS = 0.2  # a refusal takes as long as an answer (the ERP is busy)
 class ThrottleConfig:
     """The backlog of notices, our senders and limit, and what the ERP can take."""
 
-    notices: int = 2_000
-    senders: int = 40
+    notices: int = 1_500
+    senders: int = 30
     rate_limit_per_second: float | None = None
     capacity_per_second: int = 20
     call_seconds: float = 0.2
