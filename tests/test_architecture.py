@@ -41,7 +41,7 @@ def test_every_fault_at_once(mf, reloj):
     assert sum(row["events_published"] for row in rows) == 6  # the publisher's death published one event twice
     assert any("breaker" in alert for alert in run.flow.alarms_seen)
     assert any("mercadofresco-erp-fallidos" in alert for alert in run.flow.alarms_seen)
-    assert run.flow.redriven > 0 and run.flow.client.refused > 0
+    assert run.flow.redriven[architecture.CONSUMER_QUEUES["erp"]] > 0 and run.flow.client.refused > 0
 
 
 def test_a_provider_that_ignores_the_key_repeats_the_effect_after_a_crash(mf, reloj):

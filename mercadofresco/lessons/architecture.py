@@ -46,9 +46,13 @@ NOTIFY_RULE = "regla-mercadofresco-notificar"
 NOTIFY_PATTERN = {"source": [world.ORDER_SOURCE], "detail-type": [confirm.EVENT_TYPE]}
 CONSUMER_VISIBILITY_SECONDS = 30
 MAX_RECEIVES = 4
-CHARGE_POLLER = PollerConfig(batch_size=10, max_concurrency=2, function_timeout_seconds=60, max_idle_poll_seconds=20)
-CONSUMER_POLLER = PollerConfig(batch_size=10, max_concurrency=2, function_timeout_seconds=20, max_idle_poll_seconds=20)
-BREAKER_POLICY = breaker.BreakerPolicy(failure_threshold=3, open_seconds=60)
+CHARGE_POLLER = PollerConfig(
+    batch_size=10, max_concurrency=2, function_timeout_seconds=60, idle_poll_seconds=5, max_idle_poll_seconds=20
+)
+CONSUMER_POLLER = PollerConfig(
+    batch_size=10, max_concurrency=2, function_timeout_seconds=20, idle_poll_seconds=5, max_idle_poll_seconds=20
+)
+BREAKER_POLICY = breaker.BreakerPolicy(failure_threshold=3, open_seconds=180)  # longer than the visibility timeout
 CLIENT_POLICY = retry.RetryPolicy(backoff.FullJitter(base=0.2, cap=2.0), max_attempts=2)
 
 
@@ -89,7 +93,7 @@ class Flow:
     origin: dt.datetime
     timeline: list[dict[str, Any]] = field(default_factory=list)
     published: int = 0
-    redriven: int = 0
+    redriven: dict[str, int] = field(default_factory=dict)
     alarms_seen: list[str] = field(default_factory=list)
 
     def record(self, hop: str, event: str, pedido_id: str = "", detail: str = "") -> None:
@@ -108,7 +112,7 @@ def build_flow(mf: world.World, reloj: VirtualClock, honours_key: bool = True) -
             visibility_timeout_seconds=CONSUMER_VISIBILITY_SECONDS,
             max_receive_count=MAX_RECEIVES,
         )
-    for dlq_name in (world.ORDERS_DLQ, *DLQS.values()):
+    for dlq_name in (world.ORDERS_DLQ, *DLQS.values()):  # the two DLQ alarms of notebook 10 on each
         dlq.define_alarms(mf, dlq_name)
     # A rule with no target in moto: its SNS target would make put_events raise NotImplementedError.
     mf.client("events").put_rule(Name=NOTIFY_RULE, EventBusName=world.BUS, EventPattern=json.dumps(NOTIFY_PATTERN))
@@ -201,14 +205,21 @@ def check_alarms(flow: Flow) -> list[dict[str, Any]]:
     return rows
 
 
-def recover_erp(flow: Flow) -> Poller:
-    """The runbook's last steps: the ERP is back (fix), redrive its DLQ at 10/s, and let the consumer work."""
-    flow.providers["erp"].down = False
+def redrive(flow: Flow, queue_name: str) -> int:
+    """The runbook's last steps, after the fix: move the queue's DLQ back at 10/s; return how many moved."""
+    pair = flow.pairs[queue_name]
     flow.reloj.advance(dlq.INSPECT_VISIBILITY_SECONDS + 1)  # the alarm check's inspection hid them for 5 s
-    pair = flow.pairs[CONSUMER_QUEUES["erp"]]
     task = move_task.start_message_move_task(flow.mf.sqs, flow.reloj, pair.dlq_url, pair.url, 10)
-    flow.redriven += task.approximate_number_of_messages_moved
-    flow.record("erp", "redriven", "", f"{task.approximate_number_of_messages_moved} messages")
+    moved = task.approximate_number_of_messages_moved
+    flow.redriven[queue_name] = flow.redriven.get(queue_name, 0) + moved
+    flow.record("runbook", "redriven", "", f"{moved} messages back to {queue_name}")
+    return moved
+
+
+def recover_erp(flow: Flow) -> Poller:
+    """The ERP is back (the fix); redrive its DLQ and let its consumer work."""
+    flow.providers["erp"].down = False
+    redrive(flow, CONSUMER_QUEUES["erp"])
     handler = fulfilment.FulfilOrders("erp", flow.providers["erp"], flow.store)
     poller = _poller(flow, CONSUMER_QUEUES["erp"], handler, CONSUMER_POLLER, {})
     poller.run_until_idle(max_seconds=3_600)
@@ -234,19 +245,73 @@ class FlowRun:
 
 
 def run_flow(
-    mf: world.World, reloj: VirtualClock, count: int, faults: Faults = Faults(), honours_key: bool = True
+    mf: world.World,
+    reloj: VirtualClock,
+    count: int,
+    faults: Faults = Faults(),
+    honours_key: bool = True,
+    first: int = 84_417,
 ) -> FlowRun:
-    """Send `count` orders through every hop with `faults`, recover what the faults left, and return the run."""
+    """Send `count` orders (PED-2026-084417 on) through every hop with `faults`, recover, and return the run."""
+    if not 1 <= count <= 50:
+        raise ValueError(f"count must be between 1 and 50 (moto slows down as queues grow); got {count}")
     flow = build_flow(mf, reloj, honours_key=honours_key)
-    ids = send_orders(flow, count)
+    ids = send_orders(flow, count, first)
     pollers = {"cobro": confirm_stage(flow, faults)}
+    alarm_rows = check_alarms(flow)  # faults stacked on one order can spend its 4 receives
+    if alarm_rows[0]["visible"]:
+        redrive(flow, world.ORDERS_QUEUE)  # the gateway is back and the consumers no longer die: the fix
+        pollers["cobro_after_redrive"] = confirm_stage(flow, Faults())
     publish_pending(flow, dies_after_publishing=1 if faults.publisher_dies else None)
     publish_pending(flow)  # the next run of the publisher: the unmarked row goes out again
     pollers |= fulfil_stage(flow, faults)
-    alarm_rows = check_alarms(flow)
-    if any(row["visible"] for row in alarm_rows):
+    later = check_alarms(flow)
+    if next(row for row in later if row["dlq"] == DLQS[CONSUMER_QUEUES["erp"]])["visible"]:
         pollers["erp_after_redrive"] = recover_erp(flow)
-    return FlowRun(flow, ids, faults, pollers, alarm_rows)
+        later += check_alarms(flow)  # back to OK
+    return FlowRun(flow, ids, faults, pollers, alarm_rows + later)
+
+
+HOPS = {
+    "response_lost": ("charge", "the gateway charges and the answer is lost"),
+    "gateway_down": ("charge", "the gateway answers 503"),
+    "crash_after_charge": ("charge", "the consumer dies right after the charge"),
+    "crash_before_write": ("confirm", "the consumer dies after COMPLETADO, before the write"),
+    "publisher_dies": ("outbox", "the publisher dies after put_events, before marking"),
+    "crash_before_delete": ("consumers", "each consumer dies after its effect, before DeleteMessage"),
+    "crash_after_effect": ("consumers", "each consumer dies after the provider acted, before COMPLETADO"),
+    "erp_down": ("ERP", "the ERP is down for the whole stage"),
+}
+
+
+def evidence(run: FlowRun) -> list[dict[str, Any]]:
+    """One row per injected fault: where it hit and what the run shows happened to it."""
+    flow = run.flow
+    crashes = {
+        hop: [row for row in poller.timeline if row["event"] == "crashed"] for hop, poller in run.pollers.items()
+    }
+    opened = sum(1 for _, _, new in flow.breaker.transitions if new is breaker.State.OPEN)
+    seen = {
+        "response_lost": f"{flow.gateway.calls} gateway calls, {len(flow.gateway.ledger)} charges",
+        "gateway_down": f"breaker opened {opened}x, {flow.client.refused} charges refused without calling",
+        "crash_after_charge": f"{len(crashes['cobro'])} crash(es) in the charge consumer; redelivered",
+        "crash_before_write": f"{len(flow.book.pedidos)} orders written for {len(run.pedido_ids)}",
+        "publisher_dies": f"{flow.published} events published for {len(flow.book.outbox)} outbox rows",
+        "crash_before_delete": f"{sum(len(crashes[op]) for op in CONSUMER_QUEUES)} consumer crashes in all",
+        "crash_after_effect": "providers honour the key"
+        if all(p.honours_key for p in flow.providers.values())
+        else "providers ignore the key",
+        "erp_down": f"{flow.redriven.get(CONSUMER_QUEUES['erp'], 0)} messages redriven from its DLQ",
+    }
+    rows = [
+        {"fault": name, "hop": HOPS[name][0], "what": HOPS[name][1], "seen": seen[name]} for name in run.faults.names()
+    ]
+    if flow.redriven.get(world.ORDERS_QUEUE):
+        moved = f"{flow.redriven[world.ORDERS_QUEUE]} redriven from {world.ORDERS_DLQ} after the fix"
+        rows.append(
+            {"fault": "(stacked)", "hop": "charge", "what": "the faults spent orders' 4 receives", "seen": moved}
+        )
+    return rows
 
 
 def tally(run: FlowRun) -> list[dict[str, Any]]:
