@@ -49,7 +49,10 @@ def lesson_lines(
     idempotent_operations: float = 3,
 ) -> list[CostLine]:
     """The lesson's parts, each computed from a volume; the last three lines are our guess at the rest."""
-    check_range("orders", orders, 0, 100_000_000)
+    check_range("orders", orders, 0, 5_000_000)
+    check_range("events_per_order", events_per_order, 0, 20)
+    check_range("transitions_per_order", transitions_per_order, 0, 50)
+    check_range("idempotent_operations", idempotent_operations, 0, 10)
     queues, sqs_calls_per_message = 4, 3  # pedidos, almacen, correo, erp; send + receive + delete
     empty_polls = queues * 5 * MONTH_SECONDS / 20  # 5 Lambda pollers per queue, one 20 s long poll each
     sqs_requests = orders * queues * sqs_calls_per_message + empty_polls

@@ -67,7 +67,7 @@ class FridayConfig:
     sample_minutes: float = 1.0
 
     def __post_init__(self) -> None:
-        check_range("consumer_rate_per_hour", self.consumer_rate_per_hour, 10, 100_000)
+        check_range("consumer_rate_per_hour", self.consumer_rate_per_hour, 10, 10_000)
         check_range("consumers", self.consumers, 1, 1_000)
         check_range("burst_minutes", self.burst_minutes, 1, 120)
         check_range("burstiness", self.burstiness, 0, 0.95)
@@ -75,7 +75,7 @@ class FridayConfig:
         if not self.profile:
             raise ValueError("profile needs at least one Segment")
         for segment in self.profile:
-            check_range("orders_per_hour", segment.orders_per_hour, 0, 100_000)
+            check_range("orders_per_hour", segment.orders_per_hour, 0, 10_000)
             if not 0 <= segment.start_hour < segment.end_hour <= 48:
                 raise ValueError(f"a Segment needs 0 <= start_hour < end_hour <= 48; got {segment}")
 

@@ -10,14 +10,14 @@ for `visibility_timeout_seconds`, and after `max_receive_count` receives to the 
 `rate_limit_per_second` is our side's limit, a token bucket the senders share:
 what EventBridge API destinations' InvocationRateLimitPerSecond, SNS's
 throttlePolicy.maxReceivesPerSecond and a Step Functions Map's MaxConcurrency
-do for you. `run_throttle(config, seed)` returns the totals and one row a second.
+do for you. `run_throttle(config, seed)` returns the totals.
 """
 
 from __future__ import annotations
 
 import random
 from collections import Counter, deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import simpy
@@ -57,6 +57,8 @@ class ThrottleConfig:
 
 @dataclass
 class ThrottleResult:
+    """What the ERP saw and where every notice ended."""
+
     config: ThrottleConfig
     delivered: int = 0
     in_dlq: int = 0
@@ -64,7 +66,6 @@ class ThrottleResult:
     erp_errors: int = 0
     collapses: int = 0
     finished_seconds: float | None = None
-    rows: list[dict[str, Any]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         limit = self.config.rate_limit_per_second
