@@ -25,6 +25,7 @@ from botocore.exceptions import ClientError
 
 from mercadofresco import queues, world
 from mercadofresco.clock import VirtualClock
+from mercadofresco.errors import check_range
 
 PROCESS_MACHINE = "mercadofresco-procesar-pedido"
 PROCESS_RULE = "regla-mercadofresco-procesar-pedido"
@@ -189,9 +190,10 @@ class Outage:
     max_receive_count: int = 4
 
     def __post_init__(self) -> None:
-        for name, low, high in [("orders", 1, 10_000), ("down_seconds", 0, 86_400), ("max_receive_count", 1, 1_000)]:
-            if not low <= getattr(self, name) <= high:
-                raise ValueError(f"{name} must be between {low} and {high}; got {getattr(self, name)}")
+        check_range("orders", self.orders, 1, 10_000)
+        check_range("every_seconds", self.every_seconds, 1, 3_600)
+        check_range("down_seconds", self.down_seconds, 0, 86_400)
+        check_range("max_receive_count", self.max_receive_count, 1, 1_000)
 
     def down(self, second: float) -> bool:
         return self.down_from <= second < self.down_from + self.down_seconds
