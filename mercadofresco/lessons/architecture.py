@@ -199,7 +199,8 @@ def check_alarms(flow: Flow) -> list[dict[str, Any]]:
     for name, pair in flow.pairs.items():
         dlq_name = world.ORDERS_DLQ if name == world.ORDERS_QUEUE else DLQS[name]
         rows.append(
-            {"dlq": dlq_name} | alarm_evaluation.check_dlq_alarms(flow.mf, pair.dlq_url, flow.reloj.now(), dlq_name)
+            {"at": f"{flow.reloj.now():%H:%M:%S}", "dlq": dlq_name}
+            | alarm_evaluation.check_dlq_alarms(flow.mf, pair.dlq_url, flow.reloj.now(), dlq_name)
         )
     flow.alarms_seen.extend(alarms.read_inbox(flow.mf.sqs, flow.inbox_url))
     return rows
