@@ -100,3 +100,9 @@ def test_holding_parallelism_alarms_and_loses_nothing_while_adding_pollers_fills
     held, added = backpressure.upstream_vs_downstream(seed=0).values()
     assert backpressure.first_alarm_second(held) is not None and held.in_dlq == 0
     assert added.in_dlq > 0 and len(added.collapses) > 0
+
+
+def test_a_pool_as_large_as_the_database_leaves_nothing_for_the_shop():
+    result = connections.run_connections(connections.ConnectionConfig(cap="pool", cap_value=200))
+    assert result.refused_invocations == 0  # the pool's invocations retry their way in
+    assert result.shop_refused > 0  # but the shop's queries find the database full

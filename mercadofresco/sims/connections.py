@@ -123,7 +123,7 @@ class _State:
     invocations: int = 0  # concurrent invocations (Lambda's concurrency)
     running: int = 0  # invocations past the throttle, running the function
     db_open: int = 0
-    asking: int = 0  # connections being refused right now
+    asking: int = 0  # connections asked for and not held (being refused, or retrying)
 
     def ask(self) -> bool:
         """Ask the database for a connection (the asker counts in `asking`); True if it opened one."""
@@ -192,14 +192,14 @@ def _run_batch(s: _State, batch: list[int]):
     if request is not None:
         yield request  # the pool makes the invocation wait, the database never sees the excess
     connected = yield from _connect(s)
-    if not connected:
+    if connected:
+        yield s.env.timeout(batch[0] * s.config.work_seconds)
+        s.db_open -= 1
+    else:
         s.result.refused_invocations += 1
-        return False
-    yield s.env.timeout(batch[0] * s.config.work_seconds)
-    s.db_open -= 1
     if request is not None:
         s.pool.release(request)
-    return True
+    return connected
 
 
 def _connect(s: _State):
