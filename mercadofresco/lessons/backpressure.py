@@ -1,0 +1,68 @@
+"""Section 14's experiments beyond the simulations themselves (notebook 14).
+
+- `upstream_vs_downstream`: the retry storm's Friday (`sims.storm`) twice, once
+  holding parallelism at 20 pollers (the queue grows, an alarm on its depth
+  fires) and once letting Lambda add pollers against the degraded gateway;
+- `evening`: the widget's experiment, the Friday buffer and the connection limit
+  for one choice of arrivals, consumers and cap.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mercadofresco import alarms
+from mercadofresco.sims import buffer, connections, storm
+
+DEPTH_ALARM = alarms.AlarmRule(
+    name="cola-mercadofresco-pedidos-profundidad",
+    namespace="AWS/SQS",
+    metric_name="ApproximateNumberOfMessagesVisible",
+    threshold=500,
+    period_seconds=60,
+    # world.ORDERS_QUEUE, written out: this module stays free of boto3 and moto, so notebook 14 starts fast
+    dimensions=(("QueueName", "cola-mercadofresco-pedidos"),),
+)
+
+
+def upstream_vs_downstream(seed: int = 0) -> dict[str, storm.StormRun]:
+    """The storm's Friday with parallelism held (backpressure upstream) and with pollers added (downstream)."""
+    config = storm.StormConfig()
+    return {
+        "hold 20 pollers, let the queue grow": storm.run_storm(config, storm.Defences(concurrency_cap=True), seed),
+        "add pollers, 20 -> 60": storm.run_storm(config, storm.Defences(), seed),
+    }
+
+
+def first_alarm_second(run: storm.StormRun, rule: alarms.AlarmRule = DEPTH_ALARM) -> int | None:
+    """The first sample (seconds) at which the queue's depth breaches the rule; None if it never does."""
+    return next((row["seconds"] for row in run.rows if rule.breached_by(row["queue_depth"])), None)
+
+
+def outcome_rows(runs: dict[str, storm.StormRun]) -> list[dict[str, Any]]:
+    """One line per run: what the customer and the gateway got, and when the queue alarm fired."""
+    return [
+        {
+            "policy": label,
+            "max_queue": max(row["queue_depth"] for row in run.rows),
+            "alarm_at_s": first_alarm_second(run),
+            "charged": run.charged,
+            "in_dlq": run.in_dlq,
+            "gateway_calls": run.gateway_calls,
+            "collapses": len(run.collapses),
+        }
+        for label, run in runs.items()
+    ]
+
+
+def evening(
+    profile: str, peak_per_hour: int, consumer_rate_per_hour: int, cap: str, cap_value: int, seed: int = 0
+) -> tuple[buffer.FridayResult, connections.ConnectionResult]:
+    """The widget's experiment: the buffer for one evening, and the database for one cap."""
+    if profile not in buffer.PROFILES:
+        raise ValueError(f"profile must be one of {', '.join(buffer.PROFILES)}; got {profile!r}")
+    friday = buffer.FridayConfig(
+        profile=buffer.with_peak(buffer.PROFILES[profile], peak_per_hour), consumer_rate_per_hour=consumer_rate_per_hour
+    )
+    limits = connections.ConnectionConfig(cap=cap, cap_value=cap_value)
+    return buffer.run_friday(friday, seed), connections.run_connections(limits, seed)

@@ -1,0 +1,271 @@
+"""The three combinations that solve most cases, on moto, and the one to avoid, as a model (notebook 15).
+
+- `sns_to_sqs`: fan-out with durability. `mercadofresco-pedido-confirmado` fans
+  out to `cola-mercadofresco-correo` and `cola-mercadofresco-erp`; a consumer
+  that is down loses nothing, its copy waits in its queue.
+- `eventbridge_to_sqs`: routing by content. Rules on `bus-mercadofresco` pick
+  events by source, type and detail; each target is a queue.
+- `eventbridge_to_step_functions`: a fact starts a process. moto accepts a
+  state machine as a rule's target but `put_events` then raises
+  NotImplementedError, so `start_for_event` does what the target would
+  (StartExecution named after the pedido_id) and is called a model.
+- `direct_vs_queued`: SNS straight to a function versus SNS -> SQS -> function
+  during an ERP outage, as a model of Lambda's asynchronous retries.
+- `throttle_knobs`: the three places to limit our own rate toward a third party,
+  set on moto (stored, not enforced; `sims.throttle` models what they do).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from mercadofresco import queues, world
+from mercadofresco.clock import VirtualClock
+from mercadofresco.errors import check_range
+
+PROCESS_MACHINE = "mercadofresco-procesar-pedido"
+PROCESS_RULE = "regla-mercadofresco-procesar-pedido"
+HOME_RULE = "regla-mercadofresco-envio-domicilio"
+DELIVERY_QUEUE = "cola-mercadofresco-reparto"
+ROLE_ARN = "arn:aws:iam::123456789012:role/mercadofresco-eventos"
+THIRD_PARTY_ENDPOINT = "https://erp.mercadofresco.example/avisos"
+LAMBDA_ASYNC_RETRY_DELAYS = (60, 120)  # Lambda retries an asynchronous event twice: after 1 minute, then 2 more
+
+
+def order_event(pedido_id: str, envio: str = "domicilio") -> dict[str, Any]:
+    """A PedidoConfirmado entry for put_events on bus-mercadofresco."""
+    detail = {"pedido_id": pedido_id, "importe": "48.20", "envio": envio, "version": 1}
+    return {
+        "Source": world.ORDER_SOURCE,
+        "DetailType": "PedidoConfirmado",
+        "Detail": json.dumps(detail),
+        "EventBusName": world.BUS,
+    }
+
+
+def _drain(sqs: Any, url: str) -> list[str]:
+    """Receive and delete everything visible in a queue; return the bodies."""
+    bodies = []
+    while messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0).get("Messages"):
+        for message in messages:
+            bodies.append(message["Body"])
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    return bodies
+
+
+# -- SNS -> SQS ------------------------------------------------------------------------------
+def sns_to_sqs(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]]:
+    """Publish once; the ERP consumer reads its copy, the email consumer is down for two hours."""
+    sqs = mf.sqs
+    mf.client("sns").publish(TopicArn=mf.topic_arn, Message=json.dumps({"pedido_id": "PED-2026-084417"}))
+    rows = [{"moment": "after one publish"} | _fanout_counts(mf)]
+    _drain(sqs, mf.fanout_queue_urls["cola-mercadofresco-erp"])
+    rows.append({"moment": "ERP consumer read its copy"} | _fanout_counts(mf))
+    reloj.advance(2 * 3_600)
+    rows.append({"moment": "two hours later, email still down"} | _fanout_counts(mf))
+    bodies = _drain(sqs, mf.fanout_queue_urls["cola-mercadofresco-correo"])
+    rows.append({"moment": f"email back: read {len(bodies)}"} | _fanout_counts(mf))
+    return rows
+
+
+def _fanout_counts(mf: world.World) -> dict[str, int]:
+    return {name: queues.queue_counts(mf.sqs, url)["visible"] for name, url in mf.fanout_queue_urls.items()}
+
+
+# -- EventBridge -> SQS -> consumer --------------------------------------------------------------
+def add_home_delivery_rule(mf: world.World) -> str:
+    """A rule that routes by content: only PedidoConfirmado with envio = domicilio reach cola-mercadofresco-reparto."""
+    events, sqs = mf.client("events"), mf.sqs
+    pattern = {"source": [world.ORDER_SOURCE], "detail-type": ["PedidoConfirmado"], "detail": {"envio": ["domicilio"]}}
+    events.put_rule(Name=HOME_RULE, EventBusName=world.BUS, EventPattern=json.dumps(pattern))
+    url = sqs.create_queue(QueueName=DELIVERY_QUEUE)["QueueUrl"]
+    events.put_targets(
+        Rule=HOME_RULE, EventBusName=world.BUS, Targets=[{"Id": "reparto", "Arn": queues.queue_arn(sqs, url)}]
+    )
+    return url
+
+
+def eventbridge_to_sqs(mf: world.World) -> list[dict[str, Any]]:
+    """Three events on the bus; what each queue's consumer receives."""
+    delivery_url = add_home_delivery_rule(mf)
+    entries = [
+        order_event("PED-2026-084417", "domicilio"),
+        order_event("PED-2026-084418", "recogida"),
+        {"Source": world.ORDER_SOURCE, "DetailType": "CarritoAbandonado", "Detail": "{}", "EventBusName": world.BUS},
+    ]
+    failed = mf.client("events").put_events(Entries=entries)["FailedEntryCount"]
+    rows = []
+    for name, url in ((world.WAREHOUSE_QUEUE, mf.warehouse_queue_url), (DELIVERY_QUEUE, delivery_url)):
+        received = [json.loads(body) for body in _drain(mf.sqs, url)]
+        rows.append(
+            {
+                "queue": name,
+                "received": [f"{e['detail-type']} {e['detail'].get('pedido_id')}" for e in received],
+                "failed_entries": failed,
+            }
+        )
+    return rows
+
+
+# -- EventBridge -> Step Functions -------------------------------------------------------------------
+def create_process_machine(mf: world.World) -> str:
+    """mercadofresco-procesar-pedido, reduced to its shape: prepare, ship, and a compensation path."""
+    definition = {
+        "StartAt": "Preparar",
+        "States": {
+            "Preparar": {"Type": "Pass", "Next": "Enviar"},
+            "Enviar": {"Type": "Pass", "End": True},
+            "Compensar": {"Type": "Pass", "End": True},
+        },
+    }
+    return mf.client("stepfunctions").create_state_machine(
+        name=PROCESS_MACHINE, definition=json.dumps(definition), roleArn=ROLE_ARN
+    )["stateMachineArn"]
+
+
+def step_functions_target_on_moto(mf: world.World, machine_arn: str) -> str:
+    """Put the state machine behind a rule, as in AWS, and say what moto does with an event; leave no trace."""
+    events = mf.client("events")
+    pattern = {"source": [world.ORDER_SOURCE], "detail-type": ["PedidoConfirmado"]}
+    events.put_rule(Name=PROCESS_RULE, EventBusName=world.BUS, EventPattern=json.dumps(pattern))
+    target = {"Id": "procesar", "Arn": machine_arn, "RoleArn": ROLE_ARN}
+    events.put_targets(Rule=PROCESS_RULE, EventBusName=world.BUS, Targets=[target])
+    try:
+        events.put_events(Entries=[order_event("PED-2026-084417")])
+        answer = "delivered"
+    except NotImplementedError as exc:
+        answer = f"put_events raised NotImplementedError ({exc})"
+    finally:
+        events.remove_targets(Rule=PROCESS_RULE, EventBusName=world.BUS, Ids=["procesar"])
+        events.delete_rule(Name=PROCESS_RULE, EventBusName=world.BUS)
+        _drain(mf.sqs, mf.warehouse_queue_url)  # moto had already delivered the warehouse rule's copy
+    return answer
+
+
+def start_for_event(sfn: Any, machine_arn: str, event: dict[str, Any]) -> str:
+    """A model of the rule's Step Functions target: StartExecution, named after the order.
+
+    Naming the execution after the pedido_id makes a duplicate event harmless:
+    Step Functions answers a second start with the same name and input with
+    the execution it already has.
+    """
+    detail = json.loads(event["Detail"])
+    try:
+        response = sfn.start_execution(stateMachineArn=machine_arn, name=detail["pedido_id"], input=event["Detail"])
+    except ClientError as exc:  # same name, different input: a real conflict, never silently ignored
+        raise RuntimeError(f"execution {detail['pedido_id']} exists with another input") from exc
+    return response["executionArn"]
+
+
+def eventbridge_to_step_functions(mf: world.World) -> dict[str, Any]:
+    """The same PedidoConfirmado twice: how many executions of mercadofresco-procesar-pedido start."""
+    sfn = mf.client("stepfunctions")
+    machine = create_process_machine(mf)
+    moto_answer = step_functions_target_on_moto(mf, machine)
+    event = order_event("PED-2026-084417")
+    arns = {start_for_event(sfn, machine, event) for _ in range(2)}
+    executions = sfn.list_executions(stateMachineArn=machine)["executions"]
+    return {
+        "moto, rule with a state machine target": moto_answer,
+        "events delivered (model)": 2,
+        "distinct executions": len(arns),
+        "executions listed": [(e["name"], e["status"]) for e in executions],
+    }
+
+
+# -- SNS straight to a function, against SNS -> SQS -> function: a model ------------------------------
+@dataclass(frozen=True)
+class Outage:
+    """Orders confirmed every `every_seconds`; the ERP is down from `down_from` for `down_seconds`."""
+
+    orders: int = 60
+    every_seconds: int = 60
+    down_from: int = 900
+    down_seconds: int = 1_800
+    visibility_timeout_seconds: int = 300
+    max_receive_count: int = 4
+
+    def __post_init__(self) -> None:
+        check_range("orders", self.orders, 1, 10_000)
+        check_range("every_seconds", self.every_seconds, 1, 3_600)
+        check_range("down_seconds", self.down_seconds, 0, 86_400)
+        check_range("max_receive_count", self.max_receive_count, 1, 1_000)
+
+    def down(self, second: float) -> bool:
+        return self.down_from <= second < self.down_from + self.down_seconds
+
+
+def direct_vs_queued(outage: Outage | None = None) -> list[dict[str, Any]]:
+    """What each path does with the orders confirmed around an ERP outage (a model, no AWS calls).
+
+    Direct: Lambda's asynchronous invocation tries at t, t + 60 s and t + 180 s,
+    then drops the event (no on-failure destination configured, the default).
+    Queued: the queue retries every visibility timeout, parks the message in
+    the DLQ after maxReceiveCount receives, and a redrive after the fix delivers it.
+    """
+    outage = outage or Outage()
+    sent = [n * outage.every_seconds for n in range(outage.orders)]
+    direct_tries = [0, LAMBDA_ASYNC_RETRY_DELAYS[0], sum(LAMBDA_ASYNC_RETRY_DELAYS)]
+    queued_tries = [k * outage.visibility_timeout_seconds for k in range(outage.max_receive_count)]
+    rows = []
+    for path, tries, rescue in (
+        ("SNS -> function", direct_tries, "lost"),
+        ("SNS -> SQS -> function", queued_tries, "dlq"),
+    ):
+        outcome = [next((k for k, d in enumerate(tries) if not outage.down(t + d)), None) for t in sent]
+        failed = sum(1 for k in outcome if k is None)
+        rows.append(
+            {
+                "path": path,
+                "orders": outage.orders,
+                "first_try": outcome.count(0),
+                "after_retries": sum(1 for k in outcome if k),
+                "lost": failed if rescue == "lost" else 0,
+                "dlq_then_redriven": failed if rescue == "dlq" else 0,
+            }
+        )
+    return rows
+
+
+# -- our own rate limit toward a third party, set in the three places -------------------------------
+def throttle_knobs(mf: world.World, rate_per_second: int) -> dict[str, Any]:
+    """Set our own rate limit where the lesson names it, on moto, and read each setting back."""
+    events, sns, sfn = mf.client("events"), mf.client("sns"), mf.client("stepfunctions")
+    connection = events.create_connection(
+        Name="conexion-erp",
+        AuthorizationType="API_KEY",
+        AuthParameters={"ApiKeyAuthParameters": {"ApiKeyName": "x-api-key", "ApiKeyValue": "ficticia"}},
+    )
+    events.create_api_destination(
+        Name="destino-erp",
+        ConnectionArn=connection["ConnectionArn"],
+        InvocationEndpoint=THIRD_PARTY_ENDPOINT,
+        HttpMethod="POST",
+        InvocationRateLimitPerSecond=rate_per_second,
+    )
+    policy = {"http": {"throttlePolicy": {"maxReceivesPerSecond": rate_per_second}}}
+    sns.set_topic_attributes(TopicArn=mf.topic_arn, AttributeName="DeliveryPolicy", AttributeValue=json.dumps(policy))
+    item = {"Avisar": {"Type": "Pass", "End": True}}
+    notify = {"Type": "Map", "MaxConcurrency": rate_per_second, "ItemsPath": "$.lineas", "End": True}
+    definition = {
+        "StartAt": "AvisarLineas",
+        "States": {"AvisarLineas": notify | {"Iterator": {"StartAt": "Avisar", "States": item}}},
+    }
+    machine = sfn.create_state_machine(
+        name="mercadofresco-avisar-erp", definition=json.dumps(definition), roleArn=ROLE_ARN
+    )
+    stored = json.loads(sfn.describe_state_machine(stateMachineArn=machine["stateMachineArn"])["definition"])
+    delivery = json.loads(sns.get_topic_attributes(TopicArn=mf.topic_arn)["Attributes"]["DeliveryPolicy"])
+    return {
+        "EventBridge API destination: InvocationRateLimitPerSecond": events.describe_api_destination(
+            Name="destino-erp"
+        )["InvocationRateLimitPerSecond"],
+        "SNS delivery policy: throttlePolicy.maxReceivesPerSecond": delivery["http"]["throttlePolicy"][
+            "maxReceivesPerSecond"
+        ],
+        "Step Functions Map: MaxConcurrency": stored["States"]["AvisarLineas"]["MaxConcurrency"],
+    }

@@ -1,0 +1,108 @@
+"""Section 14: the Friday buffer, the connection limit and throttling toward a third party, as models that can fail."""
+
+import pytest
+
+from mercadofresco.sims import buffer, connections, throttle
+
+LESSON_PEAK = 1_200
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_lesson_profile_peaks_within_ten_percent_of_1200_near_20h(seed):
+    result = buffer.run_friday(buffer.FridayConfig(), seed)
+    assert abs(result.peak["depth"] - LESSON_PEAK) <= 0.10 * LESSON_PEAK
+    assert 19.5 <= result.peak["hour"] <= 20.0
+    assert result.refused == 0 and result.processed == result.arrived  # the queue loses nothing
+
+
+def test_with_arrivals_stopping_at_20h_the_queue_is_empty_near_22h():
+    drained = buffer.run_friday(buffer.FridayConfig(), seed=0).drained_at()
+    assert drained is not None and 21.75 <= drained <= 22.25
+
+
+def test_real_evening_traffic_drains_after_midnight():
+    drained = buffer.run_friday(buffer.FridayConfig(profile=buffer.EVENING_PROFILE), seed=0).drained_at()
+    assert drained is not None and drained > 24
+
+
+def test_without_a_queue_more_than_the_average_excess_is_refused():
+    result = buffer.run_friday(buffer.FridayConfig(buffered=False), seed=0)
+    assert result.refused > 4 * 300  # bursts refuse more than the mean excess of 300/h
+    assert result.processed + result.refused == result.arrived
+
+
+def test_sizing_rule_and_drain_arithmetic():
+    assert buffer.queue_needed(4, 300) == 1_200
+    assert buffer.drain_hours(1_200, 600, 0) == 2
+    assert buffer.drain_hours(1_200, 600, 600) == float("inf")
+
+
+def test_consumers_as_fast_as_the_peak_keep_the_queue_short():
+    result = buffer.run_friday(buffer.FridayConfig(consumer_rate_per_hour=1_400), seed=0)
+    assert result.peak["depth"] < 200
+
+
+def test_bad_settings_name_the_setting_and_its_range():
+    with pytest.raises(ValueError, match="consumers must be between 1 and 1000"):
+        buffer.FridayConfig(consumers=0)
+    with pytest.raises(ValueError, match="cap must be one of"):
+        connections.ConnectionConfig(cap="proxy")
+    with pytest.raises(ValueError, match="rate_limit_per_second must be between"):
+        throttle.ThrottleConfig(rate_limit_per_second=0)
+
+
+def test_without_a_cap_the_database_is_asked_for_more_than_200_connections_and_refuses():
+    result = connections.run_connections(connections.ConnectionConfig(cap="none"))
+    assert result.peak_demand > 200
+    assert result.peak_invocations > 200
+    assert result.refused_invocations > 0 and result.shop_refused > 0  # the shop fails too
+    assert max(row["db_connections"] for row in result.rows) <= 200  # the database itself never goes past it
+
+
+@pytest.mark.parametrize("cap", ["maximum_concurrency", "reserved_concurrency", "pool"])
+def test_each_defence_keeps_the_connections_asked_within_200(cap):
+    result = connections.run_connections(connections.ConnectionConfig(cap=cap, cap_value=150))
+    assert result.peak_demand <= 200
+    assert result.refused_invocations == 0 and result.shop_refused == 0
+    assert result.processed == result.config.backlog and result.in_dlq == 0
+
+
+def test_reserved_concurrency_alone_throttles_and_spends_receives():
+    reserved = connections.run_connections(connections.ConnectionConfig(cap="reserved_concurrency"))
+    maximum = connections.run_connections(connections.ConnectionConfig(cap="maximum_concurrency"))
+    assert reserved.throttled_invocations > 0 and maximum.throttled_invocations == 0
+    assert reserved.finished_seconds > maximum.finished_seconds
+
+
+def test_a_cap_above_the_database_limit_does_not_protect_it():
+    result = connections.run_connections(connections.ConnectionConfig(cap="maximum_concurrency", cap_value=300))
+    assert result.peak_demand > 200 and result.refused_invocations > 0
+
+
+def test_our_own_rate_limit_below_the_erp_capacity_delivers_everything_with_no_errors():
+    limited = throttle.run_throttle(throttle.ThrottleConfig(rate_limit_per_second=15))
+    flat_out = throttle.run_throttle(throttle.ThrottleConfig())
+    assert limited.delivered == limited.config.notices and limited.erp_errors == 0 and limited.collapses == 0
+    assert flat_out.collapses > 0 and flat_out.in_dlq > 0
+    assert limited.finished_seconds < flat_out.finished_seconds  # slowly on purpose is also sooner
+
+
+def test_the_depth_alarm_watches_the_orders_queue():
+    from mercadofresco import world
+    from mercadofresco.lessons import backpressure
+
+    assert dict(backpressure.DEPTH_ALARM.dimensions)["QueueName"] == world.ORDERS_QUEUE
+
+
+def test_holding_parallelism_alarms_and_loses_nothing_while_adding_pollers_fills_the_dlq():
+    from mercadofresco.lessons import backpressure
+
+    held, added = backpressure.upstream_vs_downstream(seed=0).values()
+    assert backpressure.first_alarm_second(held) is not None and held.in_dlq == 0
+    assert added.in_dlq > 0 and len(added.collapses) > 0
+
+
+def test_a_pool_as_large_as_the_database_leaves_nothing_for_the_shop():
+    result = connections.run_connections(connections.ConnectionConfig(cap="pool", cap_value=200))
+    assert result.refused_invocations == 0  # the pool's invocations retry their way in
+    assert result.shop_refused > 0  # but the shop's queries find the database full
