@@ -36,7 +36,7 @@ def upstream_vs_downstream(seed: int = 0) -> dict[str, storm.StormRun]:
 
 def first_alarm_second(run: storm.StormRun, rule: alarms.AlarmRule = DEPTH_ALARM) -> int | None:
     """The first sample (seconds) at which the queue's depth breaches the rule; None if it never does."""
-    return next((row["seconds"] for row in run.rows if rule.breached_by(row["queue_depth"])), None)
+    return next((row.seconds for row in run.rows if rule.breached_by(row.queue_depth)), None)
 
 
 def outcome_rows(runs: dict[str, storm.StormRun]) -> list[dict[str, Any]]:
@@ -44,7 +44,7 @@ def outcome_rows(runs: dict[str, storm.StormRun]) -> list[dict[str, Any]]:
     return [
         {
             "policy": label,
-            "max_queue": max(row["queue_depth"] for row in run.rows),
+            "max_queue": max(row.queue_depth for row in run.rows),
             "alarm_at_s": first_alarm_second(run),
             "charged": run.charged,
             "in_dlq": run.in_dlq,

@@ -69,9 +69,9 @@ def upstream_downstream(runs: dict[str, StormRun], alarm_threshold: float, title
     figure = Figure(figsize=(9, 3.4), layout="constrained")
     left, right = figure.subplots(1, 2, sharex=True)
     for color, (label, run) in zip(COLORS, runs.items(), strict=False):
-        seconds = [row["seconds"] for row in run.rows]
-        left.plot(seconds, [row["queue_depth"] for row in run.rows], color=color, label=label)
-        right.plot(seconds, [row["in_dlq"] for row in run.rows], color=color, label=label)
+        seconds = [row.seconds for row in run.rows]
+        left.plot(seconds, [row.queue_depth for row in run.rows], color=color, label=label)
+        right.plot(seconds, [row.in_dlq for row in run.rows], color=color, label=label)
     config = next(iter(runs.values())).config
     for ax in (left, right):
         ax.axvspan(config.degrade_from, config.degrade_until, color="grey", alpha=0.15)
