@@ -89,12 +89,12 @@ async def _menu(page: Any, menu: str, item: str) -> None:
 
 
 async def _check_outputs(page: Any, report: Report, lab: bool) -> None:
-    text = await page.locator(".jp-Notebook").inner_text()
+    text = await page.locator(".jp-Notebook").text_content()  # off-screen cells have no innerText
     if WIDGET_ERROR in text:
         report.problems.append(f"{WIDGET_ERROR!r} on the page")
     errors = await page.locator(
         '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
-    ).all_inner_texts()
+    ).all_text_contents()
     if lab:  # a lab stops at its first unfinished cell, by design: that must be the only error
         if len(errors) > 1 or (errors and "NotImplementedError" not in errors[0]):
             report.problems.append(f"the lab failed before its first exercise: {errors[0][:300]}")
@@ -162,19 +162,27 @@ async def _check_interaction(panel: Any, report: Report, interaction: Interactio
         report.problems.append(f"the panel printed a bare dict: {after[:200]!r}")
 
 
+# Counts the button's returns from disabled to enabled: the panel disables it while its experiment runs.
+COUNT_RUNS = """button => {
+  if (button.mfObserver) return;
+  button.dataset.mfRuns = '0';
+  button.mfObserver = new MutationObserver(changes => {
+    for (const change of changes) {
+      if (change.oldValue !== null && !button.disabled) button.dataset.mfRuns = String(+button.dataset.mfRuns + 1);
+    }
+  });
+  button.mfObserver.observe(button, {attributes: true, attributeFilter: ['disabled'], attributeOldValue: true});
+}"""
+
+
 async def _press(panel: Any, name: str) -> str:
-    """Press the panel's button and return the output's text once the result has replaced "Running…"."""
-    output = panel.locator(".mf-panel-output")
-    await panel.locator(".widget-button", has_text=name).click()
+    """Press the panel's button, wait until the experiment has run (the button came back), return the output's text."""
     button = panel.locator(".widget-button", has_text=name)
-    deadline = time.monotonic() + PANEL_SECONDS
-    while time.monotonic() < deadline:
-        text = await output.inner_text()
-        enabled = not await button.is_disabled()
-        if enabled and text.strip() and "Running…" not in text:
-            return text
-        await panel.page.wait_for_timeout(100)
-    raise TimeoutError(f"the panel's {name!r} gave no result in {PANEL_SECONDS} s")
+    await button.evaluate(COUNT_RUNS)
+    runs = int(await button.get_attribute("data-mf-runs"))
+    await button.click()
+    await button.and_(panel.page.locator(f'[data-mf-runs="{runs + 1}"]')).wait_for(timeout=PANEL_SECONDS * 1000)
+    return await panel.locator(".mf-panel-output").inner_text()
 
 
 async def _set(panel: Any, change: Change) -> None:
