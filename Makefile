@@ -23,7 +23,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest
 
 $(STAMP): pyproject.toml constraints.txt
-	@$(PYTHON) -c '$(SUPPORTED)' || { echo "The workbook needs Python 3.11 or newer; '$(PYTHON)' is older." \
+	@$(PYTHON) -c '$(SUPPORTED)' || { echo "The workbook needs Python 3.11 or newer; '$(PYTHON)' is not (see above)." \
 		"Install one and run e.g. 'make PYTHON=python3.11 start'."; exit 1; }
 	@if [ -e $(BIN)/python ] && ! $(BIN)/python -c '$(SUPPORTED)' 2>/dev/null; then \
 		echo "Removing $(VENV): an unsupported Python made it."; rm -rf $(VENV); fi
