@@ -59,3 +59,19 @@ def test_the_suite_fails_when_the_widget_extension_is_disabled(browser_ready, tm
     problems = reports["notebooks/00_start_here.ipynb"].problems
     assert any("1 panel(s) in the notebook, 0 drawn as widgets" in p for p in problems), problems
     assert ARTIFACTS.exists()
+
+
+def test_make_start_serves_the_root_with_the_project_settings():
+    """No browser needed: the Makefile's arguments serve `.` and point at the shipped overrides (no news prompt)."""
+    import json
+    import os
+
+    from lab import ROOT, make_start_arguments
+
+    arguments = make_start_arguments()
+    assert "--ServerApp.root_dir=." in arguments
+    assert arguments[-1] == "notebooks/00_start_here.ipynb"
+    assert ("--allow-root" in arguments) == (os.geteuid() == 0)
+    settings = next(a.split("=", 1)[1] for a in arguments if a.startswith("--LabApp.app_settings_dir="))
+    overrides = json.loads((ROOT / settings / "overrides.json").read_text())
+    assert overrides["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
