@@ -18,7 +18,7 @@ from panels import LESSON_PANELS
 @pytest.mark.parametrize("path", learner_notebooks())
 def test_notebook_runs_and_its_panels_answer(reports, path):
     report = reports[path]
-    print(f"{path}: {report.seconds:.1f} s; " + "; ".join(report.panels))
+    print(f"{path}: {report.seconds:.1f} s ({', '.join(report.steps)}); " + "; ".join(report.panels))
     assert not report.problems, f"{path}:\n  " + "\n  ".join(report.problems)
 
 
