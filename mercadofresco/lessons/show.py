@@ -8,6 +8,7 @@ with it shows it once (after `%matplotlib inline`), and a test can inspect it.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -147,6 +148,7 @@ def panel(run: Callable[..., Any], controls: dict[str, Any], button: str = "Run 
             except ValueError as exc:
                 print(f"⚠ {refusal(str(exc), controls)}")
             finally:
+                sys.stdout.flush()  # the printed tables reach the page before the button says "done"
                 run_button.disabled = False
 
     run_button.on_click(on_click)

@@ -182,7 +182,13 @@ async def _press(panel: Any, name: str) -> str:
     runs = int(await button.get_attribute("data-mf-runs"))
     await button.click()
     await button.and_(panel.page.locator(f'[data-mf-runs="{runs + 1}"]')).wait_for(timeout=PANEL_SECONDS * 1000)
-    return await panel.locator(".mf-panel-output").inner_text()
+    output = panel.locator(".mf-panel-output")
+    for _ in range(50):  # the result follows the button within moments; "Running…" must be gone
+        text = await output.inner_text()
+        if text.strip() and "Running…" not in text:
+            break
+        await panel.page.wait_for_timeout(100)
+    return text
 
 
 async def _set(panel: Any, change: Change) -> None:
