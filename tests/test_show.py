@@ -13,16 +13,35 @@ def test_timeline_figure_has_a_lane_per_consumer(mf, reloj):
     assert labels == ["consumidor-1", "consumidor-2"]
 
 
-def test_panel_turns_a_value_error_into_a_message(mf, reloj, capsys):
+def test_panel_names_the_control_the_learner_touched(mf, reloj, capsys):
     import ipywidgets as widgets
 
-    slider = widgets.IntSlider(value=5, min=0, max=10)
+    slider = widgets.IntSlider(value=5, min=0, max=10, description="orders (x100)")
     box = show.panel(
         lambda order_count: delivery.charges_per_order(mf, reloj, order_count=order_count * 100),
         {"order_count": slider},
     )
-    button, output = box.children[1], box.children[2]
-    button.click()  # 500 orders: out of range
+    box.button.click()  # 500 orders: out of range
     # Without a kernel the Output widget cannot capture: what it shows goes to stdout.
-    shown = "".join(item.get("text", "") for item in output.outputs) + capsys.readouterr().out
-    assert "order_count must be between 1 and 50; got 500" in shown
+    shown = "".join(item.get("text", "") for item in box.output.outputs) + capsys.readouterr().out
+    assert "⚠ “orders (x100)” must be between 1 and 50; got 500" in shown
+    assert "order_count" not in shown
+    assert not box.button.disabled  # ready for the next try
+
+
+def test_refusal_replaces_whole_names_only():
+    import ipywidgets as widgets
+
+    controls = {"rate": widgets.IntSlider(description="rate (/s)"), "key": widgets.Dropdown(description="")}
+    message = show.refusal("rate must be at most 500; max_rate and rate_limit stay; key unknown", controls)
+    assert message == "“rate (/s)” must be at most 500; max_rate and rate_limit stay; “key” unknown"
+
+
+def test_a_redrive_without_failures_draws_its_axis_from_zero():
+    from mercadofresco.lessons import show_dlq
+    from mercadofresco.sims import mass_redrive
+
+    paced = mass_redrive.run_mass_redrive(mass_redrive.MassRedriveConfig(release="paced", max_concurrency=40))
+    assert paced.summary()["failed_attempts"] == 0
+    right = show_dlq.mass_redrive([paced]).axes[1]
+    assert right.get_ylim() == (0, 1)

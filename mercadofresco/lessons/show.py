@@ -7,6 +7,8 @@ with it shows it once (after `%matplotlib inline`), and a test can inspect it.
 
 from __future__ import annotations
 
+import re
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -113,10 +115,13 @@ def latency_sweep(curves: dict[str, list[dict[str, Any]]], title: str = "") -> F
 
 
 def panel(run: Callable[..., Any], controls: dict[str, Any], button: str = "Run experiment") -> Any:
-    """Controls, a button and an output area that shows what `run(**values)` returns.
+    """Controls, a button and an output area that shows what `run(**values)` prints and returns.
 
-    A ValueError (a value out of range, a combination that makes no sense) is
-    shown as a message that says what to change, not as a traceback.
+    `controls` maps each argument of `run` to its widget; the widget's description is
+    the label the learner reads. The output stays empty until the button is pressed;
+    then it shows the result for the chosen values (draw it the way the notebook drew
+    its default result above). A ValueError (a value out of range, a combination that
+    makes no sense) is shown as a message naming the control, not as a traceback.
     """
     import ipywidgets as widgets  # imported here so the package works without a notebook
     from IPython.display import display
@@ -126,20 +131,41 @@ def panel(run: Callable[..., Any], controls: dict[str, Any], button: str = "Run 
             return "Interactive panel: run the notebook's cells in JupyterLab to use it."
 
     output = widgets.Output()
+    output.add_class("mf-panel-output")
     run_button = widgets.Button(description=button, button_style="primary")
+    hint = widgets.HTML(f"<i>Set the controls and press <b>{button}</b>: the result appears below.</i>")
     for control in controls.values():
         control.style.description_width = "initial"  # long labels stay readable
 
     def on_click(_: Any) -> None:
+        run_button.disabled = True  # one run at a time; a big value can take seconds
         with output:
-            output.clear_output(wait=True)
+            output.clear_output()
+            print("Running…", flush=True)
+            output.clear_output(wait=True)  # "Running…" stays until the result replaces it
             try:
-                display(run(**{name: control.value for name, control in controls.items()}))
+                result = run(**{name: control.value for name, control in controls.items()})
+                if result is not None:
+                    display(result)
             except ValueError as exc:
-                print(f"⚠ {exc}")
+                print(f"⚠ {refusal(str(exc), controls)}")
+            finally:
+                sys.stdout.flush()  # the printed tables reach the page before the button says "done"
+                run_button.disabled = False
 
     run_button.on_click(on_click)
-    return Panel([*controls.values(), run_button, output])
+    box = Panel([*controls.values(), widgets.HBox([run_button, hint]), output])
+    box.add_class("mf-panel")
+    box.button, box.output = run_button, output  # for tests and for readers of the widget tree
+    return box
+
+
+def refusal(message: str, controls: dict[str, Any]) -> str:
+    """`message` with each argument name replaced by the label of the control that sets it."""
+    for name, control in controls.items():
+        label = getattr(control, "description", "") or name
+        message = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", f"“{label}”", message)
+    return message
 
 
 def bars(

@@ -95,6 +95,7 @@ def mass_redrive(results: list[MassRedriveResult], title: str = "") -> Figure:
     left.set_ylabel("database connections")
     left.set_title("connections in use (dotted: the limit)", fontsize=9)
     right.set_ylabel("messages")
+    right.set_ylim(bottom=0, top=max(right.get_ylim()[1], 1))  # all zero: an axis from 0, not -0.04…0.04
     right.set_title("failed attempts (solid), back in the DLQ (dashed)", fontsize=9)
     for ax in (left, right):
         ax.set_xlabel("minutes (model time)")

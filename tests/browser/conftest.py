@@ -1,0 +1,69 @@
+"""The browser suite: one JupyterLab server, one headless Chromium, every notebook and lab checked once.
+
+The notebooks run two at a time (the machine has two cores); each test then reads its notebook's report.
+Without Debian's chromium the suite is skipped with the reason, except in CI (CI=true), where it fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+from lab import CHROMIUM, ROOT, LabServer, chromium_missing
+
+ARTIFACTS = ROOT / "tests" / "browser" / "artifacts"  # screenshots; not committed (.gitignore)
+CONCURRENT_NOTEBOOKS = 2
+
+
+def learner_notebooks() -> list[str]:
+    """Every lesson notebook and every lab, found on disk: a notebook added later is checked too."""
+    found = sorted(ROOT.glob("notebooks/*.ipynb")) + sorted(ROOT.glob("labs/*.ipynb"))
+    return [str(path.relative_to(ROOT)) for path in found]
+
+
+@pytest.fixture(scope="session")
+def browser_ready() -> None:
+    reason = chromium_missing()
+    if reason and os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"the browser suite cannot run in CI: {reason}")
+    if reason:
+        pytest.skip(f"browser suite skipped: {reason}")
+
+
+@pytest.fixture(scope="session")
+def lab_server(browser_ready, tmp_path_factory) -> LabServer:
+    server = LabServer(tmp_path_factory.mktemp("jupyterlab")).start()
+    yield server
+    server.stop()
+
+
+async def run_all(server: LabServer, paths: list[str], interactions: dict) -> dict:
+    from driver import check_notebook
+    from playwright.async_api import async_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    limit = asyncio.Semaphore(CONCURRENT_NOTEBOOKS)
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM)
+        context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+
+        async def one(path: str):
+            async with limit:
+                stem = Path(path).stem
+                return await check_notebook(
+                    context, server.url, server.token, ROOT, path, interactions.get(stem), ARTIFACTS
+                )
+
+        reports = await asyncio.gather(*(one(path) for path in paths))
+        await browser.close()
+    return {report.path: report for report in reports}
+
+
+@pytest.fixture(scope="session")
+def reports(lab_server) -> dict:
+    """Every notebook's report, from one run of the whole set."""
+    from panels import LESSON_PANELS
+
+    return asyncio.run(run_all(lab_server, learner_notebooks(), LESSON_PANELS))

@@ -1,0 +1,250 @@
+"""Open a notebook in JupyterLab, Run All, and check what the learner would see; use each panel once.
+
+Everything here goes through the page as a person would: the menus, the widgets' own controls, the text
+and images on screen. It returns the problems it saw instead of raising, so one run can check many notebooks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from panels import Change, Interaction
+
+RUN_SECONDS = 120  # Run All of one notebook, kernel start included
+PANEL_SECONDS = 60  # one press of a panel's button
+WIDGET_ERROR = "Error displaying widget"
+
+# Run All is over when the kernel is idle and no code cell waits ("[*]") — after the first one has run.
+RUN_FINISHED = """() => {
+  const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].map(p => p.textContent.trim());
+  const status = document.querySelector('.jp-Notebook-ExecutionIndicator')?.getAttribute('data-status');
+  return prompts.length > 0 && /^\\[\\d+\\]:$/.test(prompts[0]) && !prompts.includes('[*]:') && status === 'idle';
+}"""
+
+
+@dataclass
+class Report:
+    """What one notebook showed: the problems found, what each panel did, and how long it took."""
+
+    path: str
+    problems: list[str] = field(default_factory=list)
+    panels: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    steps: list[str] = field(default_factory=list)  # when each stage finished, in seconds from the start
+
+
+def notebook_facts(path: Path) -> dict[str, Any]:
+    """What the page should show, read from the file: mermaid diagrams, panels, code cells."""
+    cells = json.loads(path.read_text())["cells"]
+    return {
+        "mermaid": [
+            i for i, c in enumerate(cells) if c["cell_type"] == "markdown" and "```mermaid" in "".join(c["source"])
+        ],
+        "panels": sum(1 for c in cells if c["cell_type"] == "code" and "show.panel(" in "".join(c["source"])),
+    }
+
+
+async def check_notebook(
+    context: Any, base_url: str, token: str, root: Path, relative: str, interaction: Interaction | None, artifacts: Path
+) -> Report:
+    report = Report(relative)
+    started = time.monotonic()
+    page = await context.new_page()
+    page.on("pageerror", lambda error: report.problems.append(f"page error: {error}"))
+    workspace = re.sub(r"\W", "-", relative)
+    mark = lambda what: report.steps.append(f"{what} {time.monotonic() - started:.1f}")  # noqa: E731
+    try:
+        await page.goto(f"{base_url}/lab/workspaces/{workspace}/tree/{relative}?token={token}")
+        await page.locator(".jp-NotebookPanel-toolbar").get_by_text("Python 3 (ipykernel)").wait_for(timeout=60_000)
+        mark("opened")
+        await _menu(page, "Edit", "Clear Outputs of All Cells")
+        await _menu(page, "Run", "Run All Cells")
+        await page.wait_for_function(RUN_FINISHED, timeout=RUN_SECONDS * 1000, polling=250)
+        mark("ran")
+        lab = relative.startswith("labs/")
+        await _check_outputs(page, report, lab)
+        facts = notebook_facts(root / relative)
+        await _check_mermaid(page, report, facts["mermaid"])
+        mark("checked")
+        await _check_panels(page, report, facts["panels"], interaction, artifacts / workspace)
+        mark("panels")
+    except Exception as exc:  # a timeout or a missing element is a finding, reported with the others
+        report.problems.append(f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
+        await page.screenshot(path=str(artifacts / f"{workspace}-failure.png"), full_page=True)
+    finally:
+        await _shut_down(page, relative)
+        report.seconds = time.monotonic() - started
+    return report
+
+
+async def _menu(page: Any, menu: str, item: str) -> None:
+    await page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{menu}$")).click()
+    await page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{re.escape(item)}$")).click()
+
+
+async def _check_outputs(page: Any, report: Report, lab: bool) -> None:
+    text = await page.locator(".jp-Notebook").text_content()  # off-screen cells have no innerText
+    if WIDGET_ERROR in text:
+        report.problems.append(f"{WIDGET_ERROR!r} on the page")
+    errors = await page.locator(
+        '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]'
+    ).all_text_contents()
+    if lab:  # a lab stops at its first unfinished cell, by design: that must be the only error
+        if len(errors) > 1 or (errors and "NotImplementedError" not in errors[0]):
+            report.problems.append(f"the lab failed before its first exercise: {errors[0][:300]}")
+    elif errors:
+        report.problems.append(f"{len(errors)} error or stderr output(s); the first: {errors[0][:300]}")
+
+
+async def _check_mermaid(page: Any, report: Report, indices: list[int]) -> None:
+    for index in indices:
+        cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
+        await cell.scroll_into_view_if_needed()
+        try:
+            await cell.locator('.jp-RenderedMermaid img[src^="data:image/svg"]').first.wait_for(timeout=30_000)
+        except Exception:
+            report.problems.append(
+                f"the mermaid diagram of cell {index} did not render: {(await cell.inner_text())[:200]}"
+            )
+            continue
+        if await cell.locator(".jp-RenderedMermaid.jp-mod-warning").count():
+            report.problems.append(
+                f"the mermaid diagram of cell {index} has an error: {(await cell.inner_text())[:300]}"
+            )
+
+
+async def _check_panels(page: Any, report: Report, expected: int, interaction: Interaction | None, shots: Path) -> None:
+    panels = page.locator(".mf-panel")
+    found = await panels.count()
+    if found != expected:
+        report.problems.append(f"{expected} panel(s) in the notebook, {found} drawn as widgets")
+        return
+    for number in range(found):
+        panel = panels.nth(number)
+        await panel.scroll_into_view_if_needed()
+        button = panel.locator(".widget-button").first
+        name = (await button.inner_text()).strip()
+        before = await _press(panel, name)
+        if interaction is None:  # a notebook without an entry: the panel must answer with something
+            ok = before.strip() and "⚠" not in before and "Traceback" not in before
+            report.panels.append(f"panel {number + 1}: pressed {name!r}, it answered")
+            if not ok:
+                report.problems.append(f"panel {number + 1} answered {before[:300]!r}")
+        else:
+            await _check_interaction(panel, report, interaction, before)
+        await panel.screenshot(path=str(shots) + f"-panel-{number + 1}.png")
+
+
+async def _check_interaction(panel: Any, report: Report, interaction: Interaction, before: str) -> None:
+    change = interaction.change
+    seen_before = _read(before, interaction.column)
+    await _set(panel, change)
+    after = await _press(panel, interaction.button)
+    seen_after = _read(after, interaction.column)
+    what = interaction.column or "text"
+    report.panels.append(
+        f"{change.kind} {change.label!r} -> {change.value!r}: {what} {seen_before!r} -> {seen_after!r}"
+    )
+    if seen_before != interaction.before or seen_after != interaction.after:
+        report.problems.append(
+            f"the panel showed {what} {seen_before!r} then {seen_after!r} after {change.label!r} = {change.value!r};"
+            f" the package gives {interaction.before!r} then {interaction.after!r}"
+        )
+    if interaction.figure and not await panel.locator(".mf-panel-output img").count():
+        report.problems.append("the panel drew no figure, unlike the notebook's static default")
+    if "{" in after and "}" in after and re.search(r"\{'\w+': ", after):
+        report.problems.append(f"the panel printed a bare dict: {after[:200]!r}")
+
+
+# Counts the button's returns from disabled to enabled: the panel disables it while its experiment runs.
+COUNT_RUNS = """button => {
+  if (button.mfObserver) return;
+  button.dataset.mfRuns = '0';
+  button.mfObserver = new MutationObserver(changes => {
+    for (const change of changes) {
+      if (change.oldValue !== null && !button.disabled) button.dataset.mfRuns = String(+button.dataset.mfRuns + 1);
+    }
+  });
+  button.mfObserver.observe(button, {attributes: true, attributeFilter: ['disabled'], attributeOldValue: true});
+}"""
+
+
+async def _press(panel: Any, name: str) -> str:
+    """Press the panel's button, wait until the experiment has run (the button came back), return the output's text."""
+    button = panel.locator(".widget-button", has_text=name)
+    await button.evaluate(COUNT_RUNS)
+    runs = int(await button.get_attribute("data-mf-runs"))
+    await button.click()
+    await button.and_(panel.page.locator(f'[data-mf-runs="{runs + 1}"]')).wait_for(timeout=PANEL_SECONDS * 1000)
+    output = panel.locator(".mf-panel-output")
+    for _ in range(50):  # the result follows the button within moments; "Running…" must be gone
+        text = await output.inner_text()
+        if text.strip() and "Running…" not in text:
+            break
+        await panel.page.wait_for_timeout(100)
+    return text
+
+
+async def _set(panel: Any, change: Change) -> None:
+    """Move a slider (through its editable readout), type in a box, pick from a dropdown or tick a checkbox."""
+    if change.kind == "checkbox":
+        box = panel.get_by_role("checkbox", name=change.label, exact=True)
+        await box.set_checked(bool(change.value))
+    elif change.kind == "dropdown":
+        await panel.get_by_label(change.label, exact=True).select_option(str(change.value))
+    elif change.kind == "text":
+        field_ = panel.get_by_label(change.label, exact=True)
+        await field_.fill(str(change.value))
+        await field_.press("Enter")
+    elif change.kind == "slider":
+        control = panel.locator(
+            ".widget-slider",
+            has=panel.page.locator(".widget-label", has_text=re.compile(f"^{re.escape(change.label)}$")),
+        )
+        readout = control.locator(".widget-readout")
+        await readout.click()
+        await readout.press("Control+a")
+        await readout.type(str(change.value))
+        await readout.press("Enter")
+        shown = (await readout.inner_text()).strip()
+        if float(shown) != float(change.value):
+            raise AssertionError(f"the slider {change.label!r} shows {shown} after typing {change.value}")
+    else:
+        raise ValueError(f"unknown control kind {change.kind!r}")
+
+
+def _read(text: str, column: str | None) -> str:
+    """The value of `column` in the first row of the table in `text`; or `text` itself when no column is asked."""
+    if column is None:
+        return text.strip().splitlines()[0].strip()
+    lines = text.splitlines()
+    for i, line in enumerate(lines[:-2]):
+        rule = lines[i + 1]
+        if re.fullmatch(r"[- ]+", rule or "x") and re.search(rf"(^|  ){re.escape(column)}(  |$)", line):
+            spans = [m.span() for m in re.finditer(r"-+", rule)]
+            start, end = next((s, e) for s, e in spans if line[s:].startswith(column))
+            return lines[i + 2][start:end].strip()
+    return f"(no column {column!r} in {text[:120]!r})"
+
+
+async def _shut_down(page: Any, relative: str) -> None:
+    """Stop this notebook's kernel (as File > Close and Shut Down would) so kernels do not pile up; close the page."""
+    with contextlib.suppress(Exception):  # the page may be gone already; the server stops every kernel at the end
+        await page.evaluate(
+            """async (path) => {
+              const base = location.pathname.split('/lab')[0];
+              const xsrf = decodeURIComponent(document.cookie.match(/_xsrf=([^;]+)/)?.[1] ?? '');
+              const sessions = await (await fetch(base + '/api/sessions')).json();
+              for (const s of sessions.filter(s => s.path === path)) {
+                await fetch(base + '/api/sessions/' + s.id, {method: 'DELETE', headers: {'X-XSRFToken': xsrf}});
+              }
+            }""",
+            relative,
+        )
+    await page.close()

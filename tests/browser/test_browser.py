@@ -1,0 +1,77 @@
+"""The learner's JupyterLab in a real browser (headless Debian chromium through Playwright).
+
+nbval proves the cells run; only a browser shows whether a widget draws, a slider changes anything,
+or a diagram renders. These tests start JupyterLab as `make start` does and use it as a learner would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+from conftest import ARTIFACTS, learner_notebooks, run_all
+from lab import LabServer
+from panels import LESSON_PANELS
+
+
+@pytest.mark.parametrize("path", learner_notebooks())
+def test_notebook_runs_and_its_panels_answer(reports, path):
+    report = reports[path]
+    print(f"{path}: {report.seconds:.1f} s ({', '.join(report.steps)}); " + "; ".join(report.panels))
+    assert not report.problems, f"{path}:\n  " + "\n  ".join(report.problems)
+
+
+def test_every_lesson_panel_in_the_interaction_table_exists():
+    stems = {path.split("/")[-1].removesuffix(".ipynb") for path in learner_notebooks()}
+    assert set(LESSON_PANELS) <= stems, f"entries for missing notebooks: {set(LESSON_PANELS) - stems}"
+
+
+def test_the_file_browser_shows_the_whole_repository(lab_server):
+    """`make start` serves the repository root: labs/, the package and the README are one click away."""
+    from lab import CHROMIUM
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM)
+        page = browser.new_page()
+        page.goto(f"{lab_server.url}/lab/workspaces/files?token={lab_server.token}")
+        listing = page.locator(".jp-DirListing-content")
+        listing.get_by_text("labs", exact=True).wait_for(timeout=60_000)
+        names = set(page.locator(".jp-DirListing-itemName").all_inner_texts())
+        assert {"labs", "notebooks", "mercadofresco", "README.md"} <= names, names
+        listing.get_by_text("labs", exact=True).dblclick()
+        listing.get_by_text("lab1_double_charge.ipynb").wait_for(timeout=30_000)
+        news = page.get_by_text(re.compile("official Jupyter news"))
+        assert news.count() == 0, "JupyterLab asks about news: the project's overrides.json was not read"
+        browser.close()
+
+
+def test_the_suite_fails_when_the_widget_extension_is_disabled(browser_ready, tmp_path):
+    """With @jupyter-widgets/jupyterlab-manager disabled, the same checks must report the panels missing."""
+    server = LabServer(tmp_path)
+    server.disable_widgets()
+    server.start()
+    try:
+        reports = asyncio.run(run_all(server, ["notebooks/00_start_here.ipynb"], LESSON_PANELS))
+    finally:
+        server.stop()
+    problems = reports["notebooks/00_start_here.ipynb"].problems
+    assert any("1 panel(s) in the notebook, 0 drawn as widgets" in p for p in problems), problems
+    assert ARTIFACTS.exists()
+
+
+def test_make_start_serves_the_root_with_the_project_settings():
+    """No browser needed: the Makefile's arguments serve `.` and point at the shipped overrides (no news prompt)."""
+    import json
+    import os
+
+    from lab import ROOT, make_start_arguments
+
+    arguments = make_start_arguments()
+    assert "--ServerApp.root_dir=." in arguments
+    assert arguments[-1] == "notebooks/00_start_here.ipynb"
+    assert ("--allow-root" in arguments) == (os.geteuid() == 0)
+    settings = next(a.split("=", 1)[1] for a in arguments if a.startswith("--LabApp.app_settings_dir="))
+    overrides = json.loads((ROOT / settings / "overrides.json").read_text())
+    assert overrides["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
