@@ -233,7 +233,7 @@ def redrive_rows(all_at_once: MassRedriveResult, paced: MassRedriveResult) -> li
         rows.append({
             "release": summary["release"],
             "concurrency": summary["max_concurrency"],
-            "peak_db_connections": f"{max(row['db_connections'] for row in result.timeline)}"
+            "peak_db_connections": f"{max(row.db_connections for row in result.timeline)}"
                                    f"/{result.config.db_connections}",
             "back_in_dlq": summary["back_in_dlq"],
             "class_210_back": reported["back_in_dlq"],
