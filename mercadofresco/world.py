@@ -179,10 +179,20 @@ class World:
             self._mock = None
         if not self.ledger or not self.ledger.created:
             return []
-        atexit.unregister(self.close)
+        atexit.unregister(self._close_at_exit)
         gone = cleanup.delete(self.client, self.ledger.created)
         self.ledger.created.clear()
         return gone
+
+    def _close_at_exit(self) -> None:
+        try:
+            self.close()
+        except Exception as exc:  # the server may be gone already; say what is left and how to remove it
+            print(
+                f"[mercadofresco] could not delete this run's resources ({exc}); "
+                "`python -m mercadofresco.cleanup` removes what carries the tag",
+                file=sys.stderr,
+            )
 
     def __enter__(self) -> World:
         return self
@@ -268,8 +278,12 @@ def build(config: WorldConfig | None = None) -> World:
     """Create MercadoFresco's resources and return the world that holds them.
 
     In memory mode this starts moto in this process; call `World.close()` (or
-    use `with world.build() as mf:`) to stop it.
+    use `with world.build() as mf:`) to stop it. Elsewhere `close()` deletes
+    what the world created; a world built from the environment (as every
+    notebook builds it), and any world in aws mode, also does that when the
+    Python process ends. A world configured by hand is yours to close.
     """
+    delete_at_exit = config is None
     config = config or WorldConfig.from_env()
     mock = None
     if config.mode == "memory":
@@ -277,7 +291,7 @@ def build(config: WorldConfig | None = None) -> World:
         mock.start()
     ledger = None if config.mode == "memory" else cleanup.Ledger()
     try:
-        return _build_resources(config, mock, ledger)
+        built = _build_resources(config, mock, ledger)
     except BaseException:
         if mock is not None:
             mock.stop()  # a half-built world must not leave moto patched in
@@ -285,6 +299,9 @@ def build(config: WorldConfig | None = None) -> World:
             session = endpoints.make_session(config)
             cleanup.delete(lambda service: endpoints.make_client(session, config, service), ledger.created)
         raise
+    if ledger is not None and (delete_at_exit or config.mode == "aws"):
+        atexit.register(built._close_at_exit)  # the kernel ends: what this notebook created goes with it
+    return built
 
 
 def _build_resources(config: WorldConfig, mock: Any, ledger: cleanup.Ledger | None) -> World:
@@ -314,7 +331,7 @@ def _build_resources(config: WorldConfig, mock: Any, ledger: cleanup.Ledger | No
     topic_arn, fanout_urls = _create_topic_fanout(clients["sns"], sqs)
     alerts_arn = clients["sns"].create_topic(Name=ALERTS_TOPIC)["TopicArn"]
     warehouse_url = _create_bus_rule(clients["events"], sqs)
-    built = World(
+    return World(
         config=config,
         session=session,
         orders=orders,
@@ -326,6 +343,3 @@ def _build_resources(config: WorldConfig, mock: Any, ledger: cleanup.Ledger | No
         _mock=mock,
         ledger=ledger,
     )
-    if config.mode == "aws":
-        atexit.register(built.close)  # the kernel ends: what this notebook created goes with it
-    return built
