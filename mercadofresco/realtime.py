@@ -33,6 +33,9 @@ MAX_BUDGET_SECONDS = 86_400.0
 ANNOUNCE_SECONDS = 5.0  # a single wait this long or longer says so before it starts
 PROGRESS_SECONDS = 10.0  # how often a long wait reports how far it got
 STEP_SECONDS = 0.25  # a wait sleeps in steps this short, so an interrupt stops it at once
+# Work between two waits (a few API calls) counts toward the next wait up to this much, so a loop of short
+# waits does not drift behind; more would let the server see less time pass than the clock says.
+CREDIT_SECONDS = 0.1
 SAME_CLOCK_SECONDS = 2.0  # a server whose Date is this close to the virtual clock reads our time
 
 
@@ -180,15 +183,13 @@ class RealTimeKeeper:
         )
 
     def wait(self, seconds: float, what: str) -> None:
-        """Let `seconds` of real time pass since the previous wait ended (work done meanwhile counts)."""
+        """Let `seconds` of real time pass, counting up to CREDIT_SECONDS of the work done since the last wait."""
         self.check(seconds, what)
         now = time.monotonic()
-        target = self._paced_until + seconds
-        if target <= now:  # the work since the last wait took longer than this step: no credit kept
-            self._paced_until = now
-        else:
+        target = max(self._paced_until, now - CREDIT_SECONDS) + seconds
+        if target > now:
             self._sleep_until(target, what)
-            self._paced_until = target
+        self._paced_until = max(target, now)
         self.spent_seconds += seconds
         if self.spent_seconds - self._reported >= 30:
             self._reported = self.spent_seconds
