@@ -15,13 +15,10 @@ with `RealTimeRefusedError`, which says how to run the experiment in process.
 from __future__ import annotations
 
 import datetime as dt
-import email.utils
 import os
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import TextIO
 
@@ -111,6 +108,10 @@ def reads_this_process_time(url: str, virtual_now: dt.datetime) -> bool:
     False if the server cannot be reached or the virtual time is too close to
     the real one to tell them apart.
     """
+    import email.utils  # imported here: only the endpoint mode asks a server for its time
+    import urllib.error
+    import urllib.request
+
     try:
         with urllib.request.urlopen(url, timeout=5) as response:
             stamped = response.headers.get("Date")
@@ -131,7 +132,8 @@ def wall_time() -> float:
     """The real epoch seconds, even while time_machine holds Python's time still."""
     import time_machine  # imported here: only a real pace needs it, and clock imports it anyway
 
-    return time_machine.escape_hatch.time.time()
+    hatch = time_machine.escape_hatch
+    return hatch.time.time() if hatch.is_travelling() else time.time()
 
 
 def notice(pace: Pace) -> str:

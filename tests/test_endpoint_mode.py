@@ -186,6 +186,14 @@ def test_a_learner_can_interrupt_a_real_wait(outside_url):
         assert time.monotonic() - started < 2 and reloj.now() == before
 
 
+def test_in_aws_mode_the_clock_shows_real_time_and_refuses_the_lessons_fixed_instants():
+    pace = realtime.Pace(real=True, mode="aws", where="real AWS", budget_seconds=60, follows_wall=True)
+    with clock.VirtualClock(pace=pace) as reloj:  # AWS checks each request's signature time: no time travel
+        assert abs((reloj.now() - dt.datetime.fromtimestamp(realtime.wall_time(), dt.UTC)).total_seconds()) < 2
+        with pytest.raises(realtime.RealTimeRefusedError, match="an instant of the lesson's calendar"):
+            reloj.advance_to(clock.LESSON_START + dt.timedelta(days=3))  # Monday 09:00 is in the past
+
+
 def test_a_bad_budget_names_the_variable(monkeypatch):
     monkeypatch.setenv(realtime.BUDGET_VARIABLE, "ten minutes")
     with pytest.raises(realtime.MercadoFrescoError, match="MERCADOFRESCO_REAL_TIME_BUDGET_SECONDS must be a number"):
