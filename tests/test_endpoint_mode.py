@@ -1,4 +1,5 @@
-"""The same experiments against a moto server: the world's code is endpoint-agnostic."""
+"""Endpoint mode: the same experiments against a moto server in this process (virtual time) and in another
+process (real time, or a clear refusal); what a world creates outside the process goes away."""
 
 import logging
 from pathlib import Path
