@@ -12,6 +12,11 @@ other code in that environment: each piece runs alone until it waits, so every
 DynamoDB write and every charge lands at the virtual instant it belongs to, and
 the interleaving is the same on every run. `Stopwatch` only adds up waits, for
 work whose timing nobody else needs to see.
+
+Against a server this clock cannot reach (another process, AWS) it keeps a
+real pace instead (`realtime`): every `advance` waits that long for real,
+within a budget, or refuses before waiting. Every movement of time in the
+package goes through `advance`, so one check covers them all.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from zoneinfo import ZoneInfo
 import simpy
 import time_machine
 
+from mercadofresco import realtime
 from mercadofresco.errors import MercadoFrescoError
 
 MADRID = ZoneInfo("Europe/Madrid")
@@ -46,23 +52,40 @@ class Waiter(Protocol):
 
 
 class VirtualClock:
-    """A frozen clock that moves only through `advance` and `advance_to`."""
+    """A frozen clock that moves only through `advance` and `advance_to`.
 
-    def __init__(self, start: dt.datetime = LESSON_START) -> None:
+    `pace` says whether it moves instantly (`realtime.VIRTUAL`) or at the
+    wall clock's pace; by default `start` reads it from MERCADOFRESCO_MODE.
+    """
+
+    def __init__(self, start: dt.datetime = LESSON_START, pace: realtime.Pace | None = None) -> None:
         if start.tzinfo is None:
             raise ClockError("start must carry a time zone, e.g. clock.MADRID")
         self.start_at = start
+        self.pace = pace
         self._traveller: time_machine.travel | None = None
         self._coordinates: time_machine.Coordinates | None = None
+        self._keeper: realtime.RealTimeKeeper | None = None
+        self._running = False
 
     # -- life cycle ---------------------------------------------------------
     def start(self) -> VirtualClock:
         """Freeze Python's time at `start_at`; from now on only this clock moves it."""
-        if self._coordinates is not None:
+        if self._running:
             raise ClockError("this clock is already running")
         # Travel to the UTC instant: time_machine would otherwise change the process TZ.
         self._traveller = time_machine.travel(self.start_at.astimezone(dt.UTC), tick=False)
         self._coordinates = self._traveller.start()
+        self._running = True
+        if self.pace is None:
+            self.pace = realtime.pace_from_env(self.now())
+        if self.pace.real:
+            self._keeper = realtime.RealTimeKeeper(self.pace)
+            if self.pace.follows_wall:  # AWS: Python keeps its real time, the clock just reads it
+                self._traveller.stop()
+                self._traveller = self._coordinates = None
+                self.start_at = dt.datetime.now(dt.UTC).astimezone(MADRID)
+            print(realtime.notice(self.pace), end="", file=self._keeper.out, flush=True)
         return self
 
     def stop(self) -> None:
@@ -71,6 +94,8 @@ class VirtualClock:
             self._traveller.stop()
         self._traveller = None
         self._coordinates = None
+        self._keeper = None
+        self._running = False
 
     def __enter__(self) -> VirtualClock:
         return self.start()
@@ -81,7 +106,12 @@ class VirtualClock:
     @property
     def running(self) -> bool:
         """True between `start` and `stop`."""
-        return self._coordinates is not None
+        return self._running
+
+    @property
+    def real_time(self) -> bool:
+        """True if waits take real time (the clock cannot reach the server's time)."""
+        return self._keeper is not None
 
     # -- reading ------------------------------------------------------------
     def now(self) -> dt.datetime:
@@ -99,23 +129,48 @@ class VirtualClock:
 
     # -- moving -------------------------------------------------------------
     def advance(self, seconds: float) -> dt.datetime:
-        """Move time forward by `seconds` (instantly) and return the new instant."""
+        """Move time forward by `seconds` and return the new instant.
+
+        Instantly when virtual; with a real pace it first waits that long for
+        real, or raises `realtime.RealTimeRefusedError` (before waiting) if the
+        real-time budget cannot cover it. An interrupted wait leaves the clock
+        where it was.
+        """
         self._require_running()
         if seconds < 0:
             raise ClockError(f"the clock only moves forward; got advance({seconds})")
-        self._coordinates.shift(seconds)
+        if self._keeper is not None and seconds > 0:
+            self._keeper.wait(seconds, f"advancing the clock {seconds:g} s from {self.now():%a %H:%M:%S}")
+        if self._coordinates is not None:
+            self._coordinates.shift(seconds)
         return self.now()
 
     def advance_to(self, instant: dt.datetime) -> dt.datetime:
         """Move time forward to `instant` (no-op if it is already there)."""
-        return self.advance(max(0.0, (instant - self.now()).total_seconds()))
+        seconds = (instant - self.now()).total_seconds()
+        if self.pace is not None and self.pace.follows_wall and seconds < -1:
+            # The lesson's fixed instants (Monday 09:00) are in the past of the real calendar.
+            raise realtime.RealTimeRefusedError(
+                f"this experiment is set at {instant:%a %d %b %Y %H:%M}, an instant of the lesson's calendar that "
+                f"real time in mode {self.pace.mode!r} cannot reach. Unset MERCADOFRESCO_MODE to run it in process.",
+                -seconds,
+                self._keeper.spent_seconds if self._keeper else 0.0,
+                self.pace.budget_seconds,
+            )
+        return self.advance(max(0.0, seconds))
+
+    def need(self, seconds: float, what: str) -> None:
+        """Declare that an experiment is about to let `seconds` pass; refuse now if real time cannot cover it."""
+        self._require_running()
+        if self._keeper is not None:
+            self._keeper.check(seconds, what)
 
     def wait(self, seconds: float) -> None:
         """Wait `seconds` of virtual time: a single-threaded caller just moves the clock."""
         self.advance(seconds)
 
     def _require_running(self) -> None:
-        if self._coordinates is None:
+        if not self._running:
             raise ClockError("start the clock first: clock.VirtualClock().start()")
 
 

@@ -15,6 +15,7 @@ from botocore.config import Config
 from mercadofresco.errors import MercadoFrescoError
 
 if TYPE_CHECKING:  # world imports this module; the annotation only names its config
+    from mercadofresco.cleanup import Ledger
     from mercadofresco.world import WorldConfig
 
 MODES = ("memory", "endpoint", "aws")
@@ -34,12 +35,15 @@ def is_real_aws_endpoint(url: str) -> bool:
     )
 
 
-def make_client(session: boto3.Session, config: WorldConfig, service: str) -> Any:
-    """A boto3 client that can only reach what `config` allows."""
+def make_client(session: boto3.Session, config: WorldConfig, service: str, ledger: Ledger | None = None) -> Any:
+    """A boto3 client that can only reach what `config` allows; with a `ledger`, what it creates is tagged and noted."""
     if config.mode == "memory":
         # Ignore AWS_ENDPOINT_URL* from the environment: moto answers every call here.
         return session.client(service, config=Config(ignore_configured_endpoint_urls=True))
-    return session.client(service, endpoint_url=config.endpoint_url)
+    client = session.client(service, endpoint_url=config.endpoint_url)
+    if ledger is not None:
+        ledger.attach(client, service)
+    return client
 
 
 def make_session(config: WorldConfig) -> boto3.Session:

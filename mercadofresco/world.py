@@ -13,12 +13,19 @@ environment variables):
 - "aws": real AWS, only with allow_real_aws=True. It creates real, billed resources.
 
 The mock modes use fake credentials and refuse an endpoint that is real AWS.
+Outside memory mode every resource a world's clients create is tagged and noted
+(`cleanup.Ledger`) and `World.close()` deletes it; in aws mode `build()` first
+prints what it will create and its list price (`billing`), refuses names your
+account already uses for something else, and deletes its resources when the
+process ends.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +33,7 @@ import boto3
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from mercadofresco import endpoints, moto_speedups, queues
+from mercadofresco import billing, cleanup, endpoints, moto_speedups, queues
 from mercadofresco.errors import MercadoFrescoError, check_range
 
 # -- the lesson's names ---------------------------------------------------------
@@ -122,12 +129,13 @@ class World:
     bus_name: str = BUS
     _clients: dict[str, Any] = field(default_factory=dict, repr=False)
     _mock: Any = field(default=None, repr=False)
+    ledger: cleanup.Ledger | None = field(default=None, repr=False)
     moto_speedups: moto_speedups.Speedups | None = field(default=None, repr=False)  # memory mode only
 
     def client(self, service: str) -> Any:
         """A boto3 client for `service`, pointed at this world's endpoint."""
         if service not in self._clients:
-            self._clients[service] = endpoints.make_client(self.session, self.config, service)
+            self._clients[service] = endpoints.make_client(self.session, self.config, service, self.ledger)
         return self._clients[service]
 
     @property
@@ -165,14 +173,30 @@ class World:
         )
         return self.orders
 
-    def close(self) -> None:
-        """Stop the in-process mock (memory mode); its resources disappear and moto's own SQS code is back."""
-        if self.moto_speedups is not None:
+    def close(self) -> list[str]:
+        """Stop the in-process mock (memory mode), or delete what this world created; say what went."""
+        if self.moto_speedups is not None:  # moto's own SQS code is back
             self.moto_speedups.undo()
             self.moto_speedups = None
         if self._mock is not None:
             self._mock.stop()
             self._mock = None
+        if not self.ledger or not self.ledger.created:
+            return []
+        atexit.unregister(self._close_at_exit)
+        gone = cleanup.delete(self.client, self.ledger.created)
+        self.ledger.created.clear()
+        return gone
+
+    def _close_at_exit(self) -> None:
+        try:
+            self.close()
+        except Exception as exc:  # the server may be gone already; say what is left and how to remove it
+            print(
+                f"[mercadofresco] could not delete this run's resources ({exc}); "
+                "`python -m mercadofresco.cleanup` removes what carries the tag",
+                file=sys.stderr,
+            )
 
     def __enter__(self) -> World:
         return self
@@ -259,30 +283,46 @@ def build(config: WorldConfig | None = None) -> World:
 
     In memory mode this starts moto in this process, with `moto_speedups` so
     that deep queues stay fast; call `World.close()` (or use
-    `with world.build() as mf:`) to stop it.
+    `with world.build() as mf:`) to stop it. Elsewhere `close()` deletes
+    what the world created; a world built from the environment (as every
+    notebook builds it), and any world in aws mode, also does that when the
+    Python process ends. A world configured by hand is yours to close.
     """
+    delete_at_exit = config is None
     config = config or WorldConfig.from_env()
     mock = speedups = None
     if config.mode == "memory":
         mock = mock_aws()
         mock.start()
         speedups = moto_speedups.apply()
+    ledger = None if config.mode == "memory" else cleanup.Ledger()
     try:
-        built = _build_resources(config, mock)
+        built = _build_resources(config, mock, ledger)
     except BaseException:
         if mock is not None:
             speedups.undo()
             mock.stop()  # a half-built world must not leave moto patched in
+        if ledger is not None:  # nor resources nobody will use (an interrupt, a refusal, an error)
+            session = endpoints.make_session(config)
+            cleanup.delete(lambda service: endpoints.make_client(session, config, service), ledger.created)
         raise
+    if ledger is not None and (delete_at_exit or config.mode == "aws"):
+        atexit.register(built._close_at_exit)  # the kernel ends: what this notebook created goes with it
     built.moto_speedups = speedups
     return built
 
 
-def _build_resources(config: WorldConfig, mock: Any) -> World:
+def _build_resources(config: WorldConfig, mock: Any, ledger: cleanup.Ledger | None) -> World:
     session = endpoints.make_session(config)
     clients = {
-        name: endpoints.make_client(session, config, name) for name in ("sqs", "dynamodb", "sns", "events", "kms")
+        name: endpoints.make_client(session, config, name, ledger)
+        for name in ("sqs", "dynamodb", "sns", "events", "kms")
     }
+    if config.mode == "aws":
+        cleanup.refuse_names_in_use(
+            clients, (ORDERS_QUEUE, ORDERS_DLQ, WAREHOUSE_QUEUE, *FANOUT_QUEUES), IDEMPOTENCY_TABLE
+        )
+        print(billing.plan_text(config.region, ledger.run_id), end="", file=sys.stderr, flush=True)
     sqs = clients["sqs"]
 
     _create_key_alias(clients["kms"])
@@ -309,4 +349,5 @@ def _build_resources(config: WorldConfig, mock: Any) -> World:
         warehouse_queue_url=warehouse_url,
         _clients=clients,
         _mock=mock,
+        ledger=ledger,
     )

@@ -21,9 +21,9 @@ collect_ignore_glob = ["fixtures/*"]  # learner notebooks the grading tests use,
 @pytest.fixture
 def reloj() -> Iterator:
     """The virtual clock, started at the lesson's Friday 19:14 and stopped afterwards."""
-    from mercadofresco import clock  # imported here: a notebook-only run (nbval) does not need moto in pytest
+    from mercadofresco import clock, realtime  # imported here: a notebook-only run (nbval) does not need moto
 
-    with clock.VirtualClock() as running:
+    with clock.VirtualClock(pace=realtime.VIRTUAL) as running:  # virtual whatever MERCADOFRESCO_MODE says
         yield running
 
 

@@ -1,6 +1,8 @@
-"""The same experiments against a moto server: the world's code is endpoint-agnostic."""
+"""Endpoint mode: the same experiments against a moto server in this process (virtual time) and in another
+process (real time, or a clear refusal); what a world creates outside the process goes away."""
 
 import logging
+from pathlib import Path
 
 import pytest
 from moto.server import ThreadedMotoServer
@@ -65,3 +67,222 @@ def test_fifty_parallel_duplicates_across_two_processes_sharing_a_moto_server(se
     assert sum(result["charges"] for result in results) == 1
     answers = [answer for result in results for answer in result["answers"]]
     assert len(answers) == 50 and len(set(answers)) == 1
+
+
+# -- a server in another process keeps real time: the clock keeps its pace, or refuses -------------------
+import _thread  # noqa: E402
+import datetime as dt  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+from moto_process import moto_server_process  # noqa: E402
+
+from mercadofresco import cleanup, clock, realtime  # noqa: E402
+from mercadofresco.models import gateway  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def outside_url():
+    """A moto server in its own process, like `moto_server -p 5000` in a learner's terminal."""
+    with moto_server_process() as url:
+        yield url
+
+
+def real_pace(url: str, budget: float = 60) -> realtime.Pace:
+    return realtime.Pace(real=True, mode="endpoint", where=f"the endpoint {url}", budget_seconds=budget)
+
+
+def test_the_clock_reads_its_pace_from_the_mode(monkeypatch, outside_url):
+    inside = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    inside.start()
+    try:
+        host, port = inside.get_host_and_port()
+        monkeypatch.setenv("MERCADOFRESCO_MODE", "endpoint")
+        monkeypatch.setenv("MERCADOFRESCO_ENDPOINT_URL", f"http://{host}:{port}")
+        with clock.VirtualClock() as reloj:  # a server in this process reads the patched time
+            assert not reloj.real_time
+        monkeypatch.setenv("MERCADOFRESCO_ENDPOINT_URL", outside_url)
+        with clock.VirtualClock() as reloj:  # one in another process does not
+            assert reloj.real_time and reloj.pace.where == f"the endpoint {outside_url}"
+        monkeypatch.delenv("MERCADOFRESCO_MODE")
+        with clock.VirtualClock() as reloj:
+            assert reloj.pace == realtime.VIRTUAL
+    finally:
+        inside.stop()
+
+
+def test_real_pace_waits_for_real_and_still_shows_the_lessons_instants(capsys, outside_url):
+    with clock.VirtualClock(pace=real_pace(outside_url)) as reloj:
+        assert "keeps its own, real time" in capsys.readouterr().err  # the notice, in the first cell
+        started = time.monotonic()
+        assert reloj.advance(0.6) == clock.LESSON_START + dt.timedelta(seconds=0.6)
+        assert 0.55 <= time.monotonic() - started < 3
+
+
+def test_six_steps_scaled_down_charge_twice_against_a_server_in_another_process(outside_url):
+    """Notebook 01's experiment with a 4 s visibility timeout instead of 120 s: the same two charges, for real."""
+    with (
+        clock.VirtualClock(pace=real_pace(outside_url)) as reloj,
+        world.build(world.WorldConfig(mode="endpoint", endpoint_url=outside_url)) as mf,
+    ):
+        mf.reset_orders_queue(visibility_timeout_seconds=4)  # what six_steps does, with 4 s for 120 s
+        provider = gateway.PaymentGateway(reloj)
+        provider.fail_next(gateway.Fault.RESPONSE_LOST)
+        client = gateway.GatewayClient(provider, read_timeout_seconds=180, send_idempotency_key=False)
+        started = time.monotonic()
+        run = delivery.run_orders(mf, reloj, client, [delivery.INCIDENT_ORDER], max_seconds=10)
+        assert time.monotonic() - started >= 4  # the visibility timeout passed for real
+    assert run.charges_per_order() == {"PED-2026-084417": 2}
+    assert run.summary()["left_in_queue"] == 0
+    received = [(r["seconds"], r["detail"]) for r in run.timeline if r["event"] == "received"]
+    assert received == [(0.0, "receive #1"), (4.24, "receive #2")]  # the same instants as in process
+
+
+def test_a_virtual_clock_against_a_server_in_another_process_gets_the_wrong_answer(outside_url):
+    """What the issue saw: the server never sees the clock move, the message never comes back, one charge."""
+    with (
+        clock.VirtualClock(pace=realtime.VIRTUAL) as reloj,
+        world.build(world.WorldConfig(mode="endpoint", endpoint_url=outside_url)) as mf,
+    ):
+        mf.reset_orders_queue(visibility_timeout_seconds=4)
+        provider = gateway.PaymentGateway(reloj)
+        provider.fail_next(gateway.Fault.RESPONSE_LOST)
+        client = gateway.GatewayClient(provider, read_timeout_seconds=180, send_idempotency_key=False)
+        run = delivery.run_orders(mf, reloj, client, [delivery.INCIDENT_ORDER], max_seconds=10)
+    assert len(run.ledger) == 1 and run.summary()["left_in_queue"] == 1
+
+
+def test_an_experiment_that_cannot_fit_refuses_before_waiting(outside_url):
+    with (
+        clock.VirtualClock(pace=real_pace(outside_url, budget=30)) as reloj,
+        world.build(world.WorldConfig(mode="endpoint", endpoint_url=outside_url)) as mf,
+    ):
+        started, before = time.monotonic(), reloj.now()
+        with pytest.raises(realtime.RealTimeRefusedError) as refused:
+            delivery.fifo_window(mf, reloj, gap_seconds=360)  # FIFO's 5-minute window, waited out
+        assert time.monotonic() - started < 2 and reloj.now() == before  # nothing waited, the clock did not move
+    message = str(refused.value)
+    for part in ("360 s of real time", "mode 'endpoint'", outside_url, "30 s left of 30 s", "unset MERCADOFRESCO_MODE"):
+        assert part in message
+    assert isinstance(refused.value, realtime.MercadoFrescoError)
+
+
+def test_the_budget_counts_every_wait_and_a_declared_need_refuses_up_front(outside_url):
+    with clock.VirtualClock(pace=real_pace(outside_url, budget=1)) as reloj:
+        reloj.advance(0.6)
+        with pytest.raises(realtime.RealTimeRefusedError, match=r"0\.4 s left of 1 s"):
+            reloj.need(4 * 86_400, "the 4-day retention")
+        with pytest.raises(realtime.RealTimeRefusedError, match=r"advancing the clock 0\.5 s"):
+            reloj.advance(0.5)
+    with clock.VirtualClock(pace=realtime.VIRTUAL) as reloj:
+        reloj.need(4 * 86_400, "the 4-day retention")  # in process it costs nothing
+
+
+def test_a_learner_can_interrupt_a_real_wait(outside_url):
+    with clock.VirtualClock(pace=real_pace(outside_url)) as reloj:
+        threading.Timer(0.3, _thread.interrupt_main).start()
+        started, before = time.monotonic(), reloj.now()
+        with pytest.raises(KeyboardInterrupt):
+            reloj.advance(30)
+        assert time.monotonic() - started < 2 and reloj.now() == before
+
+
+def test_in_aws_mode_the_clock_shows_real_time_and_refuses_the_lessons_fixed_instants():
+    pace = realtime.Pace(real=True, mode="aws", where="real AWS", budget_seconds=60, follows_wall=True)
+    with clock.VirtualClock(pace=pace) as reloj:  # AWS checks each request's signature time: no time travel
+        assert abs((reloj.now() - dt.datetime.fromtimestamp(realtime.wall_time(), dt.UTC)).total_seconds()) < 2
+        with pytest.raises(realtime.RealTimeRefusedError, match="an instant of the lesson's calendar"):
+            reloj.advance_to(clock.LESSON_START + dt.timedelta(days=3))  # Monday 09:00 is in the past
+
+
+def test_a_bad_budget_names_the_variable(monkeypatch):
+    monkeypatch.setenv(realtime.BUDGET_VARIABLE, "ten minutes")
+    with pytest.raises(realtime.MercadoFrescoError, match="MERCADOFRESCO_REAL_TIME_BUDGET_SECONDS must be a number"):
+        realtime.budget_from_env()
+    monkeypatch.setenv(realtime.BUDGET_VARIABLE, "-5")
+    with pytest.raises(realtime.MercadoFrescoError, match="between 0 and 86400"):
+        realtime.budget_from_env()
+
+
+# -- what a world creates outside this process goes away -------------------------------------------------
+def test_close_deletes_what_the_world_and_its_experiments_created(outside_url, reloj):
+    mf = world.build(world.WorldConfig(mode="endpoint", endpoint_url=outside_url))
+    table = mf.client("dynamodb").create_table(  # an experiment's own resource, made through the world's client
+        TableName="mercadofresco-stock-prueba",
+        KeySchema=[{"AttributeName": "sku", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "sku", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )["TableDescription"]["TableName"]
+    tagged = cleanup.find_tagged(mf.client, mf.ledger.run_id)
+    assert ("table", table) in tagged and len(tagged) == 13  # 6 queues... every one carries the run's tag
+    gone = mf.close()
+    assert len(gone) == 13 and cleanup.find_tagged(mf.client) == []
+    assert mf.sqs.list_queues().get("QueueUrls", []) == []
+
+
+def test_the_cleanup_command_lists_then_deletes_what_a_cut_off_run_left(outside_url, reloj, capsys):
+    world.build(world.WorldConfig(mode="endpoint", endpoint_url=outside_url))  # never closed: the run was cut off
+    args = ["--mode", "endpoint", "--endpoint-url", outside_url]
+    cleanup.main(args)
+    listed = capsys.readouterr().out
+    assert "would delete table mercadofresco-idempotencia" in listed and "--yes" in listed
+    cleanup.main([*args, "--yes"])
+    assert "deleted queue" in capsys.readouterr().out
+    cleanup.main(args)
+    assert "nothing tagged mercadofresco-workbook" in capsys.readouterr().out
+
+
+def test_aws_mode_says_what_it_will_create_and_refuses_names_it_did_not_make(monkeypatch, capsys):
+    import boto3
+    from moto import mock_aws
+
+    with mock_aws():  # stands in for an account: world.build in aws mode talks to "AWS" here
+        config = world.WorldConfig(mode="aws", allow_real_aws=True)
+        mine = world.build(config)
+        plan = capsys.readouterr().err
+        assert "about to create these resources in eu-south-2" in plan and "$1 per month" in plan
+        assert f"mercadofresco-workbook={mine.ledger.run_id}" in plan
+        assert len(mine.close()) == 12
+        learners = boto3.client("sqs", region_name=config.region)
+        learners.create_queue(QueueName=world.ORDERS_QUEUE)  # the learner's own queue, same name, no tag
+        with pytest.raises(cleanup.NameInUseError, match="queue cola-mercadofresco-pedidos that the workbook"):
+            world.build(config)
+        assert [url.rsplit("/", 1)[1] for url in learners.list_queues()["QueueUrls"]] == [world.ORDERS_QUEUE]
+
+
+# -- every notebook against a server in another process: the same answer, or a clear refusal -------------
+NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+SWEEP_BUDGET_SECONDS = 20
+
+
+def run_notebook_outside(path: Path) -> dict:
+    """Run `path` in a kernel whose world is a moto server of its own in another process; return the verdict."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    child = Path(__file__).with_name("endpoint_notebook_child.py")
+    with moto_server_process() as url:
+        env = dict(
+            os.environ,
+            MERCADOFRESCO_MODE="endpoint",
+            MERCADOFRESCO_ENDPOINT_URL=url,
+            MERCADOFRESCO_REAL_TIME_BUDGET_SECONDS=str(SWEEP_BUDGET_SECONDS),
+        )
+        done = subprocess.run([sys.executable, str(child), str(path)], env=env, capture_output=True, text=True)
+    lines = done.stdout.strip().splitlines()
+    return json.loads(lines[-1]) if lines else {"notebook": path.name, "verdict": "crash", "detail": done.stderr}
+
+
+def test_every_notebook_outside_the_process_gives_the_same_answer_or_refuses_clearly():
+    """Strict about text: every cell before a refusal prints what the committed notebook prints."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(4) as pool:
+        verdicts = list(pool.map(run_notebook_outside, NOTEBOOKS))
+    wrong = [v for v in verdicts if v["verdict"] not in ("same", "refused")]
+    assert not wrong, wrong
+    for verdict in verdicts:
+        if verdict["verdict"] == "refused":
+            assert "unset MERCADOFRESCO_MODE" in verdict["detail"] and "mode 'endpoint'" in verdict["detail"]
