@@ -26,6 +26,7 @@ from typing import Any
 
 from mercadofresco import alarms, orders, queues, world
 from mercadofresco.clock import VirtualClock
+from mercadofresco.errors import check_range
 from mercadofresco.models import alarm_evaluation, move_task
 from mercadofresco.models import gateway as gw
 from mercadofresco.models.lambda_poller import CrashPlan, Poller, PollerConfig
@@ -255,8 +256,7 @@ def run_flow(
     first: int = 84_417,
 ) -> FlowRun:
     """Send `count` orders (PED-2026-084417 on) through every hop with `faults`, recover, and return the run."""
-    if not 1 <= count <= 50:
-        raise ValueError(f"count must be between 1 and 50 (moto slows down as queues grow); got {count}")
+    check_range("count", count, 1, 50, why="moto slows down as queues grow")
     flow = build_flow(mf, reloj, honours_key=honours_key)
     ids = send_orders(flow, count, first)
     pollers = {"cobro": confirm_stage(flow, faults)}
