@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # JupyterLab refuses to run as root (containers, Binder) unless told it is on purpose.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 
-.PHONY: start test lint notebooks benchmark clean
+.PHONY: start test lint notebooks benchmark clean learner-bundle
 
 start: $(STAMP)
 	$(BIN)/jupyter lab $(ALLOW_ROOT) notebooks/00_start_here.ipynb
@@ -32,3 +32,8 @@ benchmark: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .cache
+
+# Instructors: the zip to hand out to learners (package, notebooks, labs; nothing of solutions/).
+learner-bundle: $(STAMP)
+	$(BIN)/python -m mercadofresco.course.grading build
+	$(BIN)/python -m mercadofresco.course.bundle dist/mercadofresco-learner.zip

@@ -119,6 +119,7 @@ def _environment(jupyter_path: Path, private: Path, box_path: Path, ipc: str, le
     env.update({"JUPYTER_PATH": str(jupyter_path), "JUPYTER_RUNTIME_DIR": str(private / "runtime")})
     env.update({PLAN_ENV: str(private / "plan.json"), SANDBOX_ENV: str(box_path), LEGACY_ENV: ",".join(legacy_names)})
     env.update({"PYDEVD_DISABLE_FILE_VALIDATION": "1", "PYTHONNOUSERSITE": "1", "HOME": str(private)})
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # only nbval and the grader's plugin: the others cost a second
     for name, sub in [("MPLCONFIGDIR", "matplotlib"), ("IPYTHONDIR", "ipython"), ("XDG_CACHE_HOME", "xdg")]:
         env[name] = str(private / sub)
     if ipc:
@@ -160,7 +161,7 @@ def run_notebook(
         ipc = str(ipc_dir / "k")
     command = [
         *(sys.executable, "-m", "pytest", "-q", "-c", str(private / "pytest.ini"), "--rootdir", str(private)),
-        *("-p", "no:cacheprovider", "-p", "mercadofresco.course.nbplugin", "--nbval-lax"),
+        *("-p", "no:cacheprovider", "-p", "nbval.plugin", "-p", "mercadofresco.course.nbplugin", "--nbval-lax"),
         f"--nbval-kernel-name={KERNEL_NAME}",
         f"--nbval-cell-timeout={limits.cell_timeout_seconds:g}",
         str(notebook),
