@@ -67,7 +67,8 @@ targets = [pathlib.Path({str(ROOT / "solutions")!r}) / "lab1_double_charge.ipynb
 for target in targets:
     target.write_text("tampered")"""
 HOG = """import subprocess, sys
-children = [subprocess.Popen([sys.executable, "-c", "b = bytearray(700 * 1024 * 1024)\\nimport select\\nselect.select([], [], [])"]) for _ in range(3)]
+hog = "b = bytearray(700 * 1024 * 1024)\\nimport select\\nselect.select([], [], [])"
+children = [subprocess.Popen([sys.executable, "-c", hog]) for _ in range(3)]
 for child in children:
     child.wait()"""
 DETACHED = """import subprocess, sys
@@ -112,7 +113,7 @@ def test_correct_notebooks_score_full_marks_whatever_their_file_name(hostile):
     for name in ("ana_ok", "bea[2]", "=cmd", "zoe_ok_after_them"):
         assert (graded[name].score, graded[name].max_score) == (2, 2), (name, graded[name].checks, graded[name].notes)
     rows = list(csv.reader((out / "report.csv").open()))
-    assert ["'=cmd", "TOTAL", "2", "2"] == rows[[r[:2] for r in rows].index(["'=cmd", "TOTAL"])][:4]
+    assert rows[[r[:2] for r in rows].index(["'=cmd", "TOTAL"])][:4] == ["'=cmd", "TOTAL", "2", "2"]
     assert not any(cell.startswith(("=", "+", "-", "@")) for row in rows for cell in row)
     assert {p.name for p in (out / "feedback").iterdir()} >= {"bea_2_.md", "_cmd.md", "ana_ok.md"}
 

@@ -130,7 +130,7 @@ def score(rows: list[dict], plan: list[dict], specs: list[labs.CheckSpec], run: 
         stopped = stopped or run.stopped
     guarded_after = _guard_coverage(rows, plan)
     results = []
-    for number, spec in enumerate(specs):
+    for _number, spec in enumerate(specs):
         cell = plan.index({"role": "check", "check": spec.check})
         row = by_cell.get(cell)
         passed = bool(row and row.get("verdict")) and not tampering and cell in guarded_after
@@ -242,7 +242,7 @@ def grade(
     solution = nbformat.read(solutions_dir / labs.lab_file(lab), as_version=4)  # read before any kernel starts
     paths = sorted(submissions.glob("*.ipynb"))
     isolated = sb.is_root()
-    secrets_ = sb.repository_secrets(sb.installed_checkouts()) + [solutions_dir, submissions, *hide]
+    secrets_ = [*sb.repository_secrets(sb.installed_checkouts()), solutions_dir, submissions, *hide]
     hidden = tuple(sorted({str(path.resolve()) for path in secrets_ if path.exists()}))
     slots = list(range(jobs))
     lock = threading.Lock()

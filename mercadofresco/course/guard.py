@@ -64,14 +64,50 @@ SHELL_METHODS = (
     "ex",
 )
 KERNEL_METHODS = ("do_execute", "execute_request", "send_response", "_publish_execute_input", "_publish_status")
-CHECKED_BUILTINS = (
-    "print len set sorted dict list tuple int float str bool any all max min sum abs isinstance getattr hasattr "
-    "globals range enumerate zip repr type id iter next exec eval compile __import__ "
-    "AssertionError Exception BaseException StopIteration SystemExit KeyboardInterrupt"
-).split()
+CHECKED_BUILTINS = [
+    "print",
+    "len",
+    "set",
+    "sorted",
+    "dict",
+    "list",
+    "tuple",
+    "int",
+    "float",
+    "str",
+    "bool",
+    "any",
+    "all",
+    "max",
+    "min",
+    "sum",
+    "abs",
+    "isinstance",
+    "getattr",
+    "hasattr",
+    "globals",
+    "range",
+    "enumerate",
+    "zip",
+    "repr",
+    "type",
+    "id",
+    "iter",
+    "next",
+    "exec",
+    "eval",
+    "compile",
+    "__import__",
+    "AssertionError",
+    "Exception",
+    "BaseException",
+    "StopIteration",
+    "SystemExit",
+    "KeyboardInterrupt",
+]
 
 # The code below runs twice: in a clean Python (the reference) and in the learner's kernel (the guard cell).
-LIBRARY = r'''
+LIBRARY = r"""
 def _mf_guard_library():
     import hashlib, sys, types
 
@@ -112,11 +148,11 @@ def _mf_guard_library():
         return hashlib.sha1(text.encode()).hexdigest()[:16]
 
     return code_digest, value_digest, module_functions, module_digest
-'''
+"""
 
 REFERENCE_SCRIPT = (
     LIBRARY
-    + r'''
+    + r"""
 import importlib, json, pkgutil, sys
 import mercadofresco
 code_digest, value_digest, module_functions, module_digest = _mf_guard_library()
@@ -138,13 +174,15 @@ from ipykernel.zmqshell import ZMQInteractiveShell
 from ipykernel.ipkernel import IPythonKernel
 from ipykernel.iostream import OutStream
 shell = {name: value_digest(getattr(ZMQInteractiveShell, name)) for name in json.loads(sys.argv[2])}
-kernel = {name: value_digest(getattr(IPythonKernel, name)) for name in json.loads(sys.argv[3]) if hasattr(IPythonKernel, name)}
+kernel = {
+    name: value_digest(getattr(IPythonKernel, name)) for name in json.loads(sys.argv[3]) if hasattr(IPythonKernel, name)
+}
 shell["<OutStream.write>"] = value_digest(OutStream.write)
 print(json.dumps({"package": package, "modules": others, "shell": shell, "kernel": kernel}))
-'''
+"""
 )
 
-GUARD = r'''
+GUARD = r"""
 def _mf_guard(nonce, reference, deep):
     import builtins, json, sys, threading, types
     code_digest, value_digest, module_functions, module_digest = _mf_guard_library()
@@ -176,7 +214,8 @@ def _mf_guard(nonce, reference, deep):
     for stream in (sys.stdout, sys.stderr):
         write = stream.write  # IPython tees the stream through a closure of its own (checked by the deep guard)
         teed = getattr(write, "__qualname__", "") == "InteractiveShell._tee.<locals>.write"
-        if type(stream).__name__ != "OutStream" or not (teed or value_digest(write) == reference["shell"]["<OutStream.write>"]):
+        clean = teed or value_digest(write) == reference["shell"]["<OutStream.write>"]
+        if type(stream).__name__ != "OutStream" or not clean:
             found.append("sys.stdout or sys.stderr was replaced")
     if sys.gettrace() or sys.getprofile() or threading._trace_hook or threading._profile_hook:
         found.append("a trace or profile function is set")
@@ -216,7 +255,7 @@ def _mf_guard(nonce, reference, deep):
 
 
 BUILTIN_HOMES = ("builtins", "IPython", "ipykernel", "_sitebuiltins", "_frozen_importlib", "io", "_io", "_pydev_bundle")
-'''
+"""
 
 
 def reference(python: str = sys.executable, env: dict[str, str] | None = None) -> dict:

@@ -35,7 +35,9 @@ def run(path: Path, timeout: int = 120) -> tuple[list[str], int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mercadofresco.course.selfcheck", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m mercadofresco.course.selfcheck", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("notebook", type=Path)
     args = parser.parse_args(argv)
     problems, hidden = run(args.notebook)
