@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import tempfile
 import time
@@ -27,11 +28,15 @@ def main() -> None:
         for number in range(args.copies):
             shutil.copy(solution, Path(folder) / f"learner{number:02d}.ipynb")
         load = os.getloadavg()[0]
+        cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         reports = grading.grade(Path(folder), "lab1", nbrun.Limits(cell_timeout_seconds=60), jobs=args.jobs)
         seconds = time.perf_counter() - started
+        cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu_after.ru_utime + cpu_after.ru_stime) - (cpu_before.ru_utime + cpu_before.ru_stime)
     full = sum(report.score == report.max_score for report in reports)
     print(f"{args.copies} learners, jobs {args.jobs}: {seconds:.1f} s, {seconds / args.copies:.2f} s per learner")
+    print(f"CPU of the graders and kernels: {cpu / args.copies:.2f} s per learner (less sensitive to other load)")
     print(f"full marks: {full}/{args.copies}; load average before/after: {load:.1f}/{os.getloadavg()[0]:.1f}")
 
 

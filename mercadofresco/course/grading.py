@@ -243,7 +243,7 @@ def grade(
     paths = sorted(submissions.glob("*.ipynb"))
     isolated = sb.is_root()
     secrets_ = [*sb.repository_secrets(sb.installed_checkouts()), solutions_dir, submissions, *hide]
-    hidden = tuple(sorted({str(path.resolve()) for path in secrets_ if path.exists()}))
+    hidden = tuple(sorted({str(path.resolve()) for path in secrets_ if path.exists() and _hideable(path)}))
     slots = list(range(jobs))
     lock = threading.Lock()
     progress = progress or reports.Progress(len(paths))
@@ -259,7 +259,7 @@ def grade(
 
     with tempfile.TemporaryDirectory(prefix="mercadofresco-grading-") as base:
         Path(base).chmod(0o711)  # learners reach their own working copy, and cannot list the others
-        setting = Setting(solution, limits, Path(base), guard.reference(), hidden, isolated)
+        setting = Setting(solution, limits, Path(base), guard.cached_reference(nbrun.CACHE_DIR), hidden, isolated)
         results: dict[Path, LearnerReport] = {}
         with ThreadPoolExecutor(jobs) as pool:
             futures = {pool.submit(one, path): path for path in paths}
@@ -268,6 +268,12 @@ def grade(
                 progress.advance(report.learner, report.score, report.max_score)
         progress.finish()
         return [results[path] for path in paths]
+
+
+def _hideable(path: Path) -> bool:
+    """False for a folder the learner's kernel needs: one holding the package, the interpreter or the grading folder."""
+    needed = [Path(nbrun.ROOT) / "mercadofresco", Path(sys.prefix), Path(tempfile.gettempdir()) / "x"]
+    return not any(path.resolve() == other.resolve() or path.resolve() in other.resolve().parents for other in needed)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -18,9 +18,13 @@ being named, or reach the grader's record (another user's files).
 
 from __future__ import annotations
 
+import ast
+import hashlib
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 MARKER = "MERCADOFRESCO-GUARD"
 REFERENCE_MODULES = (
@@ -184,7 +188,7 @@ print(json.dumps({"package": package, "modules": others, "shell": shell, "kernel
 
 GUARD = r"""
 def _mf_guard(nonce, reference, deep):
-    import builtins, json, sys, threading, types
+    import builtins, sys, threading, types
     code_digest, value_digest, module_functions, module_digest = _mf_guard_library()
     found = []
     ip = sys.modules["IPython.core.interactiveshell"].InteractiveShell._instance
@@ -251,7 +255,7 @@ def _mf_guard(nonce, reference, deep):
             module = sys.modules.get(name)
             if module is not None and module_digest(module_functions(module)) != expected:
                 found.append(f"{name} changed in memory")
-    print(nonce, json.dumps(found))
+    print(nonce, repr([str(item) for item in found]))
 
 
 BUILTIN_HOMES = ("builtins", "IPython", "ipykernel", "_sitebuiltins", "_frozen_importlib", "io", "_io", "_pydev_bundle")
@@ -268,10 +272,32 @@ def reference(python: str = sys.executable, env: dict[str, str] | None = None) -
     return data | {"builtins": CHECKED_BUILTINS}
 
 
+def cached_reference(cache_dir: Path) -> dict:
+    """`reference()`, kept on disk until the package or an installed library changes (it takes a few seconds)."""
+    from importlib import metadata
+
+    import mercadofresco
+
+    package = Path(mercadofresco.__file__).parent
+    libraries = ("moto", "botocore", "boto3", "ipython", "ipykernel")
+    stamp = [sys.version, *(f"{name}={metadata.version(name)}" for name in libraries)]
+    stamp += [f"{p}:{p.stat().st_mtime_ns}:{p.stat().st_size}" for p in sorted(package.rglob("*.py"))]
+    key = hashlib.sha256("\n".join(stamp).encode()).hexdigest()[:20]
+    path = cache_dir / f"guard-reference-{key}.json"
+    if path.exists():
+        return json.loads(path.read_text())
+    data = reference()
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.partial")
+    partial.write_text(json.dumps(data))
+    partial.replace(path)
+    return data
+
+
 def cell(nonce: str, ref: dict, deep: bool) -> str:
     """The guard cell: prints `nonce` and the list of what it found, as JSON, on one line."""
     sent = ref if deep else {key: ref[key] for key in ("shell", "kernel", "builtins")}
-    call = f"_mf_guard({nonce!r}, __import__('json').loads({json.dumps(sent)!r}), {deep})"
+    call = f"_mf_guard({nonce!r}, {sent!r}, {deep})"  # a Python literal: no module the learner could patch reads it
     return f"{LIBRARY}\n{GUARD}\n{call}\ndel _mf_guard, _mf_guard_library\n"
 
 
@@ -280,8 +306,8 @@ def findings(stdout: str, nonce: str) -> list[str] | None:
     for line in stdout.splitlines():
         if line.startswith(nonce + " "):
             try:
-                found = json.loads(line[len(nonce) + 1 :])
-            except ValueError:
+                found = ast.literal_eval(line[len(nonce) + 1 :])
+            except (ValueError, SyntaxError):
                 return None
             return [str(item) for item in found] if isinstance(found, list) else None
     return None

@@ -143,23 +143,28 @@ def enter(sandbox: Sandbox) -> None:
 
 
 def _reach_python(libc: ctypes.CDLL) -> None:
-    """Let the learner's user read the interpreter's own files when they sit in a closed folder (say /root).
+    """Let the learner's user read the interpreter and the package when they sit in a closed folder (say /root).
 
     The closed folder is covered by an empty one (its other contents stay hidden)
-    and the interpreter's prefix is mounted back at its old path.
+    and each needed folder is mounted back at its old path.
     """
-    prefix = Path(sys.base_prefix).resolve()
-    closed = next((p for p in [*reversed(prefix.parents), prefix] if not os.stat(p).st_mode & stat.S_IXOTH), None)
-    if closed is None:
-        return
-    keep = os.open(prefix, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        _call(libc.mount(b"tmpfs", str(closed).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=755"), "cover")
-        os.makedirs(prefix, mode=0o755, exist_ok=True)
-        source = f"/proc/self/fd/{keep}".encode()
-        _call(libc.mount(source, str(prefix).encode(), None, MS_BIND | MS_REC, None), "mount the interpreter")
-    finally:
-        os.close(keep)
+    needed = [Path(sys.base_prefix), Path(sys.prefix), Path(__file__).resolve().parents[1]]
+    closed_dirs: dict[Path, list[Path]] = {}
+    for path in (p.resolve() for p in needed):
+        closed = next((p for p in [*reversed(path.parents), path] if not os.stat(p).st_mode & stat.S_IXOTH), None)
+        if closed is not None and path not in closed_dirs.get(closed, []):
+            closed_dirs.setdefault(closed, []).append(path)
+    for closed, paths in closed_dirs.items():
+        kept = [(path, os.open(path, os.O_RDONLY | os.O_DIRECTORY)) for path in paths]
+        try:
+            _call(libc.mount(b"tmpfs", str(closed).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=755"), "cover")
+            for path, handle in kept:
+                os.makedirs(path, mode=0o755, exist_ok=True)
+                source = f"/proc/self/fd/{handle}".encode()
+                _call(libc.mount(source, str(path).encode(), None, MS_BIND | MS_REC, None), f"mount {path} back")
+        finally:
+            for _, handle in kept:
+                os.close(handle)
 
 
 # -- the grader's side: the learner's processes -----------------------------------------
