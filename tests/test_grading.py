@@ -193,7 +193,8 @@ def test_multiple_choice_options_are_in_alphabetical_order_and_no_ranking_is_sho
         for cell in notebook.cells:
             if cell.cell_type != "code":
                 continue
-            for node in ast.parse(cell.source).body:
+            code = "\n".join(line for line in cell.source.splitlines() if not line.startswith("%"))
+            for node in ast.parse(code).body:
                 if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) in wanted:
                     found[node.targets[0].id] = list(ast.literal_eval(node.value))
         assert set(found) == set(wanted)
@@ -324,3 +325,22 @@ def test_old_module_names_are_found_and_aliased_to_their_new_homes():
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_lab1_lock_is_shorter_than_the_queue_visibility_as_notebook_03_says():
+    lab = nbformat.read(labs.LABS_DIR / labs.lab_file("lab1"), as_version=4)
+    source = next(cell.source for cell in lab.cells if "LOCK_SECONDS =" in cell.source)
+    lock = int(source.split("LOCK_SECONDS =", 1)[1].split()[0])
+    assert 2 * 30 < lock < 120  # longer than one delivery of the fixed configuration, shorter than the visibility
+
+
+def test_the_learners_own_check_says_how_many_hidden_checks_remain(tmp_path, capsys):
+    from mercadofresco.course import selfcheck
+
+    notebook = lab_variants.variant("messageid_key")  # public checks pass; hidden ones would not
+    notebook.metadata[labs.LAB_METADATA_KEY] = {"hidden_checks": 16}
+    path = lab_variants.write(notebook, tmp_path / "mine.ipynb")
+    assert selfcheck.main([str(path)]) == 0
+    assert capsys.readouterr().out == "public checks passed; 16 hidden checks run at grading\n"
+    lab = nbformat.read(labs.LABS_DIR / labs.lab_file("lab1"), as_version=4)
+    assert lab.metadata[labs.LAB_METADATA_KEY] == {"hidden_checks": 16}

@@ -101,6 +101,7 @@ def hostile(tmp_path_factory):
     _learner(folder, "ines_detached", "x = 1", DETACHED)
     _learner(folder, "juan_prefilled", "y = 2", tagged={"tags": ["hidden-check"]})
     _learner(folder, "kim_patcher", "x = 1", PATCHER)
+    _learner(folder, "lia_network", "x = 1", "import socket\nsocket.create_connection(('192.0.2.1', 80), timeout=5)")
     _learner(folder, "zoe_ok_after_them", "x = 1")
     protected = {path: _digest(path) for path in (ROOT / "solutions", ROOT / "mercadofresco", solutions)}
     limits = nbrun.Limits(cell_timeout_seconds=30, memory_mb=1536)
@@ -176,6 +177,12 @@ def test_a_detached_child_is_killed_when_the_learner_is_done(hostile):
     assert any("still running at the end (killed)" in note for note in report.notes), report.notes
     for slot in range(2):
         assert sb.processes_of(sb.learner_user(slot)[1]) == []
+
+
+def test_the_kernel_has_no_network_outside_the_machine(hostile):
+    report = hostile[0]["lia_network"]
+    assert report.score == 2
+    assert any("Network is unreachable" in note for note in report.notes), report.notes
 
 
 def test_a_cell_claiming_to_be_a_hidden_check_with_a_passed_output_counts_for_nothing(hostile):

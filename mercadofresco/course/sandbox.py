@@ -50,7 +50,7 @@ class Sandbox:
     uid: int = -1
     gid: int = -1
     hidden: tuple[str, ...] = ()  # paths covered by an empty mount inside the kernel's namespace
-    network: bool = True  # False: the kernel gets a network namespace of its own (no interface up)
+    network: bool = True  # False: a network namespace of its own, with only the loopback interface up
 
     def write(self, path: Path) -> Path:
         path.write_text(json.dumps(asdict(self)))
@@ -130,6 +130,8 @@ def enter(sandbox: Sandbox) -> None:
             elif os.path.exists(path):
                 _call(libc.mount(b"/dev/null", path.encode(), None, MS_BIND, None), f"hide {path}")
         _reach_python(libc)
+        if not sandbox.network and shutil.which("ip"):  # loopback only (a local PostgreSQL works), nothing outside
+            subprocess.run(["ip", "link", "set", "lo", "up"], check=False, capture_output=True)
     memory = sandbox.memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
