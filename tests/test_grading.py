@@ -168,7 +168,7 @@ def test_spreadsheet_formulas_are_escaped_and_file_names_made_safe():
         "bea_2_",
         "bea_2_-2",
         "_cmd",
-        "x",
+        "_x",
     ]
 
 

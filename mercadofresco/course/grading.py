@@ -185,6 +185,7 @@ class Setting:
     reference: dict  # guard digests of the clean machinery
     hidden: tuple[str, ...]  # paths the learner's kernel must not see
     isolated: bool  # root: a user per slot, namespaces; else the grader's own user
+    fonts: Path | None = None  # matplotlib's font cache, copied into each working copy
 
 
 def grade_notebook(path: Path, setting: Setting, slot: int = 0) -> LearnerReport:
@@ -198,7 +199,7 @@ def grade_notebook(path: Path, setting: Setting, slot: int = 0) -> LearnerReport
     graded, plan = assemble(learner, setting.solution)
     private = Path(tempfile.mkdtemp(prefix="private-", dir=setting.base))  # mode 700, the grader's only
     user = sb.learner_user(slot) if setting.isolated else None
-    workdir = nbrun.prepare_workdir(setting.base, user)
+    workdir = nbrun.prepare_workdir(setting.base, user, setting.fonts)
     try:
         target = private / "notebook.ipynb"  # a name every test runner takes, whatever the learner's file is called
         nbformat.write(graded, target)
@@ -259,7 +260,8 @@ def grade(
 
     with tempfile.TemporaryDirectory(prefix="mercadofresco-grading-") as base:
         Path(base).chmod(0o711)  # learners reach their own working copy, and cannot list the others
-        setting = Setting(solution, limits, Path(base), guard.cached_reference(nbrun.CACHE_DIR), hidden, isolated)
+        reference = guard.cached_reference(nbrun.CACHE_DIR)
+        setting = Setting(solution, limits, Path(base), reference, hidden, isolated, nbrun.matplotlib_cache())
         results: dict[Path, LearnerReport] = {}
         with ThreadPoolExecutor(jobs) as pool:
             futures = {pool.submit(one, path): path for path in paths}

@@ -207,12 +207,25 @@ def _clean_up(box: sb.Sandbox, seen: set[int]) -> int:
     return len(alive)
 
 
-def prepare_workdir(base: Path, box_user: tuple[str, int, int] | None) -> Path:
+def matplotlib_cache(cache_dir: Path = CACHE_DIR) -> Path:
+    """Matplotlib's font cache, built once: each learner gets a copy instead of a minute-long rebuild under load."""
+    folder = cache_dir / "matplotlib"
+    if not any(folder.glob("fontlist-*.json")):
+        folder.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ, MPLCONFIGDIR=str(folder))
+        subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"], env=env, check=False, timeout=300)
+    return folder
+
+
+def prepare_workdir(base: Path, box_user: tuple[str, int, int] | None, fonts: Path | None = None) -> Path:
     """A fresh working copy for one learner under `base`, owned by the learner's user (if any)."""
     workdir = base / f"learner-{secrets.token_hex(8)}"
     workdir.mkdir(mode=0o700)
+    if fonts is not None:
+        shutil.copytree(fonts, workdir / ".matplotlib")
     if box_user is not None:
-        os.chown(workdir, box_user[1], box_user[2])
+        for path in [workdir, *workdir.rglob("*")]:
+            os.chown(path, box_user[1], box_user[2])
     return workdir
 
 
