@@ -26,7 +26,7 @@ OWN_HANDLER = """    import json as _json
         for record in event["Records"]:
             data = _json.loads(record["body"])
             if data.get("version") not in (1, 2):
-                failures.append({"itemIdentifier": record["messageId"]})
+                failures.append({{"itemIdentifier": record["messageId"]}})
                 continue
             importe = _Decimal(data["importe"])
             {charge}
