@@ -59,7 +59,7 @@ def _digest(folder: Path) -> str:
 TRANSFORMER = "get_ipython().input_transformers_post.append(lambda lines: [l for l in lines if l.startswith('print(')])"
 FORGER = """import glob, json, os, signal
 row = {"cell": 1, "role": "check", "outcome": "passed", "verdict": True, "proof_seen": True, "guard": []}
-for path in ["record.jsonl", "/tmp/record.jsonl", *glob.glob("/tmp/mercadofresco-grading-*/private-*/record.jsonl")]:
+for path in ["record.jsonl", "/tmp/record.jsonl", *glob.glob("RUNS/g-*/private-*/record.jsonl")]:
     try:
         open(path, "a").write(json.dumps(row) + "\\n")
     except OSError as exc:
@@ -93,7 +93,7 @@ def hostile(tmp_path_factory):
     _learner(folder, "bea[2]", "x = 1")
     _learner(folder, "=cmd", "x = 1")
     _learner(folder, "carla_transformer", TRANSFORMER)
-    _learner(folder, "dani_forger", FORGER)
+    _learner(folder, "dani_forger", FORGER.replace("RUNS", str(nbrun.CACHE_DIR / "runs")))
     _learner(folder, "eva_writer", WRITER)
     _learner(folder, "fede_reader", reader)
     _learner(folder, "gil_exit", "x = 1", "import os\nos._exit(3)")
@@ -101,6 +101,7 @@ def hostile(tmp_path_factory):
     _learner(folder, "ines_detached", "x = 1", DETACHED)
     _learner(folder, "juan_prefilled", "y = 2", tagged={"tags": ["hidden-check"]})
     _learner(folder, "kim_patcher", "x = 1", PATCHER)
+    _learner(folder, "mira_scratch", "x = 1", "open('/tmp/mercadofresco-left-by-mira', 'w').write('x')")
     _learner(folder, "lia_network", "x = 1", "import socket\nsocket.create_connection(('192.0.2.1', 80), timeout=5)")
     _learner(folder, "zoe_ok_after_them", "x = 1")
     protected = {path: _digest(path) for path in (ROOT / "solutions", ROOT / "mercadofresco", solutions)}
@@ -183,6 +184,11 @@ def test_the_kernel_has_no_network_outside_the_machine(hostile):
     report = hostile[0]["lia_network"]
     assert report.score == 2
     assert any("Network is unreachable" in note for note in report.notes), report.notes
+
+
+def test_what_a_learner_writes_in_tmp_is_its_own(hostile):
+    assert hostile[0]["mira_scratch"].score == 2
+    assert not Path("/tmp/mercadofresco-left-by-mira").exists()
 
 
 def test_a_cell_claiming_to_be_a_hidden_check_with_a_passed_output_counts_for_nothing(hostile):

@@ -258,7 +258,9 @@ def grade(
             with lock:
                 slots.append(slot)
 
-    with tempfile.TemporaryDirectory(prefix="mercadofresco-grading-") as base:
+    runs = nbrun.CACHE_DIR / "runs"  # not under /tmp: the learner's kernel gets a /tmp of its own
+    runs.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="g-", dir=runs) as base:
         Path(base).chmod(0o711)  # learners reach their own working copy, and cannot list the others
         reference = guard.cached_reference(nbrun.CACHE_DIR)
         setting = Setting(solution, limits, Path(base), reference, hidden, isolated, nbrun.matplotlib_cache())
@@ -274,7 +276,7 @@ def grade(
 
 def _hideable(path: Path) -> bool:
     """False for a folder the learner's kernel needs: one holding the package, the interpreter or the grading folder."""
-    needed = [Path(nbrun.ROOT) / "mercadofresco", Path(sys.prefix), Path(tempfile.gettempdir()) / "x"]
+    needed = [Path(nbrun.ROOT) / "mercadofresco", Path(sys.prefix), nbrun.CACHE_DIR / "runs"]
     return not any(path.resolve() == other.resolve() or path.resolve() in other.resolve().parents for other in needed)
 
 

@@ -219,7 +219,7 @@ def matplotlib_cache(cache_dir: Path = CACHE_DIR) -> Path:
 
 def prepare_workdir(base: Path, box_user: tuple[str, int, int] | None, fonts: Path | None = None) -> Path:
     """A fresh working copy for one learner under `base`, owned by the learner's user (if any)."""
-    workdir = base / f"learner-{secrets.token_hex(8)}"
+    workdir = base / f"l-{secrets.token_hex(6)}"  # short: unix socket paths inside it stay under 108 bytes
     workdir.mkdir(mode=0o700)
     if fonts is not None:
         shutil.copytree(fonts, workdir / ".matplotlib")

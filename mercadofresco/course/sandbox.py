@@ -5,9 +5,10 @@ system user of its own (`mercadofresco-learner-N`, created on first use).
 The learner's kernel starts as root only long enough to enter a new mount and
 network namespace, cover the instructor's files with empty mounts (solutions/,
 tests/, .git, the submissions and the report), then drops to that user with
-its limits. Everything the user started is killed by uid when the learner is
-done, and the files it left in /tmp, /var/tmp and /dev/shm are removed, so
-nothing reaches the next learner or a later run. Without root none of that is
+its limits; /tmp, /var/tmp, /dev/shm and /run/lock are empty folders of its own.
+Everything the user started is killed by uid when the learner is done (and
+anything it still left in the shared scratch folders is removed), so nothing
+reaches the next learner or a later run. Without root none of that is
 possible: the kernel runs as the grader's own user, and the report says so.
 """
 
@@ -29,7 +30,7 @@ from pathlib import Path
 
 USER_PREFIX = "mercadofresco-learner-"
 MAX_PROCESSES = 256  # threads count too; a fork bomb stops here instead of taking the machine
-SCRATCH_DIRS = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"))
+SCRATCH_DIRS = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run/lock"))
 # Linux constants (linux/sched.h, linux/mount.h, linux/prctl.h)
 CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 4096, 16384, 1 << 18
@@ -130,6 +131,10 @@ def enter(sandbox: Sandbox) -> None:
             elif os.path.exists(path):
                 _call(libc.mount(b"/dev/null", path.encode(), None, MS_BIND, None), f"hide {path}")
         _reach_python(libc)
+        size = f"size={max(64, sandbox.memory_mb // 4)}m,mode=1777".encode()  # counts against RAM: keep it small
+        for scratch in SCRATCH_DIRS:  # a /tmp of its own: nothing written there outlives the learner
+            if scratch.is_dir():
+                _call(libc.mount(b"tmpfs", str(scratch).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, size), f"{scratch}")
         if not sandbox.network and shutil.which("ip"):  # loopback only (a local PostgreSQL works), nothing outside
             subprocess.run(["ip", "link", "set", "lo", "up"], check=False, capture_output=True)
     memory = sandbox.memory_mb * 1024 * 1024
