@@ -344,3 +344,34 @@ def test_the_learners_own_check_says_how_many_hidden_checks_remain(tmp_path, cap
     assert capsys.readouterr().out == "public checks passed; 16 hidden checks run at grading\n"
     lab = nbformat.read(labs.LABS_DIR / labs.lab_file("lab1"), as_version=4)
     assert lab.metadata[labs.LAB_METADATA_KEY] == {"hidden_checks": 16}
+
+
+def test_the_readme_instructor_section_matches_the_grader():
+    readme = (labs.ROOT / "README.md").read_text()
+    section = readme.split("## For instructors", 1)[1].split("\n## ", 1)[0]
+    limits = nbrun.Limits()
+    for text in [
+        f"--cell-timeout {limits.cell_timeout_seconds:g}",
+        f"--memory-mb {limits.memory_mb}",
+        f"refused below {nbrun.MIN_MEMORY_MB}",
+        "--jobs",
+        "--out DIR (default grading-report-lab1/)",
+        "report.csv",
+        "answers.csv",
+        "feedback/<learner>.md",
+        "report.json",
+        "TOTAL",
+        "make learner-bundle",
+        "python -m mercadofresco.course.selfcheck",
+        "public checks passed; 16 hidden checks run at grading",
+        "mercadofresco-learner-0",
+        "bea[2].ipynb",
+    ]:
+        assert text in section, f"README's instructor section no longer says {text!r}"
+    assert sandbox_user_prefix() in section
+
+
+def sandbox_user_prefix() -> str:
+    from mercadofresco.course import sandbox
+
+    return sandbox.USER_PREFIX
