@@ -101,6 +101,7 @@ def hostile(tmp_path_factory):
     _learner(folder, "ines_detached", "x = 1", DETACHED)
     _learner(folder, "juan_prefilled", "y = 2", tagged={"tags": ["hidden-check"]})
     _learner(folder, "kim_patcher", "x = 1", PATCHER)
+    _learner(folder, "nico_showtraceback", "x = 0", "get_ipython().showtraceback = lambda *args, **kwargs: None")
     _learner(folder, "mira_scratch", "x = 1", "open('/tmp/mercadofresco-left-by-mira', 'w').write('x')")
     _learner(folder, "lia_network", "x = 1", "import socket\nsocket.create_connection(('192.0.2.1', 80), timeout=5)")
     _learner(folder, "zoe_ok_after_them", "x = 1")
@@ -129,6 +130,7 @@ def test_correct_notebooks_score_full_marks_whatever_their_file_name(hostile):
     [
         ("carla_transformer", "the grader's integrity check did not run as sent"),
         ("kim_patcher", "builtins.sorted was replaced"),
+        ("nico_showtraceback", "the shell's showtraceback was replaced"),
     ],
 )
 def test_tampering_with_the_kernel_scores_nothing_and_is_named(hostile, learner, named):
