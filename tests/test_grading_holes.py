@@ -178,8 +178,8 @@ def test_a_detached_child_is_killed_when_the_learner_is_done(hostile):
     report = hostile[0]["ines_detached"]
     assert report.score == 2  # starting a process is allowed; outliving grading is not
     assert any("still running at the end (killed)" in note for note in report.notes), report.notes
-    for slot in range(2):
-        assert sb.processes_of(sb.learner_user(slot)[1]) == []
+    with sb.claimed_user() as first, sb.claimed_user() as second:  # free users: nobody grades with them now
+        assert sb.processes_of(first[1]) == sb.processes_of(second[1]) == []
 
 
 def test_the_kernel_has_no_network_outside_the_machine(hostile):

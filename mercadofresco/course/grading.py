@@ -17,10 +17,10 @@ closed, with the reason. Reports: `course.reports`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import sys
 import tempfile
-import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,7 +188,7 @@ class Setting:
     fonts: Path | None = None  # matplotlib's font cache, copied into each working copy
 
 
-def grade_notebook(path: Path, setting: Setting, slot: int = 0) -> LearnerReport:
+def grade_notebook(path: Path, setting: Setting) -> LearnerReport:
     """Grade one learner notebook; a notebook that cannot even be read fails every check."""
     specs = labs.check_specs(setting.solution)
     try:
@@ -197,8 +197,22 @@ def grade_notebook(path: Path, setting: Setting, slot: int = 0) -> LearnerReport
         checks = [CheckResult(s.check, False, s.points, "not run: unreadable notebook", s.hint) for s in specs]
         return LearnerReport(path.stem, checks, [f"could not read {path.name}: {type(exc).__name__}: {exc}"])
     graded, plan = assemble(learner, setting.solution)
+    with sb.claimed_user() if setting.isolated else contextlib.nullcontext() as user:
+        run = _run(graded, plan, learner, setting, user)
+    report = score(run.rows, plan, specs, run)
+    report.learner = path.stem
+    report.notes += suspicious(learner)
+    report.answers = labs.written_answers(learner, setting.solution)
+    if not setting.isolated:
+        report.notes.append("graded without isolation (the grader was not root): see README, For instructors")
+    return report
+
+
+def _run(
+    graded: NotebookNode, plan: list[dict], learner: NotebookNode, setting: Setting, user: tuple[str, int, int] | None
+) -> nbrun.Run:
+    """Run the assembled notebook in a private folder and a working copy of its own, both removed afterwards."""
     private = Path(tempfile.mkdtemp(prefix="private-", dir=setting.base))  # mode 700, the grader's only
-    user = sb.learner_user(slot) if setting.isolated else None
     workdir = nbrun.prepare_workdir(setting.base, user, setting.fonts)
     try:
         target = private / "notebook.ipynb"  # a name every test runner takes, whatever the learner's file is called
@@ -216,13 +230,7 @@ def grade_notebook(path: Path, setting: Setting, slot: int = 0) -> LearnerReport
     finally:
         nbrun.remove(private)
         nbrun.remove(workdir)
-    report = score(run.rows, plan, specs, run)
-    report.learner = path.stem
-    report.notes += suspicious(learner)
-    report.answers = labs.written_answers(learner, setting.solution)
-    if not setting.isolated:
-        report.notes.append("graded without isolation (the grader was not root): see README, For instructors")
-    return report
+    return run
 
 
 def grade(
@@ -245,18 +253,7 @@ def grade(
     isolated = sb.is_root()
     secrets_ = [*sb.repository_secrets(sb.installed_checkouts()), solutions_dir, submissions, *hide]
     hidden = tuple(sorted({str(path.resolve()) for path in secrets_ if path.exists() and _hideable(path)}))
-    slots = list(range(jobs))
-    lock = threading.Lock()
     progress = progress or reports.Progress(len(paths))
-
-    def one(path: Path) -> LearnerReport:
-        with lock:
-            slot = slots.pop()
-        try:
-            return grade_notebook(path, setting, slot)
-        finally:
-            with lock:
-                slots.append(slot)
 
     runs = nbrun.CACHE_DIR / "runs"  # not under /tmp: the learner's kernel gets a /tmp of its own
     runs.mkdir(parents=True, exist_ok=True)
@@ -266,7 +263,7 @@ def grade(
         setting = Setting(solution, limits, Path(base), reference, hidden, isolated, nbrun.matplotlib_cache())
         results: dict[Path, LearnerReport] = {}
         with ThreadPoolExecutor(jobs) as pool:
-            futures = {pool.submit(one, path): path for path in paths}
+            futures = {pool.submit(grade_notebook, path, setting): path for path in paths}
             for future in as_completed(futures):
                 results[futures[future]] = report = future.result()
                 progress.advance(report.learner, report.score, report.max_score)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import json
 import os
 import pwd
@@ -25,11 +26,14 @@ import signal
 import stat
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 USER_PREFIX = "mercadofresco-learner-"
 MAX_PROCESSES = 256  # threads count too; a fork bomb stops here instead of taking the machine
+MAX_SLOTS = 64  # learner users on one machine, across every grading running at once
+LOCK_DIR = Path("/run/mercadofresco-grading")  # who holds which learner user, for every grading on the machine
 SCRATCH_DIRS = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run/lock"))
 # Linux constants (linux/sched.h, linux/mount.h, linux/prctl.h)
 CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
@@ -89,6 +93,32 @@ def installed_checkouts() -> list[Path]:
         if str(url.get("url", "")).startswith("file://"):
             roots.append(Path(url["url"][len("file://") :]))
     return roots
+
+
+@contextlib.contextmanager
+def claimed_user(lock_dir: Path = LOCK_DIR) -> Iterator[tuple[str, int, int]]:
+    """A learner user no other grading (in this process or another) is using now, held until the block ends.
+
+    Users are shared by the whole machine, and a learner is cleaned up by killing
+    every process of its user, so two gradings must never use one user at once.
+    """
+    lock_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for slot in range(MAX_SLOTS):
+        handle = open(lock_dir / f"{slot}.lock", "w")  # noqa: SIM115 (held open for the whole block)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            continue
+        try:
+            user = learner_user(slot)
+            kill_user(user[1])  # whatever an interrupted grading left behind
+            yield user
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            handle.close()
+        return
+    raise SandboxError(0, f"all {MAX_SLOTS} learner users are busy")
 
 
 def repository_secrets(roots: list[Path]) -> list[Path]:
