@@ -152,6 +152,9 @@ def written_answers(learner: NotebookNode, solution: NotebookNode) -> list[tuple
         text = "" if cell is None else cell.source.strip()
         if text.startswith(question):
             text = text[len(question) :].strip()
+        text = "\n".join(
+            line for line in text.splitlines() if line.strip() not in (BEGIN_SOLUTION, END_SOLUTION)
+        ).strip()
         answers.append((question, "" if text == MARKDOWN_PROMPT else text))
     return answers
 
