@@ -2,8 +2,9 @@
 
     python -m mercadofresco.course.bundle dist/mercadofresco-learner.zip
 
-Holds the package (with `course.checks` for the public checks and `course.selfcheck`), the
-lesson notebooks, the labs, README, pyproject.toml and constraints.txt. It refuses to
+Holds the package (of `course/` only `checks` for the public checks, `labs` and `selfcheck`;
+the grader's own modules stay with the instructor), the lesson notebooks, the labs, README,
+pyproject.toml and constraints.txt. It refuses to
 write a bundle in which any file carries a solution region or a hidden-check marker.
 """
 
@@ -19,6 +20,10 @@ from mercadofresco.course import labs
 ROOT = labs.ROOT
 INCLUDED = ("README.md", "pyproject.toml", "constraints.txt", "environment.yml", "notebooks", "labs", "mercadofresco")
 SKIPPED_PARTS = ("__pycache__", ".ipynb_checkpoints")
+# The grader's own modules stay with the instructor: a learner needs checks, labs and selfcheck from course/.
+GRADER_ONLY = {f"mercadofresco/course/{name}.py" for name in ("grading", "guard", "sandbox", "nbplugin", "nbrun")} | {
+    f"mercadofresco/course/{name}.py" for name in ("reports", "bundle", "legacy")
+}
 PREFIX = "mercadofresco-workbook"
 
 
@@ -33,6 +38,7 @@ def files(root: Path = ROOT) -> list[Path]:
         path = root / name
         candidates = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
         found += [p.relative_to(root) for p in candidates if not set(p.parts) & set(SKIPPED_PARTS)]
+    found = [path for path in found if path.as_posix() not in GRADER_ONLY]
     return sorted(found)
 
 
