@@ -31,6 +31,7 @@ from nbformat import NotebookNode
 from mercadofresco.course import guard, labs, legacy, nbrun, reports
 from mercadofresco.course import sandbox as sb
 
+STOPPING_REASONS = ("Timeout of", "Kernel dead", "Kernel died", "MemoryError", "Failed to interrupt")  # as nbplugin
 # What in a learner's own code deserves the instructor's eyes (named in the report, never scored by itself).
 SUSPICIOUS = {
     r"get_ipython|\bIPython\b|ipykernel": "reaches the IPython shell or kernel",
@@ -118,7 +119,7 @@ def score(rows: list[dict], plan: list[dict], specs: list[labs.CheckSpec], run: 
         row = by_cell.get(cell)
         if row and row["outcome"] == "failed":
             notes.append(f"your code cell {cell + 1}: {row['reason']}")
-            if nbplugin_stops(row["reason"]):
+            if stops_grading(row["reason"]):
                 stopped = stopped or f"grading stopped at your code cell {cell + 1} ({row['reason']})"
     for row in rows:
         for found in row.get("guard") or []:
@@ -157,9 +158,9 @@ def score(rows: list[dict], plan: list[dict], specs: list[labs.CheckSpec], run: 
     return LearnerReport("", results, notes, tampering)
 
 
-def nbplugin_stops(reason: str) -> bool:
+def stops_grading(reason: str) -> bool:
     """True if a learner cell that failed for `reason` means the kernel ran out of time or memory, or died."""
-    return any(marker in reason for marker in ("Timeout of", "Kernel dead", "Kernel died", "MemoryError", "Failed to"))
+    return any(marker in reason for marker in STOPPING_REASONS)
 
 
 def _guard_coverage(rows: list[dict], plan: list[dict]) -> set[int]:

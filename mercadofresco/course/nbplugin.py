@@ -34,6 +34,12 @@ PLAN_ENV = "MERCADOFRESCO_GRADING_PLAN"
 POLL_SECONDS = 0.2
 KERNEL_DIED = "Kernel died while running the cell (os._exit, a crash, or killed by the grader's limits)"
 STDOUT_KEPT = 4_000  # characters of a learner cell's stdout kept in the record
+# A cell that failed like this leaves a kernel nobody should trust: the run stops (grading.STOPPING_REASONS too).
+STOPPING_REASONS = ("Timeout of", "Kernel dead", "Kernel died", "MemoryError", "Failed to interrupt")
+
+
+def _stops(reason: str) -> bool:
+    return any(marker in reason for marker in STOPPING_REASONS)
 
 
 def _plan() -> dict | None:
@@ -219,13 +225,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         record.write(json.dumps(row) + "\n")
     if report.failed and _stops(row["reason"]) and (role["role"] != "check" or "Kernel" in row["reason"]):
         item.session.shouldstop = f"cell {cell}: {row['reason']}"
-
-
-STOPPING_REASONS = ("Timeout of", "Kernel dead", "Kernel died", "MemoryError", "Failed to interrupt")
-
-
-def _stops(reason: str) -> bool:
-    return any(marker in reason for marker in STOPPING_REASONS)
 
 
 @pytest.hookimpl(hookwrapper=True)
