@@ -19,6 +19,7 @@ being named, or reach the grader's record (another user's files).
 from __future__ import annotations
 
 import ast
+import contextlib
 import hashlib
 import json
 import os
@@ -284,10 +285,12 @@ def cached_reference(cache_dir: Path) -> dict:
     stamp += [f"{p}:{p.stat().st_mtime_ns}:{p.stat().st_size}" for p in sorted(package.rglob("*.py"))]
     key = hashlib.sha256("\n".join(stamp).encode()).hexdigest()[:20]
     path = cache_dir / f"guard-reference-{key}.json"
-    if path.exists():
+    with contextlib.suppress(OSError, ValueError):
         return json.loads(path.read_text())
     data = reference()
     cache_dir.mkdir(parents=True, exist_ok=True)
+    for stale in cache_dir.glob("guard-reference-*.json"):  # digests of a package that has changed since
+        stale.unlink(missing_ok=True)
     partial = path.with_suffix(f".{os.getpid()}.partial")
     partial.write_text(json.dumps(data))
     partial.replace(path)
