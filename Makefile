@@ -14,7 +14,7 @@ ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 # project's JupyterLab settings (.jupyterlab-settings/overrides.json: no "official Jupyter news" prompt).
 LAB := $(BIN)/jupyter lab $(ALLOW_ROOT) --ServerApp.root_dir=. --LabApp.app_settings_dir=$(CURDIR)/.jupyterlab-settings
 
-.PHONY: start test lint notebooks benchmark clean
+.PHONY: start test lint notebooks benchmark clean learner-bundle
 
 start: $(STAMP)
 	$(LAB) notebooks/00_start_here.ipynb
@@ -50,3 +50,8 @@ benchmark: $(STAMP)
 # Start over: remove the virtual environment and every cache the tests made.
 clean:
 	rm -rf $(VENV) .cache
+
+# Instructors: the zip to hand out to learners (package, notebooks, labs; nothing of solutions/).
+learner-bundle: $(STAMP)
+	$(BIN)/python -m mercadofresco.course.grading build
+	$(BIN)/python -m mercadofresco.course.bundle dist/mercadofresco-learner.zip

@@ -15,7 +15,25 @@ ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "solutions" / "lab2_dlq_runbook.ipynb"
 LAB = ROOT / "labs" / "lab2_dlq_runbook.ipynb"
 
-INSPECT, CLASSIFY, REDRIVE, RUNBOOK, SAFEGUARD = "m03", "m13", "m26", "m28", "m31"
+INSPECT, CLASSIFY, FIX, REDRIVE, RUNBOOK, SAFEGUARD = "m03", "m13", "m22", "m26", "m28", "m31"
+FIXED_HANDLER = "    return handlers.ChargeOrders(client, versions=(1, 2))\n"
+# A fixed consumer of the learner's own: reads version 1 and 2 itself, then charges with `charge(...)`.
+OWN_HANDLER = """    import json as _json
+    from decimal import Decimal as _Decimal
+
+    def handler(event, context):
+        failures = []
+        for record in event["Records"]:
+            data = _json.loads(record["body"])
+            if data.get("version") not in (1, 2):
+                failures.append({{"itemIdentifier": record["messageId"]}})
+                continue
+            importe = _Decimal(data["importe"])
+            {charge}
+        return {{"batchItemFailures": failures}}
+
+    return handler
+"""
 CLASSIFY_BODY = """    reasons = []
     for row in inspect_dlq(sqs, dlq_url, max_messages=10):"""
 
@@ -56,6 +74,49 @@ EDITS: dict[str, list[tuple[str, str, str]]] = {
             "    old.run_until_idle(3_600)  # the consumer still deployed expects version 1\n",
         )
     ],
+    # The four mistakes the first version of the hidden checks missed (issue 13):
+    # a version-2 amount read as cents: a 48.20 order charged 0.482.
+    "v2_amount_as_cents": [
+        (
+            FIX,
+            FIXED_HANDLER,
+            OWN_HANDLER.format(
+                charge="importe = importe / 100 if data['version'] == 2 else importe\n"
+                "            client.charge(data['pedido_id'], importe, f\"cobro:{data['pedido_id']}\", context)"
+            ),
+        )
+    ],
+    # a consumer that charges without the order's key: orders charged before the DLQ are charged again.
+    "redrive_not_idempotent": [
+        (FIX, FIXED_HANDLER, OWN_HANDLER.format(charge="client.charge(data['pedido_id'], importe, None, context)"))
+    ],
+    # a redrive that drops what it cannot read: the messages disappear instead of being moved.
+    "redrive_drops_unreadable": [
+        (
+            REDRIVE,
+            '        entries = [{"Id": str(i), "MessageBody": message["Body"]} for i, message in enumerate(batch)]\n',
+            "        readable = []\n"
+            "        for message in batch:\n"
+            "            try:\n"
+            "                handlers.read_order(message['Body'], (1, 2))\n"
+            "                readable.append(message)\n"
+            "            except orders.MalformedOrderError:\n"
+            "                pass\n"
+            '        entries = [{"Id": str(i), "MessageBody": m["Body"]} for i, m in enumerate(readable)] or [\n'
+            '            {"Id": "0", "MessageBody": batch[0]["Body"]}\n'
+            "        ]\n",
+        )
+    ],
+    # an inspection by delete-and-resend: every message comes back, without its receive count or send time.
+    "inspect_by_resending": [
+        (
+            INSPECT,
+            '                "body": message["Body"],\n            }\n',
+            '                "body": message["Body"],\n            }\n'
+            '            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])\n'
+            '            sqs.send_message(QueueUrl=queue_url, MessageBody=message["Body"])\n',
+        )
+    ],
     # An alarm that looks once an hour: it would have woken Marta at 23:04, not 22:09.
     "hourly_alarm": [(SAFEGUARD, "period_seconds=300,", "period_seconds=3600,")],
 }
@@ -67,6 +128,10 @@ EXPECTED_FAILURES = {
     "redrive_without_rate_limit": {"redrive_rate_limited"},
     "redrive_before_fix": {"runbook_end_to_end"},
     "hourly_alarm": {"safeguard"},
+    "v2_amount_as_cents": {"v2_amount"},
+    "redrive_not_idempotent": {"redrive_idempotent"},
+    "redrive_drops_unreadable": {"redrive_loses_nothing"},
+    "inspect_by_resending": {"inspection_keeps_evidence"},
 }
 
 

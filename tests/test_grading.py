@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import subprocess
 import sys
 import time
@@ -14,7 +13,7 @@ import lab_variants
 import nbformat
 import pytest
 
-from mercadofresco.course import checks, grading, labs, legacy, nbrun
+from mercadofresco.course import checks, grading, labs, legacy, nbrun, reports
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CELL_TIMEOUT = "10"  # generous for a slow CI machine; the solution's slowest cell takes about 2 s
@@ -46,10 +45,10 @@ def test_malformed_solution_regions_are_refused(source):
 def test_the_lab_has_no_hidden_cells_no_outputs_and_no_grader_metadata():
     solution = nbformat.read(labs.SOLUTIONS_DIR / labs.lab_file("lab1"), as_version=4)
     lab = labs.lab_notebook(solution)
-    assert sum(labs.is_hidden(cell) for cell in solution.cells) == 16  # 1 setup + 15 checks
+    assert sum(labs.is_hidden(cell) for cell in solution.cells) == 17  # 1 setup + 16 checks
     assert not any(labs.is_hidden(cell) for cell in lab.cells)
     assert all(cell.outputs == [] and cell.execution_count is None for cell in lab.cells if cell.cell_type == "code")
-    assert len(lab.cells) == len(solution.cells) - 16
+    assert len(lab.cells) == len(solution.cells) - 17
     assert solution.cells[3].source != lab.cells[3].source  # the input was not modified in place
 
 
@@ -75,7 +74,7 @@ def test_nothing_of_the_solution_or_the_hidden_checks_leaks_into_labs():
 
 def test_check_ids_are_unique_and_every_check_has_a_hint():
     specs = labs.check_specs(nbformat.read(labs.SOLUTIONS_DIR / labs.lab_file("lab1"), as_version=4))
-    assert len(specs) == 15
+    assert len(specs) == 16
     assert all(len(spec.hint) > 40 for spec in specs)
 
 
@@ -95,79 +94,123 @@ def test_run_limits_refuse_values_out_of_range(name, value):
 
 
 SPECS = [labs.CheckSpec(f"check_{i}", f"hint {i}") for i in range(3)]
+PLAN = [{"role": "learner"}, {"role": "learner"}, {"role": "setup"}] + [
+    {"role": "check", "check": spec.check} for spec in SPECS
+]
 
 
-def _row(cell, outcome="passed", reason="", stdout="TOKEN\n"):
-    return {"cell": cell, "outcome": outcome, "reason": reason, "stdout": stdout}
+def _row(cell, outcome="passed", reason="", verdict=True, guard=()):
+    role = PLAN[cell]["role"]
+    row = {"cell": cell, "role": role, "outcome": outcome, "reason": reason, "guard": list(guard)}
+    return row | ({"verdict": verdict, "proof_seen": verdict} if role == "check" else {})
 
 
-def test_a_check_that_did_not_print_the_token_never_passes():
-    # cells: 0-1 learner, 2 setup, 3-5 checks
-    rows = [_row(0), _row(1), _row(2, stdout=""), _row(3), _row(4, stdout="forged\n"), _row(5, stdout="")]
-    results, notes = grading.score(rows, 2, SPECS, [2], "TOKEN", killed=False)
-    assert [result.passed for result in results] == [True, False, False]
-    assert notes == []
+FINAL = {"cell": "final", "guard": [], "alive": True}
 
 
-def test_after_the_kernel_dies_every_remaining_check_fails_even_if_reported_passed():
-    rows = [
-        _row(0),
-        _row(1),
-        _row(2, stdout=""),
-        _row(3, "failed", "Timeout of 5 seconds exceeded while executing cell. Failed to interrupt kernel"),
-        _row(4, "failed", "Kernel dead on test start"),
-        _row(5),  # cannot happen with nbval, and must not count if it did
-    ]
-    results, _ = grading.score(rows, 2, SPECS, [2], "TOKEN", killed=False)
-    assert [result.passed for result in results] == [False, False, False]
-    assert results[2].reason == "not run: the kernel stopped answering during the check check_0"
+def test_a_check_passes_only_on_the_graders_own_verdict():
+    rows = [_row(0), _row(1), _row(2), _row(3), _row(4, verdict=False), _row(5), FINAL]
+    report = grading.score(rows, PLAN, SPECS, nbrun.Run(rows))
+    assert [result.passed for result in report.checks] == [True, False, True]
+    assert report.checks[1].reason == "the check did not finish as sent (its proof never reached the grader)"
+
+
+def test_without_an_integrity_check_after_it_the_last_check_does_not_count():
+    rows = [_row(0), _row(1), _row(2), _row(3), _row(4), _row(5)]  # no final guard: the kernel went away
+    report = grading.score(rows, PLAN, SPECS, nbrun.Run(rows))
+    assert [result.passed for result in report.checks] == [True, True, False]
+
+
+def test_anything_the_guard_found_fails_every_check_closed_and_is_named():
+    rows = [_row(0), _row(1), _row(2), _row(3), _row(4, guard=["sys.excepthook was replaced"]), _row(5), FINAL]
+    report = grading.score(rows, PLAN, SPECS, nbrun.Run(rows))
+    assert not any(result.passed for result in report.checks)
+    assert report.tampering == ["sys.excepthook was replaced"]
+    assert "tampering: sys.excepthook was replaced" in report.notes
+
+
+def test_after_the_kernel_dies_every_remaining_check_fails():
+    rows = [_row(0), _row(1), _row(2), _row(3, "failed", "Kernel died while running the cell (os._exit, …)")]
+    report = grading.score(rows, PLAN, SPECS, nbrun.Run(rows))
+    assert [result.passed for result in report.checks] == [False, False, False]
+    assert report.checks[2].reason == "not run: the kernel died during the check check_0"
 
 
 def test_a_learner_cell_cut_off_by_the_time_limit_fails_every_check_after_it():
     rows = [_row(0), _row(1, "failed", "Timeout of 5 seconds exceeded executing cell (interrupted)")]
-    results, notes = grading.score(rows, 2, SPECS, [2], "TOKEN", killed=False)
-    assert not any(result.passed for result in results)
-    assert all(result.reason.startswith("not run: grading stopped at your code cell 2") for result in results)
-    assert notes == ["your code cell 2: Timeout of 5 seconds exceeded executing cell (interrupted)"]
+    report = grading.score(rows, PLAN, SPECS, nbrun.Run(rows))
+    assert not any(result.passed for result in report.checks)
+    assert all(result.reason.startswith("not run: grading stopped at your code cell 2") for result in report.checks)
+    assert report.notes == ["your code cell 2: Timeout of 5 seconds exceeded executing cell (interrupted)"]
 
 
 def test_a_file_that_is_not_a_notebook_fails_every_check_and_grading_goes_on(tmp_path):
     (tmp_path / "broken.ipynb").write_text("{ not json")
     solution = nbformat.read(labs.SOLUTIONS_DIR / labs.lab_file("lab1"), as_version=4)
-    report = grading.grade_notebook(tmp_path / "broken.ipynb", solution, nbrun.Limits(), tmp_path)
-    assert (report.score, report.max_score) == (0, 15)
+    setting = grading.Setting(solution, nbrun.Limits(), tmp_path, {}, (), False)
+    report = grading.grade_notebook(tmp_path / "broken.ipynb", setting)
+    assert (report.score, report.max_score) == (0, 16)
     assert {result.reason for result in report.checks} == {"not run: unreadable notebook"}
     assert report.notes[0].startswith("could not read broken.ipynb")
 
 
-def test_the_learners_kernel_has_a_memory_limit(tmp_path):
-    notebook = nbformat.v4.new_notebook(
-        cells=[nbformat.v4.new_code_cell("hog = bytearray(1536 * 1024 * 1024)"), nbformat.v4.new_code_cell("1 + 1")]
-    )
-    path = tmp_path / "hog.ipynb"
-    nbformat.write(notebook, path)
-    rows, killed = nbrun.run_notebook(path, nbrun.Limits(memory_mb=1024), learner_cells=0)
-    assert not killed
-    assert [(row["cell"], row["outcome"]) for row in rows] == [(0, "failed"), (1, "passed")]
-    assert rows[0]["reason"].startswith("MemoryError")
+def test_spreadsheet_formulas_are_escaped_and_file_names_made_safe():
+    assert [reports.spreadsheet_safe(v) for v in ("=cmd", "+1", "-2", "@x", "ok", 3)] == [
+        "'=cmd",
+        "'+1",
+        "'-2",
+        "'@x",
+        "ok",
+        3,
+    ]
+    taken = set()
+    assert [reports.file_name(n, taken) for n in ("bea[2]", "bea_2_", "=cmd", "../x")] == [
+        "bea_2_",
+        "bea_2_-2",
+        "_cmd",
+        "_x",
+    ]
 
 
-def test_a_kernel_that_ignores_interrupts_is_stopped_and_nothing_after_it_runs(tmp_path):
-    stubborn = "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass"
-    notebook = nbformat.v4.new_notebook(
-        cells=[nbformat.v4.new_code_cell(stubborn), nbformat.v4.new_code_cell("print('never')")]
-    )
-    path = tmp_path / "stubborn.ipynb"
-    nbformat.write(notebook, path)
-    started = time.perf_counter()
-    rows, killed = nbrun.run_notebook(path, nbrun.Limits(cell_timeout_seconds=2), learner_cells=1)
-    assert not killed  # nbval itself gave up on the kernel; the run did not need killing
-    assert time.perf_counter() - started < 30
-    assert [(row["cell"], row["outcome"]) for row in rows] == [(0, "failed")]
-    assert "Failed to interrupt kernel" in rows[0]["reason"]
-    pid = int(path.with_suffix(".record.kernel-pid").read_text())
-    with pytest.raises(ProcessLookupError):  # no kernel left running
-        os.kill(pid, 0)
+def test_written_answers_are_found_by_cell_id_or_by_question():
+    solution = nbformat.read(labs.SOLUTIONS_DIR / labs.lab_file("lab1"), as_version=4)
+    learner = nbformat.read(labs.LABS_DIR / labs.lab_file("lab1"), as_version=4)
+    answer_cell = next(cell for cell in learner.cells if labs.MARKDOWN_PROMPT in cell.source)
+    answer_cell.source = answer_cell.source.replace(labs.MARKDOWN_PROMPT, "=SUM(A1) because 150 s lies between")
+    answers = labs.written_answers(learner, solution)
+    assert len(answers) == 2 and answers[0][1] == "=SUM(A1) because 150 s lies between" and answers[1][1] == ""
+    del answer_cell["id"]
+    assert labs.written_answers(learner, solution)[0][1] == "=SUM(A1) because 150 s lies between"
+
+
+def test_multiple_choice_options_are_in_alphabetical_order_and_no_ranking_is_shown():
+    import ast
+
+    names = {"lab1": ("MECHANISMS", "REASONS", "FIXES"), "lab2": ("MISLEADING", "FIXES", "RATE_REASONS", "SAFEGUARDS")}
+    for lab, wanted in names.items():
+        notebook = nbformat.read(labs.LABS_DIR / labs.lab_file(lab), as_version=4)
+        found = {}
+        for cell in notebook.cells:
+            if cell.cell_type != "code":
+                continue
+            code = "\n".join(line for line in cell.source.splitlines() if not line.startswith("%"))
+            for node in ast.parse(code).body:
+                if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) in wanted:
+                    found[node.targets[0].id] = list(ast.literal_eval(node.value))
+        assert set(found) == set(wanted)
+        assert all(options == sorted(options) for options in found.values()), found
+
+
+def test_the_learner_bundle_has_no_solutions(tmp_path):
+    import zipfile
+
+    from mercadofresco.course import bundle
+
+    names = zipfile.ZipFile(bundle.write(tmp_path / "b.zip")).namelist()
+    assert any(name.endswith("labs/lab1_double_charge.ipynb") for name in names)
+    assert any(name.endswith("mercadofresco/course/selfcheck.py") for name in names)
+    assert not any("/solutions/" in name or "/tests/" in name or "/.git/" in name for name in names)
+    assert not any(name.endswith(("course/guard.py", "course/grading.py", "course/sandbox.py")) for name in names)
 
 
 # -- the command, on five notebooks ------------------------------------------------------------
@@ -206,8 +249,8 @@ def test_the_command_prints_the_expected_score_of_each_learner(graded):
     stdout, _, _, seconds = graded
     table = stdout.split("\n\n")[0].splitlines()
     scores = {line.split()[0]: line.split()[1] for line in table[2:]}
-    expected = {"ana_solution": "15/15", "bea_blank": "0/15", "carla_messageid": "11/15", "dani_loops": "0/15"}
-    assert scores == expected | {"eva_before_layers": "15/15"}  # old module names still grade
+    expected = {"ana_solution": "16/16", "bea_blank": "0/16", "carla_messageid": "11/16", "dani_loops": "0/16"}
+    assert scores == expected | {"eva_before_layers": "16/16"}  # old module names still grade
     assert seconds < 180, f"grading five notebooks took {seconds:.0f} s"
 
 
@@ -221,14 +264,20 @@ def test_the_looping_notebook_is_cut_off_reported_and_scores_zero_after_it(grade
         "your code cell 2: MemoryError: the cell ran out of memory (the grader's memory limit)",
     )
     assert all(check["reason"].startswith("not run: grading stopped at your code cell 2") for check in dani["checks"])
-    assert "dani_loops: 0/15\n  note: your code cell 2: " in stdout
+    assert "dani_loops: 0/16\n  note: your code cell 2: " in stdout
 
 
 def test_feedback_names_failed_checks_and_hints_but_never_shows_hidden_source(graded):
     stdout, report, csv_path, _ = graded
     carla = next(learner for learner in report["learners"] if learner["learner"] == "carla_messageid")
     failed = {check["check"] for check in carla["checks"] if not check["passed"]}
-    assert failed == {"record_contract", "parallel_duplicates", "producer_resends", "permanent_failure_kept"}
+    assert failed == {
+        "record_contract",
+        "parallel_duplicates",
+        "producer_resends",
+        "permanent_failure_kept",
+        "key_behaviour",
+    }
     assert "FAILED producer_resends: AssertionError: 3 charges for one order sent three times" in stdout
     assert "hint: (d) the producer may send the same order again" in stdout
     solution = lab_variants.solution()
@@ -248,14 +297,19 @@ def test_the_blank_lab_fails_public_checks_with_hints_not_bare_assertions(graded
     assert ana["notes"] == []
 
 
-def test_the_csv_has_one_row_per_learner_and_check(graded):
+def test_the_csv_has_one_row_per_learner_and_check_and_a_total(graded):
     _, report, csv_path, _ = graded
     rows = list(csv.DictReader(csv_path.open()))
-    assert len(rows) == 5 * 15
+    checks = [row for row in rows if row["check"] != "TOTAL"]
+    assert len(checks) == 5 * 16
     by_learner = {}
-    for row in rows:
+    for row in checks:
         by_learner[row["learner"]] = by_learner.get(row["learner"], 0) + int(row["points"])
     assert by_learner == {learner["learner"]: learner["score"] for learner in report["learners"]}
+    totals = {row["learner"]: int(row["points"]) for row in rows if row["check"] == "TOTAL"}
+    assert totals == by_learner
+    feedback = csv_path.parent / "feedback" / "carla_messageid.md"
+    assert "**Score: 11/16**" in feedback.read_text()
 
 
 def test_old_module_names_are_found_and_aliased_to_their_new_homes():
@@ -272,3 +326,53 @@ def test_old_module_names_are_found_and_aliased_to_their_new_homes():
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
+
+
+def test_lab1_lock_is_shorter_than_the_queue_visibility_as_notebook_03_says():
+    lab = nbformat.read(labs.LABS_DIR / labs.lab_file("lab1"), as_version=4)
+    source = next(cell.source for cell in lab.cells if "LOCK_SECONDS =" in cell.source)
+    lock = int(source.split("LOCK_SECONDS =", 1)[1].split()[0])
+    assert 2 * 30 < lock < 120  # longer than one delivery of the fixed configuration, shorter than the visibility
+
+
+def test_the_learners_own_check_says_how_many_hidden_checks_remain(tmp_path, capsys):
+    from mercadofresco.course import selfcheck
+
+    notebook = lab_variants.variant("messageid_key")  # public checks pass; hidden ones would not
+    notebook.metadata[labs.LAB_METADATA_KEY] = {"hidden_checks": 16}
+    path = lab_variants.write(notebook, tmp_path / "mine.ipynb")
+    assert selfcheck.main([str(path)]) == 0
+    assert capsys.readouterr().out == "public checks passed; 16 hidden checks run at grading\n"
+    lab = nbformat.read(labs.LABS_DIR / labs.lab_file("lab1"), as_version=4)
+    assert lab.metadata[labs.LAB_METADATA_KEY] == {"hidden_checks": 16}
+
+
+def test_the_readme_instructor_section_matches_the_grader():
+    readme = (labs.ROOT / "README.md").read_text()
+    section = readme.split("## For instructors", 1)[1].split("\n## ", 1)[0]
+    limits = nbrun.Limits()
+    for text in [
+        f"--cell-timeout {limits.cell_timeout_seconds:g}",
+        f"--memory-mb {limits.memory_mb}",
+        f"refused below {nbrun.MIN_MEMORY_MB}",
+        "--jobs",
+        "--out DIR (default grading-report-lab1/)",
+        "report.csv",
+        "answers.csv",
+        "feedback/<learner>.md",
+        "report.json",
+        "TOTAL",
+        "make learner-bundle",
+        "python -m mercadofresco.course.selfcheck",
+        "public checks passed; 16 hidden checks run at grading",
+        "mercadofresco-learner-0",
+        "bea[2].ipynb",
+    ]:
+        assert text in section, f"README's instructor section no longer says {text!r}"
+    assert sandbox_user_prefix() in section
+
+
+def sandbox_user_prefix() -> str:
+    from mercadofresco.course import sandbox
+
+    return sandbox.USER_PREFIX

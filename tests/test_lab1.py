@@ -41,7 +41,7 @@ def test_a_check_that_hangs_fails_with_its_reason_and_grading_goes_on_with_the_n
     failed = [result for result in report.checks if not result.passed]
     assert [result.check for result in failed] == ["producer_resends"]
     assert failed[0].reason == f"Timeout of {CELL_TIMEOUT} seconds exceeded executing cell (interrupted)"
-    assert report.score == 14  # the four checks after the one that hung still ran and passed
+    assert report.score == report.max_score - 1  # the checks after the one that hung still ran and passed
 
 
 def test_there_are_at_least_five_mistakes_and_each_edit_changes_the_solution():

@@ -3,37 +3,46 @@
     python -m mercadofresco.course.grading build                         # labs/ from solutions/ (see labs.py)
     python -m mercadofresco.course.grading grade SUBMISSIONS/ --lab lab1 # a report per learner and per check
 
-For each learner notebook the grader drops any cell that claims to be hidden,
-appends the solution's hidden cells after the learner's own, and runs the
-whole notebook through `pytest --nbval-lax` in a fresh kernel: every cell is a
-test item, and a hidden check passes only if its item passes *and* it printed
-this run's secret token, so a check that never ran (a dead kernel, a killed
-run) can never count as passed. Each cell has a time limit (an endless loop is
-interrupted and reported); the kernel runs with a memory limit (a kernelspec
-generated under .cache/grading); a notebook that stops answering is killed and
-its remaining checks fail. Reports: a table on screen, report.json, report.csv.
-
-The checks themselves fail through `checks.expect`, which gives the learner a hint.
+The grader reads the solution's hidden cells before any kernel starts. For each
+learner notebook it keeps the learner's code cells (never their outputs, never
+a cell that claims to be hidden), appends the hidden cells, and runs the whole
+notebook through `pytest --nbval-lax` in a fresh kernel set apart for that
+learner (`course.sandbox`, `course.nbrun`). A hidden check passes only when the
+grader itself saw it pass (`course.nbplugin`): the kernel answered `ok`, the
+cell printed a secret drawn as it was sent, and the integrity check before and
+after it (`course.guard`) found nothing tampered with. Anything else fails
+closed, with the reason. Reports: `course.reports`.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import json
-import secrets
+import contextlib
+import re
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 from nbformat import NotebookNode
 
-from mercadofresco.course import labs, legacy, nbrun
+from mercadofresco.course import guard, labs, legacy, nbrun, reports
+from mercadofresco.course import sandbox as sb
 
-NOTES_ON_SCREEN = 3  # the first problems in a learner's own cells; report.json keeps them all
+STOPPING_REASONS = ("Timeout of", "Kernel dead", "Kernel died", "MemoryError", "Failed to interrupt")  # as nbplugin
+# What in a learner's own code deserves the instructor's eyes (named in the report, never scored by itself).
+SUSPICIOUS = {
+    r"get_ipython|\bIPython\b|ipykernel": "reaches the IPython shell or kernel",
+    r"transformer": "touches input or AST transformers",
+    r"showtraceback|excepthook|settrace|setprofile": "touches how errors are shown or traced",
+    r"\bbuiltins\b|__builtins__|sys\.modules": "changes builtins or loaded modules",
+    r"\bctypes\b|\bgc\.": "reaches the interpreter's internals",
+    r"os\._exit|os\.kill|\bsignal\.": "ends or signals processes",
+    r"subprocess|multiprocessing|os\.fork|Popen|os\.system": "starts processes",
+    r"\bsocket\b|urllib|requests\.": "opens network connections",
+}
 
 
 @dataclass
@@ -53,7 +62,9 @@ class LearnerReport:
 
     learner: str
     checks: list[CheckResult]
-    notes: list[str] = field(default_factory=list)  # learner cells that raised or ran out of time
+    notes: list[str] = field(default_factory=list)  # learner cells that raised, ran out of time, or look suspicious
+    tampering: list[str] = field(default_factory=list)  # what the guard found: the checks failed closed
+    answers: list[tuple[str, str]] = field(default_factory=list)  # (question, the learner's written answer)
 
     @property
     def score(self) -> int:
@@ -65,82 +76,162 @@ class LearnerReport:
 
 
 # -- assembling the notebook that is graded ------------------------------------------
-def assemble(learner: NotebookNode, solution: NotebookNode, token: str) -> tuple[NotebookNode, int]:
-    """The learner's cells, then the solution's hidden cells; returns it and the number of learner code cells."""
+def assemble(learner: NotebookNode, solution: NotebookNode) -> tuple[NotebookNode, list[dict]]:
+    """The learner's code cells, then the solution's hidden cells; returns it and the role of every cell."""
     kernelspec = {"name": nbrun.KERNEL_NAME, "display_name": nbrun.KERNEL_NAME}
     graded = nbformat.v4.new_notebook(metadata={"kernelspec": kernelspec})
+    plan = []
     for cell in learner.cells:
         if labs.is_hidden(cell) or cell.cell_type != "code":
-            continue  # a learner cannot bring their own "hidden" checks
+            continue  # a learner cannot bring their own "hidden" checks, nor outputs
         graded.cells.append(nbformat.v4.new_code_cell(cell.source))
-    learner_code_cells = len(graded.cells)
+        plan.append({"role": "learner"})
+    specs = iter(labs.check_specs(solution))
     for cell in solution.cells:
-        if labs.is_hidden(cell):
-            proof = f"\nprint({token!r})" if labs.HIDDEN_CHECK in labs.cell_tags(cell) else ""
-            graded.cells.append(nbformat.v4.new_code_cell(cell.source + proof))
-    return graded, learner_code_cells
+        if labs.HIDDEN_CHECK in labs.cell_tags(cell):
+            graded.cells.append(nbformat.v4.new_code_cell(cell.source))
+            plan.append({"role": "check", "check": next(specs).check})
+        elif labs.is_hidden(cell):
+            if any(row["role"] == "check" for row in plan):
+                raise labs.SolutionFormatError("hidden-setup cells must come before every hidden-check cell")
+            graded.cells.append(nbformat.v4.new_code_cell(cell.source))
+            plan.append({"role": "setup"})
+    return graded, plan
 
 
-def score(
-    rows: list[dict], learner_cells: int, specs: list[labs.CheckSpec], setup_cells: list[int], token: str, killed: bool
-) -> tuple[list[CheckResult], list[str]]:
-    """Turn recorded cells into check results: a check passes only if it passed and printed the token."""
+def suspicious(learner: NotebookNode) -> list[str]:
+    """Notes on learner code cells that reach the kernel's machinery, for the instructor to read."""
+    notes = []
+    code = [cell for cell in learner.cells if cell.cell_type == "code" and not labs.is_hidden(cell)]
+    for number, cell in enumerate(code, start=1):
+        found = [why for pattern, why in SUSPICIOUS.items() if re.search(pattern, cell.source)]
+        if found:
+            notes.append(f"look at your code cell {number}: it {'; '.join(found)}")
+    return notes
+
+
+def score(rows: list[dict], plan: list[dict], specs: list[labs.CheckSpec], run: nbrun.Run) -> LearnerReport:
+    """Turn the grader's record into check results; a check passes only if the grader's own verdict says so."""
     by_cell = {row["cell"]: row for row in rows}
-    notes, stopped = [], ""
+    notes, stopped, tampering = [], "", []
+    learner_cells = sum(1 for role in plan if role["role"] == "learner")
     for cell in range(learner_cells):
         row = by_cell.get(cell)
         if row and row["outcome"] == "failed":
             notes.append(f"your code cell {cell + 1}: {row['reason']}")
-            if nbrun.stops_grading(row["reason"]):
+            if stops_grading(row["reason"]):
                 stopped = stopped or f"grading stopped at your code cell {cell + 1} ({row['reason']})"
-    for cell in setup_cells:
-        row = by_cell.get(cell)
-        if row and row["outcome"] == "failed":
-            stopped = stopped or f"the grader's setup could not run ({row['reason']})"
+    for row in rows:
+        for found in row.get("guard") or []:
+            if found not in tampering:
+                tampering.append(found)
+        if row.get("role") == "setup" and row["outcome"] == "failed" and not stopped:
+            stopped = f"the grader's setup could not run ({row['reason']})"
+    if run.stopped:
+        stopped = stopped or run.stopped
+    guarded_after = _guard_coverage(rows, plan)
     results = []
-    for number, spec in enumerate(specs):
-        cell = learner_cells + len(setup_cells) + number
+    for _number, spec in enumerate(specs):
+        cell = plan.index({"role": "check", "check": spec.check})
         row = by_cell.get(cell)
-        passed = bool(row) and row["outcome"] == "passed" and token in row["stdout"] and not stopped
+        passed = bool(row and row.get("verdict")) and not tampering and cell in guarded_after
         if passed:
             reason = ""
-        elif stopped:
-            reason = f"not run: {stopped}"
+        elif tampering:
+            reason = "not trusted: learner code changed the kernel's machinery (see the notes)"
         elif row is None:
-            reason = "not run: grading was stopped (the notebook ran out of time)" if killed else "not run"
+            reason = f"not run: {stopped}" if stopped else "not run: grading stopped before this check"
+        elif row["outcome"] == "passed" and not row.get("proof_seen"):
+            reason = "the check did not finish as sent (its proof never reached the grader)"
+        elif row["outcome"] == "passed":
+            reason = "the grader could not confirm this check (no integrity check after it)"
         else:
             reason = row["reason"] or "the check did not finish"
-            if "Failed to interrupt" in reason or "Kernel dead" in reason:
-                stopped = f"the kernel stopped answering during the check {spec.check}"
-        results.append(CheckResult(spec.check, passed, spec.points, reason.replace(token, ""), spec.hint))
-    return results, notes
+        results.append(CheckResult(spec.check, passed, spec.points, reason, spec.hint))
+        if row is not None and "Kernel" in (row.get("reason") or "") and not stopped:
+            stopped = f"the kernel died during the check {spec.check}"
+    if run.stopped:
+        notes.append(f"the notebook was stopped: {run.stopped}")
+    notes += [f"tampering: {found}" for found in tampering]
+    if run.left_behind:
+        notes.append(f"{run.left_behind} process(es) you started were still running at the end (killed)")
+    return LearnerReport("", results, notes, tampering)
 
 
-def grade_notebook(
-    path: Path, solution: NotebookNode, limits: nbrun.Limits, workdir: Path, cache_dir: Path = nbrun.CACHE_DIR
-) -> LearnerReport:
+def stops_grading(reason: str) -> bool:
+    """True if a learner cell that failed for `reason` means the kernel ran out of time or memory, or died."""
+    return any(marker in reason for marker in STOPPING_REASONS)
+
+
+def _guard_coverage(rows: list[dict], plan: list[dict]) -> set[int]:
+    """Hidden cells followed by a guard that ran clean (the next hidden cell's or the final one)."""
+    guarded = {row["cell"] for row in rows if isinstance(row["cell"], int) and plan[row["cell"]]["role"] != "learner"}
+    final = next((row for row in rows if row["cell"] == "final"), None)
+    covered = set()
+    for cell in guarded:
+        later = [other for other in guarded if other > cell]
+        if later or (final is not None and final.get("alive")):
+            covered.add(cell)
+    return covered
+
+
+# -- one learner -----------------------------------------------------------------------
+@dataclass(frozen=True)
+class Setting:
+    """What every learner of one grading run shares."""
+
+    solution: NotebookNode
+    limits: nbrun.Limits
+    base: Path  # the run's folder (mode 711): private folders and learners' working copies
+    reference: dict  # guard digests of the clean machinery
+    hidden: tuple[str, ...]  # paths the learner's kernel must not see
+    isolated: bool  # root: a user per slot, namespaces; else the grader's own user
+    fonts: Path | None = None  # matplotlib's font cache, copied into each working copy
+
+
+def grade_notebook(path: Path, setting: Setting) -> LearnerReport:
     """Grade one learner notebook; a notebook that cannot even be read fails every check."""
-    specs = labs.check_specs(solution)
+    specs = labs.check_specs(setting.solution)
     try:
         learner = nbformat.read(path, as_version=4)
     except Exception as exc:  # not a notebook at all: every check fails, grading goes on
         checks = [CheckResult(s.check, False, s.points, "not run: unreadable notebook", s.hint) for s in specs]
         return LearnerReport(path.stem, checks, [f"could not read {path.name}: {type(exc).__name__}: {exc}"])
-    token = f"check-finished-{secrets.token_hex(8)}"
-    graded, learner_cells = assemble(learner, solution, token)
-    hidden = [cell for cell in solution.cells if labs.is_hidden(cell)]
-    setup_cells = [learner_cells + i for i, cell in enumerate(hidden) if labs.HIDDEN_CHECK not in labs.cell_tags(cell)]
-    if any(cell >= learner_cells + len(setup_cells) for cell in setup_cells):
-        raise labs.SolutionFormatError("hidden-setup cells must come before every hidden-check cell")
-    target = workdir / path.stem / f"{path.stem}.ipynb"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(graded, target)
-    old_names = legacy.old_names_in("\n".join(cell.source for cell in learner.cells if cell.cell_type == "code"))
-    rows, killed = nbrun.run_notebook(target, limits, learner_cells, cache_dir, old_names)
-    checks, notes = score(rows, learner_cells, specs, setup_cells, token, killed)
-    if killed:
-        notes.append("the notebook was stopped: it ran past its total time limit")
-    return LearnerReport(path.stem, checks, notes)
+    graded, plan = assemble(learner, setting.solution)
+    with sb.claimed_user() if setting.isolated else contextlib.nullcontext() as user:
+        run = _run(graded, plan, learner, setting, user)
+    report = score(run.rows, plan, specs, run)
+    report.learner = path.stem
+    report.notes += suspicious(learner)
+    report.answers = labs.written_answers(learner, setting.solution)
+    if not setting.isolated:
+        report.notes.append("graded without isolation (the grader was not root): see README, For instructors")
+    return report
+
+
+def _run(
+    graded: NotebookNode, plan: list[dict], learner: NotebookNode, setting: Setting, user: tuple[str, int, int] | None
+) -> nbrun.Run:
+    """Run the assembled notebook in a private folder and a working copy of its own, both removed afterwards."""
+    private = Path(tempfile.mkdtemp(prefix="private-", dir=setting.base))  # mode 700, the grader's only
+    workdir = nbrun.prepare_workdir(setting.base, user, setting.fonts)
+    try:
+        target = private / "notebook.ipynb"  # a name every test runner takes, whatever the learner's file is called
+        nbformat.write(graded, target)
+        box = sb.Sandbox(
+            str(workdir),
+            setting.limits.memory_mb,
+            *(user if user else (None, -1, -1)),
+            hidden=setting.hidden,
+            network=not setting.isolated,
+        )
+        old_names = legacy.old_names_in("\n".join(cell.source for cell in learner.cells if cell.cell_type == "code"))
+        plan_data = {"cells": plan, "reference": setting.reference}
+        run = nbrun.run_notebook(target, setting.limits, plan_data, box, private, legacy_names=old_names)
+    finally:
+        nbrun.remove(private)
+        nbrun.remove(workdir)
+    return run
 
 
 def grade(
@@ -149,65 +240,42 @@ def grade(
     limits: nbrun.Limits | None = None,
     solutions_dir: Path = labs.SOLUTIONS_DIR,
     jobs: int = 1,
+    progress: reports.Progress | None = None,
+    hide: tuple[Path, ...] = (),
 ) -> list[LearnerReport]:
-    """Grade every notebook in `submissions` with `lab`'s hidden checks, `jobs` notebooks at a time (sorted by name)."""
+    """Grade every notebook in `submissions` with `lab`'s hidden checks, `jobs` at a time (sorted by name)."""
     limits = limits or nbrun.Limits()
     if not submissions.is_dir():
         raise ValueError(f"submissions must be a folder of .ipynb files; got {submissions}")
     if not 1 <= jobs <= 32:
         raise ValueError(f"jobs must be between 1 and 32; got {jobs}")
-    solution = nbformat.read(solutions_dir / labs.lab_file(lab), as_version=4)
+    solution = nbformat.read(solutions_dir / labs.lab_file(lab), as_version=4)  # read before any kernel starts
     paths = sorted(submissions.glob("*.ipynb"))
-    with tempfile.TemporaryDirectory(prefix="grading-") as workdir, ThreadPoolExecutor(jobs) as pool:
-        # Each notebook runs in its own pytest process and kernel; threads only wait for them.
-        return list(pool.map(lambda path: grade_notebook(path, solution, limits, Path(workdir)), paths))
+    isolated = sb.is_root()
+    secrets_ = [*sb.repository_secrets(sb.installed_checkouts()), solutions_dir, submissions, *hide]
+    hidden = tuple(sorted({str(path.resolve()) for path in secrets_ if path.exists() and _hideable(path)}))
+    progress = progress or reports.Progress(len(paths))
+
+    runs = nbrun.CACHE_DIR / "runs"  # not under /tmp: the learner's kernel gets a /tmp of its own
+    runs.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="g-", dir=runs) as base:
+        Path(base).chmod(0o711)  # learners reach their own working copy, and cannot list the others
+        reference = guard.cached_reference(nbrun.CACHE_DIR)
+        setting = Setting(solution, limits, Path(base), reference, hidden, isolated, nbrun.matplotlib_cache())
+        results: dict[Path, LearnerReport] = {}
+        with ThreadPoolExecutor(jobs) as pool:
+            futures = {pool.submit(grade_notebook, path, setting): path for path in paths}
+            for future in as_completed(futures):
+                results[futures[future]] = report = future.result()
+                progress.advance(report.learner, report.score, report.max_score)
+        progress.finish()
+        return [results[path] for path in paths]
 
 
-# -- reports ------------------------------------------------------------------------
-def summary_table(reports: list[LearnerReport]) -> str:
-    """Learners as rows, checks as columns (numbered), then each failed check with its reason and hint."""
-    if not reports:
-        return "(no notebooks to grade)"
-    checks = [result.check for result in reports[0].checks]
-    width = max(len("learner"), *(len(report.learner) for report in reports))
-    header = f"{'learner':{width}}  score  " + " ".join(f"{i + 1:>2}" for i in range(len(checks)))
-    lines = [header, "-" * len(header)]
-    for report in reports:
-        marks = " ".join(f"{'ok' if r.passed else '--':>2}" for r in report.checks)
-        lines.append(f"{report.learner:{width}}  {report.score:>2}/{report.max_score:<2}  {marks}")
-    lines += ["", "checks: " + ", ".join(f"{i + 1} {name}" for i, name in enumerate(checks))]
-    for report in reports:
-        lines += ["", f"{report.learner}: {report.score}/{report.max_score}"]
-        lines += [f"  note: {note}" for note in report.notes[:NOTES_ON_SCREEN]]
-        if len(report.notes) > NOTES_ON_SCREEN:
-            lines.append(f"  note: … and {len(report.notes) - NOTES_ON_SCREEN} more in report.json")
-        for result in report.checks:
-            if not result.passed:
-                lines.append(f"  FAILED {result.check}: {result.reason}")
-                lines.append(f"         hint: {result.hint}")
-    return "\n".join(lines)
-
-
-def write_reports(reports: list[LearnerReport], lab: str, out_dir: Path) -> tuple[Path, Path]:
-    """report.json (everything) and report.csv (one row per learner and check) for a gradebook."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    data = {
-        "lab": lab,
-        "learners": [
-            {"learner": r.learner, "score": r.score, "max_score": r.max_score, "notes": r.notes}
-            | {"checks": [asdict(c) for c in r.checks]}
-            for r in reports
-        ],
-    }
-    json_path, csv_path = out_dir / "report.json", out_dir / "report.csv"
-    json_path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    with csv_path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["learner", "check", "passed", "points", "reason", "hint"])
-        for r in reports:
-            for c in r.checks:
-                writer.writerow([r.learner, c.check, int(c.passed), c.points if c.passed else 0, c.reason, c.hint])
-    return json_path, csv_path
+def _hideable(path: Path) -> bool:
+    """False for a folder the learner's kernel needs: one holding the package, the interpreter or the grading folder."""
+    needed = [Path(nbrun.ROOT) / "mercadofresco", Path(sys.prefix), nbrun.CACHE_DIR / "runs"]
+    return not any(path.resolve() == other.resolve() or path.resolve() in other.resolve().parents for other in needed)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -219,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     grade_ = commands.add_parser("grade", help="grade a folder of learner notebooks")
     grade_.add_argument("submissions", type=Path)
     grade_.add_argument("--lab", required=True, choices=sorted(labs.LABS))
-    grade_.add_argument("--out", type=Path, help="where report.json/report.csv go (default grading-report-LAB)")
+    grade_.add_argument("--out", type=Path, help="where the reports go (default grading-report-LAB)")
     grade_.add_argument("--cell-timeout", type=float, default=nbrun.Limits.cell_timeout_seconds)
     grade_.add_argument("--memory-mb", type=int, default=nbrun.Limits.memory_mb)
     grade_.add_argument("--jobs", type=int, default=1, help="notebooks graded at the same time")
@@ -230,11 +298,15 @@ def main(argv: list[str] | None = None) -> int:
         for path in labs.build(args.solutions, args.labs):
             print(f"wrote {path}")
         return 0
-    limits = nbrun.Limits(cell_timeout_seconds=args.cell_timeout, memory_mb=args.memory_mb)
-    reports = grade(args.submissions, args.lab, limits, args.solutions, args.jobs)
-    print(summary_table(reports))
-    json_path, csv_path = write_reports(reports, args.lab, args.out or Path(f"grading-report-{args.lab}"))
-    print(f"\nwrote {json_path} and {csv_path}")
+    try:
+        limits = nbrun.Limits(cell_timeout_seconds=args.cell_timeout, memory_mb=args.memory_mb)
+    except ValueError as exc:
+        parser.error(str(exc))
+    out = args.out or Path(f"grading-report-{args.lab}")
+    graded = grade(args.submissions, args.lab, limits, args.solutions, args.jobs, hide=(out,))
+    print(reports.summary_table(graded))
+    written = reports.write_all(graded, args.lab, out)
+    print(f"\nwrote {', '.join(str(path) for path in written)}")
     return 0
 
 

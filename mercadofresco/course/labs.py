@@ -37,6 +37,7 @@ CODE_PROMPT = (
     'raise NotImplementedError("your code here")',
 )
 MARKDOWN_PROMPT = "*Your answer here.*"
+LAB_METADATA_KEY = "course_lab"  # notebook metadata of a built lab: {"hidden_checks": n}, for the public self-check
 # What must never appear in labs/: the delimiters, the hidden tags, the grader's metadata.
 LEAK_MARKERS = (BEGIN_SOLUTION, END_SOLUTION, *HIDDEN_TAGS, f'"{METADATA_KEY}"')
 
@@ -126,7 +127,36 @@ def lab_notebook(solution: NotebookNode) -> NotebookNode:
         elif cell.cell_type == "markdown":
             cell.source = strip_solutions(cell.source, (MARKDOWN_PROMPT,))
     lab.metadata.pop("widgets", None)
+    lab.metadata[LAB_METADATA_KEY] = {"hidden_checks": len(check_specs(solution))}
     return lab
+
+
+def answer_questions(solution: NotebookNode) -> list[tuple[str, str]]:
+    """(cell id, question) of each written answer a lab asks for: markdown cells with a solution region."""
+    found = []
+    for cell in solution.cells:
+        if cell.cell_type == "markdown" and BEGIN_SOLUTION in cell.source:
+            question = cell.source.split(BEGIN_SOLUTION, 1)[0].strip()
+            found.append((cell.get("id", ""), question))
+    return found
+
+
+def written_answers(learner: NotebookNode, solution: NotebookNode) -> list[tuple[str, str]]:
+    """(question, the learner's text) for each written answer, found by cell id or else by the question's text."""
+    markdown = [cell for cell in learner.cells if cell.cell_type == "markdown"]
+    answers = []
+    for cell_id, question in answer_questions(solution):
+        head = question[:60]
+        cell = next((c for c in markdown if cell_id and c.get("id") == cell_id), None)
+        cell = cell or next((c for c in markdown if head and c.source.strip().startswith(head)), None)
+        text = "" if cell is None else cell.source.strip()
+        if text.startswith(question):
+            text = text[len(question) :].strip()
+        text = "\n".join(
+            line for line in text.splitlines() if line.strip() not in (BEGIN_SOLUTION, END_SOLUTION)
+        ).strip()
+        answers.append((question, "" if text == MARKDOWN_PROMPT else text))
+    return answers
 
 
 def leaks(notebook_text: str) -> list[str]:

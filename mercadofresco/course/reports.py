@@ -1,0 +1,135 @@
+"""What the grader hands the instructor: progress while grading, a table, a gradebook CSV, feedback, answers.
+
+Everything here is built from results (check ids, reasons, hints, notes), never
+from a hidden check's source. Cells a spreadsheet could read as a formula
+(starting with = + - @, a tab or a carriage return) are written with a leading
+apostrophe, as OWASP recommends for CSV exports.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import IO, Any
+
+NOTES_ON_SCREEN = 3  # the first notes of a learner; report.json and the feedback file keep them all
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+class Progress:
+    """A progress bar on stderr: learners graded so far, the last one's score."""
+
+    def __init__(self, total: int, stream: IO[str] | None = None, width: int = 24) -> None:
+        self.total, self.done, self.width = total, 0, width
+        self.stream = stream or sys.stderr
+
+    def advance(self, learner: str, score: int, max_score: int) -> None:
+        self.done += 1
+        filled = self.width * self.done // max(self.total, 1)
+        bar = "#" * filled + "." * (self.width - filled)
+        self.stream.write(f"\rgrading [{bar}] {self.done}/{self.total}  {learner[:30]}: {score}/{max_score}\x1b[K")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        if self.total:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def spreadsheet_safe(value: Any) -> Any:
+    """`value`, with a leading apostrophe if a spreadsheet would read it as a formula."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+def file_name(learner: str, taken: set[str]) -> str:
+    """A file name for `learner` that any tool takes: letters, digits, dot, dash, underscore; never twice."""
+    base = re.sub(r"[^A-Za-z0-9._-]", "_", learner).lstrip(".-") or "learner"
+    name, number = base, 2
+    while name in taken:
+        name, number = f"{base}-{number}", number + 1
+    taken.add(name)
+    return name
+
+
+def summary_table(reports: list) -> str:
+    """Learners as rows, checks as columns (numbered), then each failed check with its reason and hint."""
+    if not reports:
+        return "(no notebooks to grade)"
+    checks = [result.check for result in reports[0].checks]
+    width = max(len("learner"), *(len(report.learner) for report in reports))
+    header = f"{'learner':{width}}  score  " + " ".join(f"{i + 1:>2}" for i in range(len(checks)))
+    lines = [header, "-" * len(header)]
+    for report in reports:
+        marks = " ".join(f"{'ok' if r.passed else '--':>2}" for r in report.checks)
+        lines.append(f"{report.learner:{width}}  {report.score:>2}/{report.max_score:<2}  {marks}")
+    lines += ["", "checks: " + ", ".join(f"{i + 1} {name}" for i, name in enumerate(checks))]
+    for report in reports:
+        lines += ["", f"{report.learner}: {report.score}/{report.max_score}"]
+        lines += [f"  note: {note}" for note in report.notes[:NOTES_ON_SCREEN]]
+        if len(report.notes) > NOTES_ON_SCREEN:
+            lines.append(f"  note: … and {len(report.notes) - NOTES_ON_SCREEN} more in report.json")
+        for result in report.checks:
+            if not result.passed:
+                lines.append(f"  FAILED {result.check}: {result.reason}")
+                lines.append(f"         hint: {result.hint}")
+    return "\n".join(lines)
+
+
+def feedback(report: Any, lab: str) -> str:
+    """One learner's feedback, in Markdown: score, each check with its reason and hint, the notes."""
+    lines = [f"# {lab}: feedback for {report.learner}", "", f"**Score: {report.score}/{report.max_score}**", ""]
+    for result in report.checks:
+        if result.passed:
+            lines.append(f"- passed: `{result.check}` ({result.points} point{'s' * (result.points != 1)})")
+        else:
+            lines += [f"- **not passed: `{result.check}`**: {result.reason}", f"  - hint: {result.hint}"]
+    if report.notes:
+        lines += ["", "## Notes", "", *(f"- {note}" for note in report.notes)]
+    return "\n".join(lines) + "\n"
+
+
+def write_all(reports: list, lab: str, out_dir: Path) -> list[Path]:
+    """report.json, report.csv (a gradebook), answers.csv and feedback/<learner>.md; returns what was written."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data = {
+        "lab": lab,
+        "learners": [
+            {"learner": r.learner, "score": r.score, "max_score": r.max_score, "notes": r.notes}
+            | {"tampering": r.tampering, "checks": [asdict(c) for c in r.checks]}
+            | {"answers": [{"question": q, "answer": a} for q, a in r.answers]}
+            for r in reports
+        ],
+    }
+    json_path, csv_path, answers_path = out_dir / "report.json", out_dir / "report.csv", out_dir / "answers.csv"
+    json_path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    with csv_path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["learner", "check", "points", "max_points", "passed", "reason", "hint"])
+        for r in reports:
+            for c in r.checks:
+                row = [r.learner, c.check, c.points if c.passed else 0, c.points, int(c.passed), c.reason, c.hint]
+                writer.writerow([spreadsheet_safe(value) for value in row])
+            total = [r.learner, "TOTAL", r.score, r.max_score, int(r.score == r.max_score), "; ".join(r.notes), ""]
+            writer.writerow([spreadsheet_safe(value) for value in total])
+    with answers_path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["learner", "question", "answer", "score", "max_score"])
+        for r in reports:
+            for question, answer in r.answers:
+                row = [r.learner, question, answer, r.score, r.max_score]
+                writer.writerow([spreadsheet_safe(value) for value in row])
+    folder = out_dir / "feedback"
+    folder.mkdir(exist_ok=True)
+    taken: set[str] = set()
+    written = [json_path, csv_path, answers_path]
+    for r in reports:
+        path = folder / f"{file_name(r.learner, taken)}.md"
+        path.write_text(feedback(r, lab), encoding="utf-8")
+        written.append(path)
+    return written

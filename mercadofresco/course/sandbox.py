@@ -1,0 +1,282 @@
+"""Each learner apart: an unprivileged user, a private working copy, no network, no way to the instructor's files.
+
+When the grader runs as root, each grading slot (one per `--jobs`) has a
+system user of its own (`mercadofresco-learner-N`, created on first use).
+The learner's kernel starts as root only long enough to enter a new mount and
+network namespace, cover the instructor's files with empty mounts (solutions/,
+tests/, .git, the submissions and the report), then drops to that user with
+its limits; /tmp, /var/tmp, /dev/shm and /run/lock are empty folders of its own.
+Everything the user started is killed by uid when the learner is done (and
+anything it still left in the shared scratch folders is removed), so nothing
+reaches the next learner or a later run. Without root none of that is
+possible: the kernel runs as the grader's own user, and the report says so.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import json
+import os
+import pwd
+import resource
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+USER_PREFIX = "mercadofresco-learner-"
+MAX_PROCESSES = 256  # threads count too; a fork bomb stops here instead of taking the machine
+MAX_SLOTS = 64  # learner users on one machine, across every grading running at once
+LOCK_DIR = Path("/run/mercadofresco-grading")  # who holds which learner user, for every grading on the machine
+SCRATCH_DIRS = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run/lock"))
+# Linux constants (linux/sched.h, linux/mount.h, linux/prctl.h)
+CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 4096, 16384, 1 << 18
+PR_SET_NO_NEW_PRIVS = 38
+
+
+class SandboxError(OSError):
+    """The learner's kernel could not be set apart as asked."""
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """Where and as whom one learner's kernel runs (written to a root-only file for the kernel launcher)."""
+
+    workdir: str  # the learner's throwaway working copy; the kernel's cwd and HOME
+    memory_mb: int
+    user: str | None = None  # None: not root, the kernel runs as the grader's own user
+    uid: int = -1
+    gid: int = -1
+    hidden: tuple[str, ...] = ()  # paths covered by an empty mount inside the kernel's namespace
+    network: bool = True  # False: a network namespace of its own, with only the loopback interface up
+
+    def write(self, path: Path) -> Path:
+        path.write_text(json.dumps(asdict(self)))
+        return path
+
+    @classmethod
+    def read(cls, path: Path) -> Sandbox:
+        data = json.loads(path.read_text())
+        return cls(**{**data, "hidden": tuple(data["hidden"])})
+
+
+def is_root() -> bool:
+    return os.geteuid() == 0
+
+
+def learner_user(slot: int) -> tuple[str, int, int]:
+    """The system user of grading slot `slot` (created if missing): name, uid, gid."""
+    name = f"{USER_PREFIX}{slot}"
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        command = ["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent"]
+        subprocess.run([*command, "--shell", "/usr/sbin/nologin", name], check=False, capture_output=True)
+        entry = pwd.getpwnam(name)  # a KeyError here means useradd is missing: say so
+    return name, entry.pw_uid, entry.pw_gid
+
+
+def installed_checkouts() -> list[Path]:
+    """Checkouts of the workbook this Python imports from: the package's own and an editable install's."""
+    from importlib import metadata
+
+    roots = [Path(__file__).resolve().parents[2]]
+    with contextlib.suppress(metadata.PackageNotFoundError, TypeError, ValueError):
+        url = json.loads(metadata.distribution("mercadofresco-workbook").read_text("direct_url.json") or "{}")
+        if str(url.get("url", "")).startswith("file://"):
+            roots.append(Path(url["url"][len("file://") :]))
+    return roots
+
+
+@contextlib.contextmanager
+def claimed_user(lock_dir: Path = LOCK_DIR) -> Iterator[tuple[str, int, int]]:
+    """A learner user no other grading (in this process or another) is using now, held until the block ends.
+
+    Users are shared by the whole machine, and a learner is cleaned up by killing
+    every process of its user, so two gradings must never use one user at once.
+    """
+    lock_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for slot in range(MAX_SLOTS):
+        handle = open(lock_dir / f"{slot}.lock", "w")  # noqa: SIM115 (held open for the whole block)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            continue
+        try:
+            user = learner_user(slot)
+            kill_user(user[1])  # whatever an interrupted grading left behind
+            yield user
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            handle.close()
+        return
+    raise SandboxError(0, f"all {MAX_SLOTS} learner users are busy")
+
+
+def repository_secrets(roots: list[Path]) -> list[Path]:
+    """What a kernel must never read in a checkout of the workbook: solutions/, tests/ and the git history."""
+    found = []
+    for root in roots:
+        for name in ("solutions", "tests", ".git"):
+            path = root / name
+            if path.exists():
+                found.append(path)
+        git = root / ".git"
+        if git.is_file():  # a worktree: the history lives in the main checkout's .git
+            gitdir = Path(git.read_text().split("gitdir:", 1)[-1].strip())
+            common = (gitdir / "commondir").read_text().strip() if (gitdir / "commondir").exists() else ".."
+            found.append((gitdir / common).resolve())
+    return sorted(set(found))
+
+
+# -- inside the kernel process, before any learner code --------------------------------
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _call(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise SandboxError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def enter(sandbox: Sandbox) -> None:
+    """Set this process apart: namespaces and hidden paths (as root), limits, then the learner's user."""
+    libc = _libc()
+    if sandbox.user is not None:
+        _call(libc.unshare(CLONE_NEWNS | (0 if sandbox.network else CLONE_NEWNET)), "unshare")
+        _call(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
+        for path in sandbox.hidden:
+            if os.path.isdir(path):
+                flags = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC
+                _call(libc.mount(b"tmpfs", path.encode(), b"tmpfs", flags, b"size=4k,mode=000"), f"hide {path}")
+            elif os.path.exists(path):
+                _call(libc.mount(b"/dev/null", path.encode(), None, MS_BIND, None), f"hide {path}")
+        _reach_python(libc)
+        size = f"size={max(64, sandbox.memory_mb // 4)}m,mode=1777".encode()  # counts against RAM: keep it small
+        for scratch in SCRATCH_DIRS:  # a /tmp of its own: nothing written there outlives the learner
+            if scratch.is_dir():
+                _call(libc.mount(b"tmpfs", str(scratch).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, size), f"{scratch}")
+        if not sandbox.network and shutil.which("ip"):  # loopback only (a local PostgreSQL works), nothing outside
+            subprocess.run(["ip", "link", "set", "lo", "up"], check=False, capture_output=True)
+    memory = sandbox.memory_mb * 1024 * 1024
+    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if sandbox.user is not None:
+        resource.setrlimit(resource.RLIMIT_NPROC, (MAX_PROCESSES, MAX_PROCESSES))
+        _call(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no new privileges")
+        os.setgroups([])
+        os.setgid(sandbox.gid)
+        os.setuid(sandbox.uid)
+    os.chdir(sandbox.workdir)
+
+
+def _reach_python(libc: ctypes.CDLL) -> None:
+    """Let the learner's user read the interpreter and the package when they sit in a closed folder (say /root).
+
+    The closed folder is covered by an empty one (its other contents stay hidden)
+    and each needed folder is mounted back at its old path.
+    """
+    needed = [Path(sys.base_prefix), Path(sys.prefix), Path(__file__).resolve().parents[1]]
+    closed_dirs: dict[Path, list[Path]] = {}
+    for path in (p.resolve() for p in needed):
+        closed = next((p for p in [*reversed(path.parents), path] if not os.stat(p).st_mode & stat.S_IXOTH), None)
+        if closed is not None and path not in closed_dirs.get(closed, []):
+            closed_dirs.setdefault(closed, []).append(path)
+    for closed, paths in closed_dirs.items():
+        kept = [(path, os.open(path, os.O_RDONLY | os.O_DIRECTORY)) for path in paths]
+        try:
+            _call(libc.mount(b"tmpfs", str(closed).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=755"), "cover")
+            for path, handle in kept:
+                os.makedirs(path, mode=0o755, exist_ok=True)
+                source = f"/proc/self/fd/{handle}".encode()
+                _call(libc.mount(source, str(path).encode(), None, MS_BIND | MS_REC, None), f"mount {path} back")
+        finally:
+            for _, handle in kept:
+                os.close(handle)
+
+
+# -- the grader's side: the learner's processes -----------------------------------------
+def _status(pid: int) -> dict[str, str]:
+    fields = {}
+    with contextlib.suppress(OSError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            fields[key] = value.strip()
+    return fields
+
+
+def _pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def processes_of(uid: int) -> list[int]:
+    """Every process whose real uid is `uid`."""
+    return [pid for pid in _pids() if _status(pid).get("Uid", "").split()[:1] == [str(uid)]]
+
+
+def descendants(root: int) -> list[int]:
+    """Every process below `root` (not `root` itself), by parent links."""
+    children: dict[int, list[int]] = {}
+    for pid in _pids():
+        parent = _status(pid).get("PPid")
+        if parent and parent.isdigit():
+            children.setdefault(int(parent), []).append(pid)
+    found, stack = [], [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def resident_mb(pids: list[int]) -> float:
+    """Resident memory of `pids` together, in MB."""
+    total_kb = 0
+    for pid in pids:
+        rss = _status(pid).get("VmRSS", "0 kB").split()[0]
+        total_kb += int(rss) if rss.isdigit() else 0
+    return total_kb / 1024
+
+
+def kill(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def kill_user(uid: int, rounds: int = 50) -> None:
+    """Kill every process of `uid`, again until none is left (a process may fork while we look)."""
+    for _ in range(rounds):
+        pids = processes_of(uid)
+        if not pids:
+            return
+        for pid in pids:  # stop them all first, so none can start another while we kill
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGSTOP)
+        kill(pids)
+
+
+def remove_files_of(uid: int, dirs: tuple[Path, ...] = SCRATCH_DIRS) -> list[Path]:
+    """Remove what `uid` left at the top of the shared scratch folders; returns what was removed."""
+    removed = []
+    for folder in dirs:
+        with contextlib.suppress(OSError):
+            for entry in folder.iterdir():
+                with contextlib.suppress(OSError):
+                    if entry.lstat().st_uid != uid:
+                        continue
+                    if entry.is_dir() and not entry.is_symlink():
+                        shutil.rmtree(entry, ignore_errors=True)
+                    else:
+                        entry.unlink()
+                    removed.append(entry)
+    return removed

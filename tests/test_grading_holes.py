@@ -1,0 +1,229 @@
+"""Each hole of issue 13, reproduced with a hostile notebook against a tiny lab, and shown closed.
+
+The tiny lab has one solution line (`x = 1`) and two hidden checks, so a graded
+notebook costs a kernel start, not a whole lab. The grader runs as root here, so
+each learner gets its own user, namespaces and hidden paths (course.sandbox).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from mercadofresco.course import grading, labs, nbrun, reports
+from mercadofresco.course import sandbox as sb
+
+# The isolation holds only when the grader is root: without it a hostile notebook here would really write into
+# solutions/ and the package, so the module does not run.
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the grader isolates learners only when it runs as root")
+SECRET = "the-hidden-check-says-x-is-1"
+ROOT = labs.ROOT
+
+
+def _tiny_solution(folder: Path) -> Path:
+    cells = [nbformat.v4.new_code_cell("### BEGIN SOLUTION\nx = 1\n### END SOLUTION")]
+    setup = nbformat.v4.new_code_cell("_grader_ready = True")
+    setup.metadata = {"tags": ["hidden-setup"]}
+    cells.append(setup)
+    for check, source in [("x_is_one", f"assert x == 1, {SECRET!r}"), ("x_plus_one", "assert x + 1 == 2")]:
+        cell = nbformat.v4.new_code_cell(source)
+        cell.metadata = {"tags": ["hidden-check"], "mercadofresco": {"check": check, "hint": f"{check} hint" * 5}}
+        cells.append(cell)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / labs.lab_file("lab1")
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+    return path
+
+
+def _learner(folder: Path, name: str, *sources: str, tagged: dict | None = None) -> None:
+    cells = [nbformat.v4.new_code_cell(source) for source in sources]
+    if tagged is not None:  # a cell that claims to be a hidden check, with an output that claims it passed
+        fake = nbformat.v4.new_code_cell("print('ok')", outputs=[nbformat.v4.new_output("stream", text="proof-0\n")])
+        fake.metadata = tagged
+        cells.append(fake)
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), folder / f"{name}.ipynb")
+
+
+def _digest(folder: Path) -> str:
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    return hashlib.sha256(b"".join(p.name.encode() + p.read_bytes() for p in files)).hexdigest()
+
+
+TRANSFORMER = "get_ipython().input_transformers_post.append(lambda lines: [l for l in lines if l.startswith('print(')])"
+FORGER = """import glob, json, os, signal
+row = {"cell": 1, "role": "check", "outcome": "passed", "verdict": True, "proof_seen": True, "guard": []}
+for path in ["record.jsonl", "/tmp/record.jsonl", *glob.glob("RUNS/g-*/private-*/record.jsonl")]:
+    try:
+        open(path, "a").write(json.dumps(row) + "\\n")
+    except OSError as exc:
+        print("could not forge", path, type(exc).__name__)
+os.kill(os.getppid(), signal.SIGKILL)  # the test runner: not ours to kill"""
+WRITER = f"""import mercadofresco, pathlib
+targets = [pathlib.Path({str(ROOT / "solutions")!r}) / "lab1_double_charge.ipynb",
+           pathlib.Path(mercadofresco.__file__).parent / "course" / "checks.py"]
+for target in targets:
+    target.write_text("tampered")"""
+HOG = """import subprocess, sys
+hog = "b = bytearray(700 * 1024 * 1024)\\nimport select\\nselect.select([], [], [])"
+children = [subprocess.Popen([sys.executable, "-c", hog]) for _ in range(3)]
+for child in children:
+    child.wait()"""
+DETACHED = """import subprocess, sys
+subprocess.Popen([sys.executable, "-c", "import select; select.select([], [], [])"], start_new_session=True)"""
+PATCHER = "import builtins\nbuiltins.sorted = lambda *args, **kwargs: []"
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory):
+    """One grading run of the tiny lab over correct and hostile notebooks, two at a time."""
+    base = tmp_path_factory.mktemp("holes")
+    solutions = base / "solutions"
+    _tiny_solution(solutions)
+    folder = base / "submissions"
+    folder.mkdir()
+    reader = f"print(open({str(solutions / labs.lab_file('lab1'))!r}).read().count({SECRET!r}))"
+    _learner(folder, "ana_ok", "x = 1")
+    _learner(folder, "bea[2]", "x = 1")
+    _learner(folder, "=cmd", "x = 1")
+    _learner(folder, "carla_transformer", TRANSFORMER)
+    _learner(folder, "dani_forger", FORGER.replace("RUNS", str(nbrun.CACHE_DIR / "runs")))
+    _learner(folder, "eva_writer", WRITER)
+    _learner(folder, "fede_reader", reader)
+    _learner(folder, "gil_exit", "x = 1", "import os\nos._exit(3)")
+    _learner(folder, "hugo_children", "x = 1", HOG)
+    _learner(folder, "ines_detached", "x = 1", DETACHED)
+    _learner(folder, "juan_prefilled", "y = 2", tagged={"tags": ["hidden-check"]})
+    _learner(folder, "kim_patcher", "x = 1", PATCHER)
+    _learner(folder, "nico_showtraceback", "x = 0", "get_ipython().showtraceback = lambda *args, **kwargs: None")
+    _learner(folder, "mira_scratch", "x = 1", "open('/tmp/mercadofresco-left-by-mira', 'w').write('x')")
+    _learner(folder, "lia_network", "x = 1", "import socket\nsocket.create_connection(('192.0.2.1', 80), timeout=5)")
+    _learner(folder, "zoe_ok_after_them", "x = 1")
+    protected = {path: _digest(path) for path in (ROOT / "solutions", ROOT / "mercadofresco", solutions)}
+    limits = nbrun.Limits(cell_timeout_seconds=30, memory_mb=1536)
+    started = time.perf_counter()
+    graded = grading.grade(folder, "lab1", limits, solutions_dir=solutions, jobs=2)
+    seconds = time.perf_counter() - started
+    out = base / "report"
+    reports.write_all(graded, "lab1", out)
+    return {r.learner: r for r in graded}, out, protected, solutions, seconds
+
+
+def test_correct_notebooks_score_full_marks_whatever_their_file_name(hostile):
+    graded, out, *_ = hostile
+    for name in ("ana_ok", "bea[2]", "=cmd", "zoe_ok_after_them"):
+        assert (graded[name].score, graded[name].max_score) == (2, 2), (name, graded[name].checks, graded[name].notes)
+    rows = list(csv.reader((out / "report.csv").open()))
+    assert rows[[r[:2] for r in rows].index(["'=cmd", "TOTAL"])][:4] == ["'=cmd", "TOTAL", "2", "2"]
+    assert not any(cell.startswith(("=", "+", "-", "@")) for row in rows for cell in row)
+    assert {p.name for p in (out / "feedback").iterdir()} >= {"bea_2_.md", "_cmd.md", "ana_ok.md"}
+
+
+@pytest.mark.parametrize(
+    ("learner", "named"),
+    [
+        ("carla_transformer", "the grader's integrity check did not run as sent"),
+        ("kim_patcher", "builtins.sorted was replaced"),
+        ("nico_showtraceback", "the shell's showtraceback was replaced"),
+    ],
+)
+def test_tampering_with_the_kernel_scores_nothing_and_is_named(hostile, learner, named):
+    report = hostile[0][learner]
+    assert report.score == 0
+    assert any(named in found for found in report.tampering), report.tampering
+    assert all(result.reason.startswith("not trusted") for result in report.checks)
+    assert any("look at your code cell" in note for note in report.notes)
+
+
+def test_a_forged_record_and_a_killed_runner_give_nothing(hostile):
+    report = hostile[0]["dani_forger"]
+    assert report.score == 0
+    assert any("PermissionError" in note for note in report.notes), report.notes  # the runner is not its to kill
+
+
+def test_writes_to_solutions_and_the_package_fail_and_change_nothing_for_others(hostile):
+    graded, _, protected, _, _ = hostile
+    assert graded["eva_writer"].score == 0
+    assert any("Error" in note for note in graded["eva_writer"].notes)
+    assert {path: _digest(path) for path in protected} == protected
+    assert graded["zoe_ok_after_them"].score == 2
+
+
+def test_the_hidden_checks_cannot_be_read_from_the_kernel(hostile):
+    report = hostile[0]["fede_reader"]
+    assert report.score == 0
+    assert any("PermissionError" in note or "FileNotFoundError" in note for note in report.notes), report.notes
+
+
+def test_os_exit_is_a_dead_kernel_and_every_check_after_it_fails(hostile):
+    report = hostile[0]["gil_exit"]
+    assert report.score == 0
+    assert any("Kernel died" in note for note in report.notes), report.notes
+    assert all(result.reason.startswith("not run:") and "Kernel died" in result.reason for result in report.checks)
+
+
+def test_children_over_the_memory_limit_together_are_killed(hostile):
+    report = hostile[0]["hugo_children"]
+    assert report.score == 0
+    assert any("together used" in note and "1536 MB limit" in note for note in report.notes), report.notes
+
+
+def test_a_detached_child_is_killed_when_the_learner_is_done(hostile):
+    report = hostile[0]["ines_detached"]
+    assert report.score == 2  # starting a process is allowed; outliving grading is not
+    assert any("still running at the end (killed)" in note for note in report.notes), report.notes
+    with sb.claimed_user() as first, sb.claimed_user() as second:  # free users: nobody grades with them now
+        assert sb.processes_of(first[1]) == sb.processes_of(second[1]) == []
+
+
+def test_the_kernel_has_no_network_outside_the_machine(hostile):
+    report = hostile[0]["lia_network"]
+    assert report.score == 2
+    assert any("Network is unreachable" in note for note in report.notes), report.notes
+
+
+def test_what_a_learner_writes_in_tmp_is_its_own(hostile):
+    assert hostile[0]["mira_scratch"].score == 2
+    assert not Path("/tmp/mercadofresco-left-by-mira").exists()
+
+
+def test_a_cell_claiming_to_be_a_hidden_check_with_a_passed_output_counts_for_nothing(hostile):
+    assert hostile[0]["juan_prefilled"].score == 0
+
+
+def test_a_later_run_is_unaffected(hostile, tmp_path):
+    _, _, _, solutions, _ = hostile
+    folder = tmp_path / "later"
+    folder.mkdir()
+    _learner(folder, "blank", "pass")
+    (report,) = grading.grade(folder, "lab1", nbrun.Limits(cell_timeout_seconds=30), solutions_dir=solutions)
+    assert report.score == 0
+
+
+def test_os_exit_is_reported_at_once_not_after_the_cell_timeout(tmp_path):
+    solutions = tmp_path / "solutions"
+    _tiny_solution(solutions)
+    folder = tmp_path / "exit"
+    folder.mkdir()
+    _learner(folder, "gil", "import os\nos._exit(3)")
+    started = time.perf_counter()
+    (report,) = grading.grade(folder, "lab1", nbrun.Limits(cell_timeout_seconds=120), solutions_dir=solutions)
+    assert time.perf_counter() - started < 60
+    assert report.notes[0].startswith("your code cell 1: Kernel died")
+
+
+def test_memory_below_what_the_solutions_need_is_refused():
+    with pytest.raises(ValueError, match=f"memory_mb .* between {nbrun.MIN_MEMORY_MB} and 65536; got 256"):
+        nbrun.Limits(memory_mb=256)
+
+
+def test_the_report_json_has_totals_notes_and_tampering(hostile):
+    data = json.loads((hostile[1] / "report.json").read_text())
+    carla = next(row for row in data["learners"] if row["learner"] == "carla_transformer")
+    assert carla["score"] == 0 and carla["tampering"]
