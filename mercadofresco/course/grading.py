@@ -154,7 +154,8 @@ def score(rows: list[dict], plan: list[dict], specs: list[labs.CheckSpec], run: 
         notes.append(f"the notebook was stopped: {run.stopped}")
     notes += [f"tampering: {found}" for found in tampering]
     if run.left_behind:
-        notes.append(f"{run.left_behind} process(es) you started were still running at the end (killed)")
+        names = ", ".join(run.left_behind[:3]) + (" …" if len(run.left_behind) > 3 else "")
+        notes.append(f"{len(run.left_behind)} process(es) you started were still running at the end (killed): {names}")
     return LearnerReport("", results, notes, tampering)
 
 

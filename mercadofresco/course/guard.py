@@ -172,9 +172,17 @@ for name in names:
         pass
 for name in json.loads(sys.argv[1]):
     try:
-        others[name] = module_digest(module_functions(importlib.import_module(name)))
+        others[name] = [module_digest(module_functions(importlib.import_module(name)))]
     except Exception:
         pass
+# The workbook's own narrow patch of moto's SQS (world.build applies it): its digests are accepted too.
+from mercadofresco import moto_speedups
+_speedups = moto_speedups.apply()
+for name in others:
+    digest = module_digest(module_functions(sys.modules[name]))
+    if digest not in others[name]:
+        others[name].append(digest)
+_speedups.undo()
 from ipykernel.zmqshell import ZMQInteractiveShell
 from ipykernel.ipkernel import IPythonKernel
 from ipykernel.iostream import OutStream
@@ -254,7 +262,7 @@ def _mf_guard(nonce, reference, deep):
                 found.append(f"{name} changed in memory: {', '.join(changed[:5])}")
         for name, expected in reference["modules"].items():
             module = sys.modules.get(name)
-            if module is not None and module_digest(module_functions(module)) != expected:
+            if module is not None and module_digest(module_functions(module)) not in expected:
                 found.append(f"{name} changed in memory")
     print(nonce, repr([str(item) for item in found]))
 

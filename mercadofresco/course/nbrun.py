@@ -67,7 +67,7 @@ class Run:
     rows: list[dict]
     stopped: str = ""  # why the grader killed the run: "" (it did not), a sentence otherwise
     peak_mb: float = 0.0  # the learner's processes together, at their largest
-    left_behind: int = 0  # processes of the learner still alive when the notebook was done (all killed)
+    left_behind: list[str] = field(default_factory=list)  # learner processes alive at the end (killed): names
     notes: list[str] = field(default_factory=list)
 
 
@@ -195,16 +195,18 @@ def run_notebook(
     return run
 
 
-def _clean_up(box: sb.Sandbox, seen: set[int]) -> int:
+def _clean_up(box: sb.Sandbox, seen: set[int]) -> list[str]:
     """Kill whatever the learner left running; remove what its user left in the scratch folders."""
     if box.user is not None:
-        left = sb.processes_of(box.uid)
+        left = [pid for pid in sb.processes_of(box.uid) if sb.running(pid) and not sb.is_workbook_database(pid)]
+        names = [sb.command_name(pid) for pid in left]
         sb.kill_user(box.uid)
         sb.remove_files_of(box.uid)
-        return len(left)
+        return names
     alive = [pid for pid in seen if Path(f"/proc/{pid}").exists()]
+    names = [sb.command_name(pid) for pid in alive]
     sb.kill(alive)
-    return len(alive)
+    return names
 
 
 def matplotlib_cache(cache_dir: Path = CACHE_DIR) -> Path:

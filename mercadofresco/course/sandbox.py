@@ -223,6 +223,26 @@ def processes_of(uid: int) -> list[int]:
     return [pid for pid in _pids() if _status(pid).get("Uid", "").split()[:1] == [str(uid)]]
 
 
+def is_workbook_database(pid: int) -> bool:
+    """True for the embedded PostgreSQL of `database` (server, workers, watcher): the workbook's, not the learner's."""
+    with contextlib.suppress(OSError):
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        return b"mercadofresco-pg-" in command or command.startswith(b"postgres: ")  # its workers retitle themselves
+    return False
+
+
+def running(pid: int) -> bool:
+    """False for a process that has exited and waits to be reaped (a zombie runs nothing)."""
+    return not _status(pid).get("State", "Z").startswith("Z")
+
+
+def command_name(pid: int) -> str:
+    """A short name for a process, for the report: its command line, cut at 60 characters."""
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()[:60]
+    return "?"
+
+
 def descendants(root: int) -> list[int]:
     """Every process below `root` (not `root` itself), by parent links."""
     children: dict[int, list[int]] = {}
