@@ -161,10 +161,14 @@ def enter(sandbox: Sandbox) -> None:
             elif os.path.exists(path):
                 _call(libc.mount(b"/dev/null", path.encode(), None, MS_BIND, None), f"hide {path}")
         _reach_python(libc)
+        # The workbook itself may live under /tmp (a clone made there, as some CI runners do): keep it reachable.
+        workbook = [Path(sys.prefix), Path(sys.base_prefix), Path(__file__).parents[2], Path(sandbox.workdir)]
+        kept = _open_under_scratch(workbook)
         size = f"size={max(64, sandbox.memory_mb // 4)}m,mode=1777".encode()  # counts against RAM: keep it small
         for scratch in SCRATCH_DIRS:  # a /tmp of its own: nothing written there outlives the learner
             if scratch.is_dir():
                 _call(libc.mount(b"tmpfs", str(scratch).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, size), f"{scratch}")
+        _mount_back(libc, kept)
         if not sandbox.network and shutil.which("ip"):  # loopback only (a local PostgreSQL works), nothing outside
             subprocess.run(["ip", "link", "set", "lo", "up"], check=False, capture_output=True)
     memory = sandbox.memory_mb * 1024 * 1024
@@ -177,6 +181,25 @@ def enter(sandbox: Sandbox) -> None:
         os.setgid(sandbox.gid)
         os.setuid(sandbox.uid)
     os.chdir(sandbox.workdir)
+
+
+def _open_under_scratch(paths: list[Path]) -> list[tuple[Path, int]]:
+    """Open the folders among `paths` that sit under a scratch folder (outermost only), before it is covered."""
+    inside = sorted({p.resolve() for p in paths if any(p.resolve().is_relative_to(s) for s in SCRATCH_DIRS)})
+    outermost = [p for p in inside if not any(p != q and p.is_relative_to(q) for q in inside)]
+    return [(path, os.open(path, os.O_RDONLY | os.O_DIRECTORY)) for path in outermost if path.is_dir()]
+
+
+def _mount_back(libc: ctypes.CDLL, kept: list[tuple[Path, int]]) -> None:
+    """Bind each kept folder (with the hiding mounts beneath it) back at its path in the new scratch folder."""
+    try:
+        for path, handle in kept:
+            os.makedirs(path, mode=0o755, exist_ok=True)
+            source = f"/proc/self/fd/{handle}".encode()
+            _call(libc.mount(source, str(path).encode(), None, MS_BIND | MS_REC, None), f"mount {path} back")
+    finally:
+        for _, handle in kept:
+            os.close(handle)
 
 
 def _reach_python(libc: ctypes.CDLL) -> None:

@@ -29,7 +29,7 @@ from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
 from mercadofresco.lessons import duplicates
 from mercadofresco.models import lambda_poller
-from mercadofresco.patterns import idempotency
+from mercadofresco.patterns import idempotency, ordering
 
 BUS = "bus-cloudshop"
 EMAIL_QUEUE, EMAIL_DLQ = "cola-cloudshop-correo", "cloudshop-correo-fallidos"
@@ -212,13 +212,7 @@ class DiscountStock:
 
 def _stock_table(mf: world.World, pedido_ids: list[str]) -> None:
     dynamodb = mf.dynamodb
-    if STOCK_TABLE not in dynamodb.list_tables()["TableNames"]:
-        dynamodb.create_table(
-            TableName=STOCK_TABLE,
-            KeySchema=[{"AttributeName": "sku", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "sku", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+    ordering.create_stock_table(dynamodb, STOCK_TABLE)
     for pedido_id in pedido_ids:
         dynamodb.put_item(TableName=STOCK_TABLE, Item={"sku": {"S": pedido_id}, "stock": {"N": str(STOCK_START)}})
 

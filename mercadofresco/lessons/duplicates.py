@@ -19,7 +19,7 @@ from mercadofresco.clock import Task, VirtualClock, Waiter, together
 from mercadofresco.errors import check_range
 from mercadofresco.lessons import delivery
 from mercadofresco.models import gateway, lambda_poller
-from mercadofresco.patterns import idempotency
+from mercadofresco.patterns import idempotency, ordering
 from mercadofresco.patterns.idempotency import DEFAULT_LOCK_SECONDS, Estado, IdempotencyStore
 from mercadofresco.shop import handlers
 
@@ -50,13 +50,7 @@ def stock_drift(mf: world.World, deliveries: int = 3, stock: int = 40) -> dict[s
     """Apply "one unit of sku 3401 sold" `deliveries` times, as an increment and as an assignment."""
     check_range("deliveries", deliveries, 1, 20)
     dynamodb = mf.dynamodb
-    if STOCK_TABLE not in dynamodb.list_tables()["TableNames"]:
-        dynamodb.create_table(
-            TableName=STOCK_TABLE,
-            KeySchema=[{"AttributeName": "sku", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "sku", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+    ordering.create_stock_table(dynamodb, STOCK_TABLE)
     for sku in ("3401-incremento", "3401-asignacion"):
         dynamodb.put_item(TableName=STOCK_TABLE, Item={"sku": {"S": sku}, "stock": {"N": str(stock)}})
     for _ in range(deliveries):  # the same message, delivered `deliveries` times
