@@ -135,7 +135,9 @@ def test_six_steps_scaled_down_charge_twice_against_a_server_in_another_process(
     assert run.charges_per_order() == {"PED-2026-084417": 2}
     assert run.summary()["left_in_queue"] == 0
     received = [(r["seconds"], r["detail"]) for r in run.timeline if r["event"] == "received"]
-    assert received == [(0.0, "receive #1"), (4.24, "receive #2")]  # the same instants as in process
+    assert [detail for _, detail in received] == ["receive #1", "receive #2"]
+    # in process the second receive is at 4.24 s; in real time the machine's load adds a little
+    assert received[0][0] == 0.0 and 4.0 <= received[1][0] < 6.0, received
 
 
 def test_a_virtual_clock_against_a_server_in_another_process_gets_the_wrong_answer(outside_url):
