@@ -4,6 +4,8 @@ Each function builds what it needs in a `World`, runs one experiment on moto
 under the virtual clock and returns rows to show. Two wrong designs from the
 lesson's common mistakes live here too, so notebooks and tests can watch them
 fail: `TwoStateStore` (no EN_CURSO) and `NoLockExpiryStore` (EN_CURSO forever).
+A little over one sitting (~310 lines): three sections' experiments share their
+world-building helpers here rather than in three thin modules.
 """
 
 from __future__ import annotations
