@@ -191,7 +191,7 @@ def _open_under_scratch(paths: list[Path]) -> list[tuple[Path, int]]:
 
 
 def _mount_back(libc: ctypes.CDLL, kept: list[tuple[Path, int]]) -> None:
-    """Bind each kept folder (with the hiding mounts beneath it) back at its path in the new scratch folder."""
+    """Bind each kept folder (with the hiding mounts beneath it) back at its path, under what now covers it."""
     try:
         for path, handle in kept:
             os.makedirs(path, mode=0o755, exist_ok=True)
@@ -218,13 +218,11 @@ def _reach_python(libc: ctypes.CDLL) -> None:
         kept = [(path, os.open(path, os.O_RDONLY | os.O_DIRECTORY)) for path in paths]
         try:
             _call(libc.mount(b"tmpfs", str(closed).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=755"), "cover")
-            for path, handle in kept:
-                os.makedirs(path, mode=0o755, exist_ok=True)
-                source = f"/proc/self/fd/{handle}".encode()
-                _call(libc.mount(source, str(path).encode(), None, MS_BIND | MS_REC, None), f"mount {path} back")
-        finally:
+        except BaseException:
             for _, handle in kept:
                 os.close(handle)
+            raise
+        _mount_back(libc, kept)
 
 
 # -- the grader's side: the learner's processes -----------------------------------------
