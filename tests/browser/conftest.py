@@ -47,14 +47,19 @@ async def run_all(server: LabServer, paths: list[str], interactions: dict) -> di
     limit = asyncio.Semaphore(CONCURRENT_NOTEBOOKS)
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM)
-        context = await browser.new_context(viewport={"width": 1400, "height": 1000})
 
         async def one(path: str):
             async with limit:
-                stem = Path(path).stem
-                return await check_notebook(
-                    context, server.url, server.token, ROOT, path, interactions.get(stem), ARTIFACTS
-                )
+                # A context of its own for each notebook: JupyterLab's window resolver coordinates the tabs of
+                # one origin through localStorage, and two tabs opening at once in a shared context can both
+                # claim a name ("Window name candidate ... already exists", seen once in CI on notebook 18).
+                context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+                try:
+                    return await check_notebook(
+                        context, server.url, server.token, ROOT, path, interactions.get(Path(path).stem), ARTIFACTS
+                    )
+                finally:
+                    await context.close()
 
         reports = await asyncio.gather(*(one(path) for path in paths))
         await browser.close()
