@@ -199,3 +199,43 @@ def test_pinned_moto_is_the_version_the_fix_was_written_for() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         moto_speedups.apply().undo()
+
+
+def _poller_run(skip_empty_receives: bool, monkeypatch) -> tuple[list, int]:
+    """Exercise 1's slow gateway (visibility 120 s, gateway 150 s): the timeline, and how many receives were made."""
+    from mercadofresco.lessons import delivery
+
+    if not skip_empty_receives:
+        monkeypatch.setattr(moto_speedups, "nothing_to_receive", lambda sqs, url: False)
+    with clock.VirtualClock() as reloj, world.build(world.WorldConfig()) as mf:
+        receives = []
+        mf.sqs.meta.events.register("before-call.sqs.ReceiveMessage", lambda **_: receives.append(1))
+        run = delivery.slow_gateway(mf, reloj)
+        return [run.timeline, run.summary(), reloj.now()], len(receives)
+
+
+def test_the_poller_skips_only_receives_that_would_find_nothing(monkeypatch) -> None:
+    skipping, few = _poller_run(True, monkeypatch)
+    monkeypatch.undo()
+    receiving, many = _poller_run(False, monkeypatch)
+    assert skipping == receiving  # same timeline, same charges, same final instant
+    assert skipping[1]["charges"] == 2
+    assert few <= 5 < 100 <= many  # two consumers polling once a second for ~300 s, against the receives that found one
+
+
+def test_nothing_to_receive_says_false_whenever_it_cannot_be_sure() -> None:
+    with clock.VirtualClock() as reloj, world.build(world.WorldConfig()) as mf:
+        url = mf.orders.url
+        assert moto_speedups.nothing_to_receive(mf.sqs, url)  # empty queue
+        mf.sqs.send_message(QueueUrl=url, MessageBody="PED-1", DelaySeconds=10)
+        assert moto_speedups.nothing_to_receive(mf.sqs, url)  # delayed: a receive would not see it
+        reloj.advance(10.01)
+        assert not moto_speedups.nothing_to_receive(mf.sqs, url)  # visible now
+        mf.sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0)
+        assert moto_speedups.nothing_to_receive(mf.sqs, url)  # in flight
+        gone = url.replace(world.ORDERS_QUEUE, "cola-que-no-existe")
+        assert not moto_speedups.nothing_to_receive(mf.sqs, gone)  # a queue moto does not hold: ask for real
+        elsewhere = mf.session.client("sqs", endpoint_url="http://127.0.0.1:9")
+        assert not moto_speedups.nothing_to_receive(elsewhere, url)  # another endpoint: never guess
+        mf.moto_speedups.undo()
+        assert not moto_speedups.nothing_to_receive(mf.sqs, url)  # the fix is off: receive as moto would

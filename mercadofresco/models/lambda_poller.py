@@ -3,7 +3,8 @@
 moto stores queues but runs no Lambda, so nothing would ever poll
 `cola-mercadofresco-pedidos`. `Poller` does what the event-source mapping does:
 up to `max_concurrency` pollers receive batches (WaitTimeSeconds=0, since a
-long poll never returns under a frozen clock), call a handler with a
+long poll never returns under a frozen clock; receives that would find nothing
+are skipped, see `moto_speedups.nothing_to_receive`), call a handler with a
 Lambda-shaped event, and delete the messages that succeeded. A handler that
 raises, times out or crashes deletes nothing: the visibility timeout brings the
 messages back, and the queue's own RedrivePolicy moves them to the DLQ after
@@ -35,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mercadofresco import orders, queues
+from mercadofresco import moto_speedups, orders, queues
 from mercadofresco.clock import ClockedEnvironment, Stopwatch, Task, VirtualClock
 from mercadofresco.errors import check_range
 
@@ -199,12 +200,7 @@ class Poller:
     def _poll_loop(self, env: ClockedEnvironment, consumer: str):
         idle_wait = self.config.idle_poll_seconds
         while True:
-            messages = self.sqs.receive_message(
-                QueueUrl=self.queue_url,
-                MaxNumberOfMessages=self.config.batch_size,
-                WaitTimeSeconds=0,
-                MessageSystemAttributeNames=["All"],
-            ).get("Messages", [])
+            messages = self._receive()
             if not messages:
                 yield env.timeout(idle_wait)
                 idle_wait = min(2 * idle_wait, self.config.max_idle_poll_seconds)
@@ -219,6 +215,16 @@ class Poller:
             self.in_flight.discard(invocation.task)
             self._delete(invocation, invocation.task.result or [])
             self.running -= 1
+
+    def _receive(self) -> list[dict[str, Any]]:
+        if moto_speedups.nothing_to_receive(self.sqs, self.queue_url):
+            return []  # moto in this process, no visible message: the receive would come back empty
+        return self.sqs.receive_message(
+            QueueUrl=self.queue_url,
+            MaxNumberOfMessages=self.config.batch_size,
+            WaitTimeSeconds=0,
+            MessageSystemAttributeNames=["All"],
+        ).get("Messages", [])
 
     def _within_function_timeout(self, env: ClockedEnvironment, invocation: Invocation):
         """Run the invocation's task; past the function timeout, cut it off where it waits."""
