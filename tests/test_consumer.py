@@ -160,3 +160,14 @@ def test_stopping_the_poller_mid_invocation_kills_it_and_the_next_run_starts_cle
     poller.run_until_idle(3_600)
     assert counts(mf) == {"visible": 0, "in_flight": 0, "delayed": 0}
     assert len(provider.ledger) == 2  # the killed call had already charged: at least once, as always
+
+
+def test_the_deploy_gate_refuses_a_producer_the_deployed_consumer_cannot_read() -> None:
+    from decimal import Decimal
+
+    from mercadofresco.lessons import incidents
+    from mercadofresco.shop import handlers
+
+    sample = incidents.version2_body("PED-2026-084417", Decimal("48.20"))
+    assert handlers.producer_deploy_gate(sample, (1,)).startswith("refuse: ")
+    assert handlers.producer_deploy_gate(sample, (1, 2)) == "deploy"

@@ -29,6 +29,18 @@ def read_order(body: str, versions: tuple[int, ...]) -> orders.Order:
     return orders.parse_order(body, expected_version=versions[-1])
 
 
+def producer_deploy_gate(sample: str, consumer_versions: tuple[int, ...]) -> str:
+    """A release check: "deploy" if the deployed consumer reads the new producer's `sample`, else why not.
+
+    Exercise 2's Sunday in one line: a version-2 producer went out before the consumer that reads it.
+    """
+    try:
+        read_order(sample, consumer_versions)
+    except orders.MalformedOrderError as refused:
+        return f"refuse: {refused}"
+    return "deploy"
+
+
 @dataclass
 class ChargeOrders:
     """Section 1's consumer: charge each order. No idempotency: this is the one that double-charges."""
