@@ -12,15 +12,19 @@ import subprocess
 import sys
 import threading
 from collections import Counter
+from decimal import Decimal
 from pathlib import Path
 
 import psutil
+import psycopg
 import pytest
 
-from mercadofresco import database
+from mercadofresco import clock, database, orders
 from mercadofresco.lessons import outbox_experiments as ox
 from mercadofresco.lessons import outbox_operations, outbox_publishers, outbox_streams
 from mercadofresco.patterns import outbox
+
+NOW = clock.LESSON_START
 
 
 @pytest.fixture(scope="module")
@@ -154,6 +158,31 @@ def test_a_stopped_publisher_trips_the_age_alarm_first_and_the_count_alarm_later
     rows = outbox_operations.stopped_publisher(db, mf, reloj)
     assert outbox_operations.first_alarm_minutes(rows) == {"pending_alarm": 34.0, "age_alarm": 2.0}
     assert rows[-1]["pending"] == 0 and rows[-1]["age_alarm"] == rows[-1]["pending_alarm"] == "OK"
+
+
+def test_place_orders_writes_what_place_order_writes_and_all_or_nothing(db):
+    placed = [
+        (orders.Order(orders.order_id(700_001 + n), Decimal("48.20")), NOW + dt.timedelta(seconds=n)) for n in range(3)
+    ]
+    query = "SELECT o.pedido_id, o.creado_en, x.tipo_evento, x.payload, x.creado_en FROM pedidos o JOIN outbox x"
+    query += " ON x.agregado_id = o.pedido_id ORDER BY x.id"
+    tables = []
+    with db.connect() as conn:
+        for write in (
+            lambda: [outbox.place_order(conn, *pair) for pair in placed],
+            lambda: outbox.place_orders(conn, placed),
+        ):
+            ox.fresh_tables(conn)
+            write()
+            with conn.transaction():
+                tables.append(conn.execute(query).fetchall())
+        bad = orders.Order(orders.order_id(700_009), Decimal("1.00"))
+        with pytest.raises(psycopg.errors.UniqueViolation):  # the first order again: the whole batch rolls back
+            outbox.place_orders(conn, [(bad, NOW), placed[0]])
+        with conn.transaction():
+            counts = conn.execute("SELECT (SELECT count(*) FROM pedidos), (SELECT count(*) FROM outbox)").fetchone()
+    assert tables[0] == tables[1] and len(tables[0]) == 3
+    assert counts == (3, 3)
 
 
 def test_streams_cdc_loses_nothing_when_the_writer_dies(mf):

@@ -54,11 +54,14 @@ def stopped_publisher(
         publisher = outbox.Publisher(link, outbox.EventBusSink(mf.client("events")))
         for minute in range(1, config.watch_minutes * 60 // config.period_seconds + 1):
             until = start + dt.timedelta(seconds=minute * config.period_seconds)
+            arrived = []  # the period's orders, each at its own instant
             while start + dt.timedelta(seconds=placed * spacing) < until:
                 at = start + dt.timedelta(seconds=placed * spacing)
-                order = orders.Order(orders.order_id(600_001 + placed), Decimal("48.20"))
-                outbox.place_order(conn, order, at)
+                arrived.append((orders.Order(orders.order_id(600_001 + placed), Decimal("48.20")), at))
                 placed += 1
+            # One transaction for the period (10x faster than one each): the publisher only looks after it, so
+            # what it and the alarms see is the same.
+            outbox.place_orders(conn, arrived)
             reloj.advance_to(until)
             if (reloj.now() - start).total_seconds() > config.down_minutes * 60:
                 while publisher.run_once(reloj.now()):

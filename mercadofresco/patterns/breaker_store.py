@@ -23,9 +23,8 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import fakeredis
 import redis
 
 from mercadofresco.clock import MADRID
@@ -41,6 +40,9 @@ from mercadofresco.patterns.breaker import (
     current,
     retry_after,
 )
+
+if TYPE_CHECKING:  # fakeredis is imported where a store is made: importing this module stays light
+    import fakeredis
 
 NAMESPACE = "mercadofresco:breaker"
 OPENED_METRIC = "CircuitBreakerOpened"
@@ -59,6 +61,8 @@ class BreakerContentionError(BreakerStoreError):
 # -- the store --------------------------------------------------------------------------
 def embedded_store(server: fakeredis.FakeServer | None = None) -> redis.Redis:
     """A client of an in-process fakeredis server; clients of the same `server` share its data."""
+    import fakeredis  # 0.2 s of imports, paid only by a notebook that makes a store
+
     return fakeredis.FakeRedis(server=server or fakeredis.FakeServer(), decode_responses=True)
 
 

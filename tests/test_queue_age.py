@@ -1,0 +1,31 @@
+"""The model of ApproximateAgeOfOldestMessage: the age of the oldest message, read without a receive."""
+
+from __future__ import annotations
+
+import pytest
+
+from mercadofresco import orders
+from mercadofresco.models import queue_age
+
+
+def test_an_empty_queue_is_zero_seconds_old(mf, reloj):
+    assert queue_age.age_of_oldest_message(mf.sqs, mf.orders.url, reloj.now()) == 0.0
+
+
+def test_the_age_is_the_oldest_send_and_reading_it_receives_nothing(mf, reloj):
+    orders.send_order(mf.sqs, mf.orders.url, orders.Order("PED-2026-084417", 10))
+    reloj.advance(30)
+    orders.send_order(mf.sqs, mf.orders.url, orders.Order("PED-2026-084418", 10))
+    reloj.advance(12)
+    assert queue_age.age_of_oldest_message(mf.sqs, mf.orders.url, reloj.now()) == pytest.approx(42, abs=0.01)
+    first = mf.sqs.receive_message(
+        QueueUrl=mf.orders.url, MaxNumberOfMessages=10, WaitTimeSeconds=0, MessageSystemAttributeNames=["All"]
+    )["Messages"]
+    assert [int(m["Attributes"]["ApproximateReceiveCount"]) for m in first] == [1, 1]  # the model took no receive
+    assert queue_age.age_of_oldest_message(mf.sqs, mf.orders.url, reloj.now()) == pytest.approx(42, abs=0.01)
+
+
+def test_a_queue_outside_this_processs_moto_is_refused_naming_memory_mode(mf, reloj):
+    elsewhere = mf.orders.url.replace("cola-mercadofresco-pedidos", "cola-que-no-existe")
+    with pytest.raises(queue_age.QueueAgeError, match='mode "memory"'):
+        queue_age.age_of_oldest_message(mf.sqs, elsewhere, reloj.now())
