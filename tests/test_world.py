@@ -127,3 +127,18 @@ def test_local_endpoints_are_not_aws():
     assert not endpoints.is_real_aws_endpoint("http://127.0.0.1:5000")
     assert not endpoints.is_real_aws_endpoint("http://localhost:4566")
     assert not endpoints.is_real_aws_endpoint("http://notamazonaws.com")
+
+
+def test_only_a_notebooks_world_freezes_the_collector(reloj) -> None:
+    import gc
+
+    from mercadofresco import world
+
+    gc.unfreeze()
+    with world.build(world.WorldConfig()):
+        assert gc.get_freeze_count() == 0  # a test's own world leaves the collector alone
+    try:
+        with world.build():  # as every notebook builds it, from the environment
+            assert gc.get_freeze_count() > 1000
+    finally:
+        gc.unfreeze()
