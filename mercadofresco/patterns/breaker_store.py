@@ -43,7 +43,6 @@ from mercadofresco.patterns.breaker import (
 )
 
 NAMESPACE = "mercadofresco:breaker"
-OPENED_METRIC = "CircuitBreakerOpened"
 MAX_WRITE_ATTEMPTS = 100  # each failed attempt means another consumer's write committed
 IF_STORE_FAILS = ("raise", "allow", "deny")
 
