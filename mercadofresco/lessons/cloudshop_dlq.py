@@ -158,9 +158,11 @@ def miss_probability(population: int, of_kind: int, sample: int = 10) -> float:
 def expiring(letters: list[DeadLetter], now: dt.datetime, days: int = 3) -> list[dict[str, Any]]:
     """How many messages SQS deletes in each of the next `days` days (retention counts from the first send)."""
     rows = []
+    retention = dt.timedelta(seconds=RETENTION_SECONDS)
     for day in range(days):
-        start, end = now + dt.timedelta(days=day), now + dt.timedelta(days=day + 1)
-        gone = [x for x in letters if start <= x.sent_at + dt.timedelta(seconds=RETENTION_SECONDS) < end]
+        # deleted that day = sent_at + retention falls in it; the bounds move back instead of every letter forward
+        start, end = now + dt.timedelta(days=day) - retention, now + dt.timedelta(days=day + 1) - retention
+        gone = [x for x in letters if start <= x.sent_at < end]
         rows.append(
             {"day": f"+{day}", "expire": len(gone), "of_them_transient": sum(kind_of(x) == "transient" for x in gone)}
         )

@@ -45,8 +45,9 @@ def dlq_clock(letters: list[DeadLetter], discovered: dt.datetime, alarms: dict[s
     ax = figure.subplots()
     first = letters[0].sent_at
     by_day = {kind: Counter() for kind in KIND_COLORS}
+    one_day = dt.timedelta(days=1)
     for letter in letters:
-        by_day[kind_of(letter)][int((letter.sent_at - first).total_seconds() // 86_400)] += 1
+        by_day[kind_of(letter)][(letter.sent_at - first) // one_day] += 1
     days = range(16)
     bottom = [0] * len(days)
     for kind, counts in by_day.items():
