@@ -21,15 +21,13 @@ def stock_receives(run: StockRun, visibility_seconds: float, title: str = "") ->
     ax = figure.subplots()
     names = sorted({p for p in run.receives if p != BAD_MESSAGE})
     consumers = sorted({row["consumer"] for row in run.timeline})
-    for number, consumer in enumerate(consumers):  # one line of dots per consumer (not one artist per dot)
-        mine = [
-            r
-            for r in run.timeline
-            if r["consumer"] == consumer and r["event"] == "received" and r["pedido_id"] in names
-        ]
-        if mine:
-            ys = [names.index(r["pedido_id"]) for r in mine]
-            ax.plot([r["seconds"] for r in mine], ys, "o", color=f"C{number}", markersize=5, linestyle="none")
+    dots: dict[str, tuple[list[float], list[int]]] = {consumer: ([], []) for consumer in consumers}
+    for row in run.timeline:
+        if row["event"] == "received" and row["pedido_id"] in names:
+            dots[row["consumer"]][0].append(row["seconds"])
+            dots[row["consumer"]][1].append(names.index(row["pedido_id"]))
+    for number, (seconds, rows) in enumerate(dots.values()):  # one artist per consumer, not one per dot
+        ax.plot(seconds, rows, "o", color=f"C{number}", markersize=5, linestyle="none")
     for multiple in range(1, 4):
         ax.axvline(multiple * visibility_seconds, color="grey", linestyle=":", linewidth=1)
     ax.set_yticks(range(len(names)), [name[-3:] for name in names], fontsize=7)
