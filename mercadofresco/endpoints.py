@@ -2,14 +2,17 @@
 
 The mock modes ("memory", "endpoint") sign with fake credentials and refuse a
 host that is real AWS, so a mistyped URL can never create billed resources.
+Memory mode only writes the header moto reads, without computing a signature.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import boto3
+import botocore.auth
 from botocore.config import Config
 
 from mercadofresco.errors import MercadoFrescoError
@@ -20,6 +23,7 @@ if TYPE_CHECKING:  # world imports this module; the annotation only names its co
 
 MODES = ("memory", "endpoint", "aws")
 FAKE_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+MOTO_SIGNATURE = "mercadofresco-moto-only"  # memory mode's signature_version (MotoOnlySigner)
 
 
 class RealAwsRefusedError(MercadoFrescoError):
@@ -35,11 +39,39 @@ def is_real_aws_endpoint(url: str) -> bool:
     )
 
 
+class MotoOnlySigner(botocore.auth.BaseSigner):
+    """Memory mode's signer: the Authorization header moto reads, without the SigV4 arithmetic.
+
+    moto takes the access key (the account), the region and the service from the
+    header's credential scope, and never checks the signature. Computing a real
+    one (canonical request, hashes, HMAC chain) was a fifth of every in-process
+    call: 1.20 -> 0.97 ms for a receive. Nothing signed this way is accepted by AWS.
+    """
+
+    REQUIRES_REGION = True
+
+    def __init__(self, credentials: Any, service_name: str, region_name: str) -> None:
+        self.credentials = credentials
+        self.service_name = service_name
+        self.region_name = region_name
+
+    def add_auth(self, request: Any) -> None:
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")  # the virtual clock's, under moto
+        scope = f"{self.credentials.access_key}/{stamp[:8]}/{self.region_name}/{self.service_name}/aws4_request"
+        request.headers["X-Amz-Date"] = stamp
+        request.headers["Authorization"] = (
+            f"AWS4-HMAC-SHA256 Credential={scope}, SignedHeaders=host;x-amz-date, Signature=not-signed"
+        )
+
+
 def make_client(session: boto3.Session, config: WorldConfig, service: str, ledger: Ledger | None = None) -> Any:
     """A boto3 client that can only reach what `config` allows; with a `ledger`, what it creates is tagged and noted."""
     if config.mode == "memory":
-        # Ignore AWS_ENDPOINT_URL* from the environment: moto answers every call here.
-        return session.client(service, config=Config(ignore_configured_endpoint_urls=True))
+        # Ignore AWS_ENDPOINT_URL* from the environment: moto answers every call here, and checks no signature.
+        botocore.auth.AUTH_TYPE_MAPS.setdefault(MOTO_SIGNATURE, MotoOnlySigner)
+        return session.client(
+            service, config=Config(ignore_configured_endpoint_urls=True, signature_version=MOTO_SIGNATURE)
+        )
     client = session.client(service, endpoint_url=config.endpoint_url)
     if ledger is not None:
         ledger.attach(client, service)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from mercadofresco import orders, queues, world
+from mercadofresco import moto_events, orders, queues, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
 from mercadofresco.lessons import duplicates
@@ -143,8 +143,9 @@ def _publish(mf: world.World, pedido_ids: list[str]) -> None:
          "Detail": json.dumps({"pedido_id": pedido_id})}
         for pedido_id in pedido_ids
     ]  # fmt: skip
-    for start in range(0, len(entries), 10):
-        mf.client("events").put_events(Entries=entries[start : start + 10])
+    with moto_events.cached_jsonpath():  # moto re-parses the same 8 JSONPaths per event: 0.2 s for 40 events
+        for start in range(0, len(entries), 10):
+            mf.client("events").put_events(Entries=entries[start : start + 10])
 
 
 def duplicate_emails(
@@ -213,18 +214,24 @@ class DiscountStock:
 
 
 def _stock_table(mf: world.World, pedido_ids: list[str]) -> None:
-    dynamodb = mf.dynamodb
-    ordering.create_stock_table(dynamodb, STOCK_TABLE)
-    for pedido_id in pedido_ids:
-        dynamodb.put_item(TableName=STOCK_TABLE, Item={"sku": {"S": pedido_id}, "stock": {"N": str(STOCK_START)}})
+    """Every sku at STOCK_START (the orders are at most 60: 25 puts a call, BatchWriteItem's limit)."""
+    ordering.create_stock_table(mf.dynamodb, STOCK_TABLE)
+    puts = [{"PutRequest": {"Item": {"sku": {"S": p}, "stock": {"N": str(STOCK_START)}}}} for p in pedido_ids]
+    for start in range(0, len(puts), 25):
+        requests = {STOCK_TABLE: puts[start : start + 25]}
+        while requests:
+            requests = mf.dynamodb.batch_write_item(RequestItems=requests).get("UnprocessedItems") or {}
 
 
 def _discounts(mf: world.World, pedido_ids: list[str]) -> dict[str, int]:
-    read = mf.dynamodb.get_item
-    return {
-        p: STOCK_START - int(read(TableName=STOCK_TABLE, Key={"sku": {"S": p}})["Item"]["stock"]["N"])
-        for p in pedido_ids
-    }
+    """Units taken off each sku, read back in one BatchGetItem (up to 100 keys)."""
+    stock: dict[str, int] = {}
+    requests = {STOCK_TABLE: {"Keys": [{"sku": {"S": p}} for p in pedido_ids], "ConsistentRead": True}}
+    while requests:
+        answer = mf.dynamodb.batch_get_item(RequestItems=requests)
+        stock |= {item["sku"]["S"]: int(item["stock"]["N"]) for item in answer["Responses"][STOCK_TABLE]}
+        requests = answer.get("UnprocessedKeys") or {}
+    return {p: STOCK_START - stock[p] for p in pedido_ids}
 
 
 @dataclass

@@ -130,8 +130,10 @@ def inspect_by_deleting(mf: world.World, reloj: VirtualClock, deleting: bool, co
     """Look at 10 messages of a DLQ holding `count`; deleting what you read, or with `dlq.inspect`."""
     check_range("count", count, 10, 100)
     url = mf.sqs.create_queue(QueueName="mercadofresco-pedidos-fallidos-inspeccion")["QueueUrl"]
-    for number in range(count):
-        orders.send_order(mf.sqs, url, orders.Order(orders.order_id(900_000 + number), Decimal("48.20")))
+    bodies = [orders.order_body(orders.Order(orders.order_id(900_000 + n), Decimal("48.20"))) for n in range(count)]
+    for start in range(0, count, 10):  # SendMessageBatch takes 10
+        entries = [{"Id": str(i), "MessageBody": body} for i, body in enumerate(bodies[start : start + 10])]
+        mf.sqs.send_message_batch(QueueUrl=url, Entries=entries)
     if deleting:  # the mistake: receive, print, delete "to get them out of the way"
         for message in mf.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0)["Messages"]:
             mf.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
@@ -150,10 +152,14 @@ def ordering_cost(mf: world.World, reloj: VirtualClock, one_group: bool, order_c
     check_range("order_count", order_count, 2, 40)
     name = "cola-mercadofresco-pedidos-orden.fifo"
     url = mf.sqs.create_queue(QueueName=name, Attributes={"FifoQueue": "true", "VisibilityTimeout": "60"})["QueueUrl"]
+    entries = []
     for number in range(order_count):
         order = orders.Order(orders.order_id(910_000 + number), Decimal("48.20"))
         group = "todos" if one_group else order.pedido_id
-        orders.send_order(mf.sqs, url, order, group_id=group, deduplication_id=order.pedido_id)
+        entries.append({"Id": str(number), "MessageBody": orders.order_body(order), "MessageGroupId": group,
+                        "MessageDeduplicationId": order.pedido_id})  # fmt: skip
+    for start in range(0, order_count, 10):  # SendMessageBatch takes 10; a group keeps the entries' order
+        mf.sqs.send_message_batch(QueueUrl=url, Entries=entries[start : start + 10])
 
     def work(event: dict[str, Any], context: lambda_poller.Invocation) -> dict[str, Any]:
         context.wait(2.0 * len(event["Records"]))

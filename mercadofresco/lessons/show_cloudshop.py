@@ -6,6 +6,7 @@ import datetime as dt
 from collections import Counter
 
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter, StrMethodFormatter
 
 from mercadofresco.clock import MADRID
 from mercadofresco.lessons.cloudshop import BAD_MESSAGE, StockRun
@@ -20,10 +21,13 @@ def stock_receives(run: StockRun, visibility_seconds: float, title: str = "") ->
     ax = figure.subplots()
     names = sorted({p for p in run.receives if p != BAD_MESSAGE})
     consumers = sorted({row["consumer"] for row in run.timeline})
+    dots: dict[str, tuple[list[float], list[int]]] = {consumer: ([], []) for consumer in consumers}
     for row in run.timeline:
         if row["event"] == "received" and row["pedido_id"] in names:
-            color = f"C{consumers.index(row['consumer'])}"
-            ax.plot(row["seconds"], names.index(row["pedido_id"]), "o", color=color, markersize=5)
+            dots[row["consumer"]][0].append(row["seconds"])
+            dots[row["consumer"]][1].append(names.index(row["pedido_id"]))
+    for number, (seconds, rows) in enumerate(dots.values()):  # one artist per consumer, not one per dot
+        ax.plot(seconds, rows, "o", color=f"C{number}", markersize=5, linestyle="none")
     for multiple in range(1, 4):
         ax.axvline(multiple * visibility_seconds, color="grey", linestyle=":", linewidth=1)
     ax.set_yticks(range(len(names)), [name[-3:] for name in names], fontsize=7)
@@ -39,8 +43,9 @@ def dlq_clock(letters: list[DeadLetter], discovered: dt.datetime, alarms: dict[s
     ax = figure.subplots()
     first = letters[0].sent_at
     by_day = {kind: Counter() for kind in KIND_COLORS}
+    one_day = dt.timedelta(days=1)
     for letter in letters:
-        by_day[kind_of(letter)][int((letter.sent_at - first).total_seconds() // 86_400)] += 1
+        by_day[kind_of(letter)][(letter.sent_at - first) // one_day] += 1
     days = range(16)
     bottom = [0] * len(days)
     for kind, counts in by_day.items():
@@ -48,6 +53,8 @@ def dlq_clock(letters: list[DeadLetter], discovered: dt.datetime, alarms: dict[s
         ax.bar(days, heights, bottom=bottom, color=KIND_COLORS[kind], label=kind)
         bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
     ax.set_yscale("symlog", linthresh=10)
+    ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))  # 1,000 rather than 10³: plain text draws faster
+    ax.yaxis.set_minor_formatter(NullFormatter())
     marks = {"discovered": discovered, "retention deletes": first + dt.timedelta(seconds=RETENTION_SECONDS), **alarms}
     for i, (label, when) in enumerate(marks.items()):
         x = (when - first).total_seconds() / 86_400

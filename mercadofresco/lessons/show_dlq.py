@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure
 
 from mercadofresco.clock import MADRID
-from mercadofresco.lessons.outage import OutageRun
 from mercadofresco.models.move_task import MoveTask
 from mercadofresco.patterns.dlq import Sample
 from mercadofresco.sims.mass_redrive import MassRedriveResult
+
+if TYPE_CHECKING:  # outage imports the Redis-backed breaker (redis, 0.15 s); here it only names a type
+    from mercadofresco.lessons.outage import OutageRun
 
 COLORS = {"per_process": "tab:red", "shared": "tab:blue", "all_at_once": "tab:red", "paced": "tab:green"}
 

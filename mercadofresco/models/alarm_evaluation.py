@@ -23,6 +23,7 @@ from typing import Any
 from mercadofresco import alarms, queues, world
 from mercadofresco.alarms import AlarmNotDefinedError, AlarmRule, Evaluation
 from mercadofresco.patterns import dlq
+from mercadofresco.patterns.breaker import OPENED_METRIC  # not breaker_store: that one imports redis (0.15 s)
 
 
 def evaluate(cloudwatch: Any, sns: Any, rule: AlarmRule, value: float, now: dt.datetime) -> Evaluation:
@@ -76,9 +77,6 @@ class OpenAlarm:
     """Publishes a metric on every opening and evaluates the alarm that tells alertas-mercadofresco."""
 
     def __init__(self, cloudwatch: Any, sns: Any, topic_arn: str, breaker_name: str, period_seconds: int = 60) -> None:
-        # Imported here: breaker_store brings redis (0.07 s), which the DLQ and outbox alarms never need.
-        from mercadofresco.patterns.breaker_store import OPENED_METRIC
-
         self.cloudwatch = cloudwatch
         self.sns = sns
         self.rule = alarms.AlarmRule(

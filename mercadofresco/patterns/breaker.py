@@ -27,6 +27,8 @@ from enum import Enum
 
 from mercadofresco.errors import MercadoFrescoError, check_range
 
+OPENED_METRIC = "CircuitBreakerOpened"  # the CloudWatch metric an opening publishes (models.alarm_evaluation)
+
 
 class State(Enum):
     """Where the breaker is."""

@@ -45,7 +45,6 @@ if TYPE_CHECKING:  # fakeredis is imported where a store is made: importing this
     import fakeredis
 
 NAMESPACE = "mercadofresco:breaker"
-OPENED_METRIC = "CircuitBreakerOpened"
 MAX_WRITE_ATTEMPTS = 100  # each failed attempt means another consumer's write committed
 IF_STORE_FAILS = ("raise", "allow", "deny")
 
