@@ -169,3 +169,16 @@ def test_charge_or_refuse_counts_an_unavailable_gateway_and_then_refuses(reloj):
     assert answers[:3] == ["GatewayUnavailableError"] * 3
     assert answers[3] == outage.CUSTOMER_MESSAGE and provider.calls == 3
     assert provider.ledger == []
+
+
+def test_a_write_that_never_commits_gives_up_with_a_contention_error(monkeypatch):
+    """The guard against livelock can fire: every transaction loses to another consumer's write."""
+
+    def always_loses(self, *args, **kwargs):
+        raise redis.WatchError("another consumer committed first")
+
+    monkeypatch.setattr(breaker_store, "MAX_WRITE_ATTEMPTS", 5)
+    monkeypatch.setattr(redis.client.Pipeline, "execute", always_loses)
+    one = shared(fakeredis.FakeServer(), breaker.BreakerPolicy(failure_threshold=3))
+    with pytest.raises(breaker_store.BreakerContentionError, match="5 times in a row"):
+        one.record_failure(0)

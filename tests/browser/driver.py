@@ -20,6 +20,10 @@ RUN_SECONDS = 120  # Run All of one notebook, kernel start included
 PANEL_SECONDS = 60  # one press of a panel's button
 WIDGET_ERROR = "Error displaying widget"
 
+KERNEL_IDLE = (
+    """() => document.querySelector('.jp-Notebook-ExecutionIndicator')?.getAttribute('data-status') === 'idle'"""
+)
+
 # Run All is over when the kernel is idle and no code cell waits ("[*]") — after the first one has run.
 RUN_FINISHED = """() => {
   const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].map(p => p.textContent.trim());
@@ -62,6 +66,9 @@ async def check_notebook(
     try:
         await page.goto(f"{base_url}/lab/workspaces/{workspace}/tree/{relative}?token={token}")
         await page.locator(".jp-NotebookPanel-toolbar").get_by_text("Python 3 (ipykernel)").wait_for(timeout=60_000)
+        # The kernel's name shows before the kernel answers; a Run All sent before then can be lost (seen once in
+        # CI on lab 1: every prompt left at "[ ]", the kernel idle).
+        await page.wait_for_function(KERNEL_IDLE, timeout=60_000, polling=250)
         mark("opened")
         await _menu(page, "Edit", "Clear Outputs of All Cells")
         await _menu(page, "Run", "Run All Cells")
