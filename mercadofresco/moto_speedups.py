@@ -148,9 +148,19 @@ def nothing_to_receive(sqs: Any, queue_url: str) -> bool:
     """
     if not (is_applied() and botocore_stubber.enabled) or not sqs.meta.endpoint_url.endswith(".amazonaws.com"):
         return False
-    _, account, name = urlparse(queue_url).path.split("/")
-    queue = sqs_models.sqs_backends[account][sqs.meta.region_name].queues.get(name)
+    queue = moto_queue(sqs, queue_url)
     return queue is not None and not queue.messages
+
+
+def moto_queue(sqs: Any, queue_url: str) -> Any | None:
+    """The queue object this process's moto keeps for `queue_url` (account from the URL, region from the client).
+
+    None if moto holds no such queue. For models of what SQS does not tell through its API.
+    """
+    account, name = urlparse(queue_url).path.rstrip("/").split("/")[-2:]
+    if account not in sqs_models.sqs_backends:
+        return None
+    return sqs_models.sqs_backends[account][sqs.meta.region_name].queues.get(name)
 
 
 @dataclass

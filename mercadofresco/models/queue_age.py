@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from mercadofresco import moto_speedups
 from mercadofresco.errors import MercadoFrescoError
 
 
@@ -22,12 +23,10 @@ class QueueAgeError(MercadoFrescoError, LookupError):
 
 def age_of_oldest_message(sqs: Any, queue_url: str, now: dt.datetime) -> float:
     """Seconds since the oldest message still in the queue was sent, 0 if it is empty; nothing is received."""
-    from moto.sqs.models import sqs_backends  # moto's own state, so imported only when the model runs
-
-    account, name = queue_url.rstrip("/").split("/")[-2:]
-    region = sqs.meta.region_name
-    queue = sqs_backends[account][region].queues.get(name) if account in sqs_backends else None
+    queue = moto_speedups.moto_queue(sqs, queue_url)
     if queue is None:
+        account, name = queue_url.rstrip("/").split("/")[-2:]
+        region = sqs.meta.region_name
         raise QueueAgeError(
             f"no queue {name!r} in this process's moto (account {account}, region {region}): the age model reads "
             'the in-process mock, so it works in mode "memory" only'
