@@ -19,7 +19,7 @@ prints what it will create and its list price (`billing`), refuses names your
 account already uses for something else, and deletes its resources when the
 process ends.
 
-Longer than one sitting (~350 lines) on purpose: the lesson's names, the three
+Longer than one sitting (~370 lines) on purpose: the lesson's names, the three
 modes and the resources they name stay in one place a learner can read next to
 notebook 00's diagram. What could leave has left: the queue helpers (`queues`),
 the modes' plumbing (`endpoints`), tagging and deletion (`cleanup`).

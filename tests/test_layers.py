@@ -52,3 +52,34 @@ def test_a_wrong_import_is_reported(tmp_path, module, wrong_import):
     assert result.returncode != 0
     assert "BROKEN" in result.stdout
     assert wrong_import.split()[1] in result.stdout  # the report names the module that must not be imported
+
+
+SITTING = 310  # "around 300 lines": a module longer than this says why at its top
+
+
+def _too_long_without_reason(package: Path) -> list[str]:
+    """Modules over SITTING lines whose docstring does not say why ("one sitting")."""
+    import ast
+
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        source = path.read_text()
+        if source.count("\n") <= SITTING:
+            continue
+        docstring = ast.get_docstring(ast.parse(source)) or ""
+        if "one sitting" not in docstring:
+            found.append(f"{path.relative_to(package.parent)}: {source.count(chr(10))} lines")
+    return found
+
+
+def test_long_modules_say_why():
+    assert _too_long_without_reason(ROOT / "mercadofresco") == []
+
+
+def test_a_long_module_without_a_reason_is_reported(tmp_path):
+    package = tmp_path / "mercadofresco"
+    package.mkdir()
+    (package / "short.py").write_text('"""Short."""\n')
+    (package / "long.py").write_text('"""Long, no reason."""\n' + "x = 1\n" * SITTING)
+    (package / "explained.py").write_text('"""Long: a little over one sitting on purpose."""\n' + "x = 1\n" * SITTING)
+    assert _too_long_without_reason(package) == [f"mercadofresco/long.py: {SITTING + 1} lines"]

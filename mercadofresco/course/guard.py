@@ -14,6 +14,9 @@ found fails the learner's checks closed and is named in the report.
 Learner code runs in the same process and could in principle imitate even
 this guard; what it cannot do is use one of the generic tricks above without
 being named, or reach the grader's record (another user's files).
+
+A little over one sitting (~330 lines) on purpose: a security check is read
+whole, so the clean digests, the guard cell and its verdict stay together.
 """
 
 from __future__ import annotations

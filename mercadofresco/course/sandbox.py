@@ -10,6 +10,9 @@ Everything the user started is killed by uid when the learner is done (and
 anything it still left in the shared scratch folders is removed), so nothing
 reaches the next learner or a later run. Without root none of that is
 possible: the kernel runs as the grader's own user, and the report says so.
+
+A little over one sitting (~330 lines) on purpose: what a learner's kernel can
+reach is decided here and only here, so an auditor reads one file.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ Models, named as such: `EmailProvider` (AWS has none), the direct invocation
 (moto runs no Lambda), and the Lambda poller of `models.lambda_poller`.
 EventBridge, SQS and DynamoDB are moto's.
 
-A little over one sitting (~320 lines): the three problems share one flow and its models.
+A little over one sitting (~320 lines) on purpose: the three problems share one flow and its models.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ jobs: watch the backlog (pending rows, age of the oldest) and delete rows publis
 more than 7 days ago. Times are passed in (`now`), never read from the server, so the
 virtual clock drives them.
 
-A little over one sitting (~340 lines): the schema, the transaction, the publisher and
+A little over one sitting (~360 lines): the schema, the transaction, the publisher and
 the two operating jobs are one pattern a team copies whole; the experiments live in
 `lessons/outbox_*`.
 """
