@@ -83,3 +83,22 @@ def test_a_long_module_without_a_reason_is_reported(tmp_path):
     (package / "long.py").write_text('"""Long, no reason."""\n' + "x = 1\n" * SITTING)
     (package / "explained.py").write_text('"""Long: a little over one sitting on purpose."""\n' + "x = 1\n" * SITTING)
     assert _too_long_without_reason(package) == [f"mercadofresco/long.py: {SITTING + 1} lines"]
+
+
+@pytest.mark.parametrize(
+    ("module", "line"),
+    [
+        ("newbase.py", "X = 1"),  # a new top-level module nobody placed in a layer
+        ("experiments/__init__.py", ""),  # a new folder nobody placed in a layer
+        ("sims/_wrong.py", "import boto3"),  # a simulation reaching for AWS
+        ("course/_wrong.py", "from mercadofresco.patterns import retry"),  # the grader importing the shop
+    ],
+)
+def test_an_unplaced_module_or_a_crossed_rule_is_reported(tmp_path, module, line):
+    shutil.copytree(ROOT / "mercadofresco", tmp_path / "mercadofresco", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    target = tmp_path / "mercadofresco" / module
+    target.parent.mkdir(exist_ok=True)
+    target.write_text(f"{line}\n")
+    result = _lint_imports(tmp_path)
+    assert result.returncode != 0, result.stdout
