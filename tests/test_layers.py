@@ -102,3 +102,48 @@ def test_an_unplaced_module_or_a_crossed_rule_is_reported(tmp_path, module, line
     target.write_text(f"{line}\n")
     result = _lint_imports(tmp_path)
     assert result.returncode != 0, result.stdout
+
+
+def _readme_table(readme: str) -> dict[str, set[str]]:
+    """The README's module table as {folder: modules}; the top level is ''."""
+    table: dict[str, set[str]] = {}
+    folder = None
+    for line in readme.splitlines():
+        if line.startswith("| module | lesson |"):
+            folder = ""
+            continue
+        if folder is None or not line.startswith("|"):
+            if folder is not None and table:
+                break
+            continue
+        first = line.split("|")[1].strip()
+        if first.startswith("**"):
+            folder = "" if "top level" in first else first.strip("*`/")
+            continue
+        for name in first.split(","):
+            name = name.strip().strip("`")
+            if name and set(name) != {"-"}:
+                table.setdefault(folder, set()).add(name)
+    return table
+
+
+def _package_modules(package: Path) -> dict[str, set[str]]:
+    modules: dict[str, set[str]] = {}
+    for path in package.rglob("*.py"):
+        if path.name == "__init__.py" or path.name.startswith("_"):
+            continue
+        folder = "" if path.parent == package else path.parent.name
+        modules.setdefault(folder, set()).add(path.stem)
+    return modules
+
+
+def test_the_readme_lists_every_module_in_its_folder():
+    readme = _readme_table((ROOT / "README.md").read_text())
+    assert readme == _package_modules(ROOT / "mercadofresco")
+
+
+def test_a_module_missing_from_the_readme_is_seen():
+    readme = (ROOT / "README.md").read_text()
+    without_realtime = "\n".join(line for line in readme.splitlines() if not line.startswith("| `realtime` |"))
+    assert "realtime" not in _readme_table(without_realtime)[""]
+    assert _readme_table(without_realtime) != _package_modules(ROOT / "mercadofresco")
