@@ -6,14 +6,23 @@ class MercadoFrescoError(Exception):
 
 
 def check_range(
-    name: str, value: float, low: float, high: float, error: type[ValueError] = ValueError, why: str = ""
+    name: str,
+    value: float,
+    low: float,
+    high: float,
+    error: type[ValueError] = ValueError,
+    why: str = "",
+    low_excluded: bool = False,
 ) -> None:
     """Raise `error` naming the setting and its allowed range unless low <= value <= high.
 
     `why` says where the range comes from ("Lambda's range"); it goes in brackets after the range.
+    `low_excluded` makes the range open at its low end (low < value), for settings that cannot be 0.
     """
-    if not low <= value <= high:
-        reason = f" ({why})" if why else ""
+    above_low = low < value if low_excluded else low <= value
+    if not (above_low and value <= high):
+        notes = ([f"exclusive of {_number(low)}"] if low_excluded else []) + ([why] if why else [])
+        reason = f" ({'; '.join(notes)})" if notes else ""
         raise error(f"{name} must be between {_number(low)} and {_number(high)}{reason}; got {_number(value)}")
 
 

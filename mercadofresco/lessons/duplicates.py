@@ -264,8 +264,7 @@ def failure_kinds(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]]:
 
 def same_order_later(mf: world.World, reloj: VirtualClock, ttl_hours: float, hours_later: float) -> dict[str, Any]:
     """The order is charged; `hours_later` the same message comes back (a DLQ redrive, a replay). Charged again?"""
-    if not 0 < ttl_hours <= 24 * 14:
-        raise ValueError(f"ttl_hours must be between 0 and 336 (14 days), excluding 0; got {ttl_hours}")
+    check_range("ttl_hours", ttl_hours, 0, 24 * 14, why="14 days", low_excluded=True)
     check_range("hours_later", hours_later, 0, 24 * 14)
     empty_table(mf)
     provider = gateway.PaymentGateway(reloj)

@@ -17,8 +17,7 @@ MAX_WAIT_SECONDS = 3_600.0
 
 # -- backoff strategies -----------------------------------------------------------
 def _check_base_cap(base: float, cap: float) -> None:
-    if not 0 < base <= MAX_WAIT_SECONDS:
-        raise ValueError(f"base must be between 0 and {MAX_WAIT_SECONDS:g} seconds (exclusive of 0); got {base}")
+    check_range("base", base, 0, MAX_WAIT_SECONDS, why="seconds", low_excluded=True)
     check_range("cap", cap, base, MAX_WAIT_SECONDS, why="seconds; at least base")
 
 

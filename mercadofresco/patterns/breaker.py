@@ -59,11 +59,10 @@ class BreakerPolicy:
 
     def __post_init__(self) -> None:
         check_range("failure_threshold", self.failure_threshold, 1, 10_000)
-        if not 0 < self.open_seconds <= 86_400:
-            raise ValueError(f"open_seconds must be between 0 and 86400 (exclusive of 0); got {self.open_seconds}")
+        check_range("open_seconds", self.open_seconds, 0, 86_400, low_excluded=True)
         check_range("half_open_max_calls", self.half_open_max_calls, 1, 1_000)
-        if self.failure_rate is not None and not 0 < self.failure_rate <= 1:
-            raise ValueError(f"failure_rate must be between 0 and 1 (exclusive of 0), or None; got {self.failure_rate}")
+        if self.failure_rate is not None:
+            check_range("failure_rate", self.failure_rate, 0, 1, why="or None: no rate", low_excluded=True)
         check_range("window_calls", self.window_calls, 1, 10_000)
 
 

@@ -162,8 +162,7 @@ class RetryBudget:
     """
 
     def __init__(self, ratio: float = 0.1, max_tokens: float = 10.0) -> None:
-        if not 0 < ratio <= 1:
-            raise ValueError(f"ratio must be between 0 and 1 (exclusive of 0); got {ratio}")
+        check_range("ratio", ratio, 0, 1, low_excluded=True)
         check_range("max_tokens", max_tokens, 1, 100_000)
         self.ratio = ratio
         self.max_tokens = max_tokens

@@ -61,10 +61,7 @@ class StormConfig:
     backoff_cap_seconds: float = 5.0
 
     def __post_init__(self) -> None:
-        if not 0 < self.orders_per_second <= 50:
-            raise ValueError(
-                f"orders_per_second must be between 0 and 50 (exclusive of 0); got {self.orders_per_second}"
-            )
+        check_range("orders_per_second", self.orders_per_second, 0, 50, low_excluded=True)
         check_range("horizon_seconds", self.horizon_seconds, 60, 3600)
         check_range("max_pollers", self.max_pollers, 1, 1000)
         check_range("start_pollers", self.start_pollers, 1, self.max_pollers, why="at most max_pollers")
