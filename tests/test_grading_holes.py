@@ -78,6 +78,22 @@ for child in children:
 DETACHED = """import subprocess, sys
 subprocess.Popen([sys.executable, "-c", "import select; select.select([], [], [])"], start_new_session=True)"""
 PATCHER = "import builtins\nbuiltins.sorted = lambda *args, **kwargs: []"
+COMPILER = """import ast
+shell = get_ipython()
+parse = shell.compile.ast_parse
+def quiet(source, filename="<unknown>", symbol="exec"):  # every assert of the cells after this one disappears
+    tree = parse(source, filename, symbol)
+    tree.body = [node for node in tree.body if not isinstance(node, ast.Assert)]
+    return tree
+shell.compile.ast_parse = quiet"""
+SPINNERS = """import subprocess, time
+spinners = [subprocess.Popen(["/bin/sh", "-c", "while :; do :; done"], start_new_session=True) for _ in range(6)]
+time.sleep(25)  # under the cell timeout: the kernel waits while its spinners take the machine's CPUs"""
+SHOUTER = 'raise RuntimeError("\\x1b[2K\\x1b[1A" + "y" * 200_000)  # escape codes, and a reason far too long'
+SYSV_KEY = 0x4D46  # a System V shared memory key: the segment would outlive every process without an IPC namespace
+SYSV = f"""import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+assert libc.shmget({SYSV_KEY}, 4096, 0o1666) >= 0, ctypes.get_errno()"""
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +120,11 @@ def hostile(tmp_path_factory):
     _learner(folder, "nico_showtraceback", "x = 0", "get_ipython().showtraceback = lambda *args, **kwargs: None")
     _learner(folder, "mira_scratch", "x = 1", "open('/tmp/mercadofresco-left-by-mira', 'w').write('x')")
     _learner(folder, "lia_network", "x = 1", "import socket\nsocket.create_connection(('192.0.2.1', 80), timeout=5)")
+    _learner(folder, "olga_compiler", "x = 0", COMPILER)
+    (folder / "pau_link.ipynb").symlink_to(solutions / labs.lab_file("lab1"))  # the instructor's own solution
+    _learner(folder, "quim_shouter", "x = 1", SHOUTER)
+    _learner(folder, "sara_spinners", "x = 1", SPINNERS)
+    _learner(folder, "tere_sysv", "x = 1", SYSV)
     _learner(folder, "zoe_ok_after_them", "x = 1")
     protected = {path: _digest(path) for path in (ROOT / "solutions", ROOT / "mercadofresco", solutions)}
     limits = nbrun.Limits(cell_timeout_seconds=30, memory_mb=1536)
@@ -131,6 +152,7 @@ def test_correct_notebooks_score_full_marks_whatever_their_file_name(hostile):
         ("carla_transformer", "the grader's integrity check did not run as sent"),
         ("kim_patcher", "builtins.sorted was replaced"),
         ("nico_showtraceback", "the shell's showtraceback was replaced"),
+        ("olga_compiler", "the compiler's ast_parse was replaced"),
     ],
 )
 def test_tampering_with_the_kernel_scores_nothing_and_is_named(hostile, learner, named):
@@ -227,3 +249,30 @@ def test_the_report_json_has_totals_notes_and_tampering(hostile):
     data = json.loads((hostile[1] / "report.json").read_text())
     carla = next(row for row in data["learners"] if row["learner"] == "carla_transformer")
     assert carla["score"] == 0 and carla["tampering"]
+
+
+def test_a_link_to_the_solution_is_not_graded(hostile):
+    report = hostile[0]["pau_link"]
+    assert report.score == 0
+    assert any("is a link to" in note and "only regular files are graded" in note for note in report.notes)
+
+
+def test_a_reason_is_one_short_printable_line(hostile):
+    graded, out, *_ = hostile
+    note = next(note for note in graded["quim_shouter"].notes if "RuntimeError" in note)
+    assert len(note) < 300 and "\x1b" not in note and note.endswith("…")
+    assert "\x1b" not in (out / "feedback" / "quim_shouter.md").read_text()
+    assert "\x1b" not in reports.summary_table(list(graded.values()))
+
+
+def test_spinning_processes_are_killed_before_they_starve_the_learner_graded_beside(hostile):
+    graded, *_ = hostile
+    assert any("CPUs busy" in note for note in graded["sara_spinners"].notes), graded["sara_spinners"].notes
+    assert graded["zoe_ok_after_them"].score == 2 and graded["tere_sysv"].score == 2
+
+
+def test_system_v_shared_memory_does_not_outlive_the_learner(hostile):
+    import ctypes
+
+    assert hostile[0]["tere_sysv"].score == 2  # the segment was made, inside the learner's own IPC namespace
+    assert ctypes.CDLL(None).shmget(SYSV_KEY, 0, 0) == -1  # and is gone with it

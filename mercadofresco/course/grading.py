@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import re
 import sys
 import tempfile
@@ -196,6 +197,10 @@ class Setting:
 def grade_notebook(path: Path, setting: Setting) -> LearnerReport:
     """Grade one learner notebook; a notebook that cannot even be read fails every check."""
     specs = labs.check_specs(setting.solution)
+    if path.is_symlink() or not path.is_file():  # a link may point at solutions/ on the instructor's disk
+        what = f"a link to {os.readlink(path)}" if path.is_symlink() else "not a file"
+        checks = [CheckResult(s.check, False, s.points, "not run: not a regular file", s.hint) for s in specs]
+        return LearnerReport(path.stem, checks, [f"{path.name} is {what}: only regular files are graded"])
     try:
         learner = nbformat.read(path, as_version=4)
     except Exception as exc:  # not a notebook at all: every check fails, grading goes on

@@ -43,6 +43,10 @@ REFERENCE_MODULES = (
     "boto3.session",
     "IPython.core.interactiveshell",
     "IPython.core.inputtransformer2",
+    "IPython.core.compilerop",
+    "ipykernel.compiler",
+    "codeop",
+    "ast",
     "ipykernel.ipkernel",
     "ipykernel.kernelbase",
     "ipykernel.zmqshell",
@@ -214,6 +218,21 @@ def _mf_guard(nonce, reference, deep):
         found.append("token transformers changed")
     if ip.input_transformers_post or ip.ast_transformers:
         found.append("input_transformers_post or ast_transformers registered")
+    if type(ip.compile).__module__ != "ipykernel.compiler" or type(ip.compile).__name__ != "XCachingCompiler":
+        found.append("the shell's compiler was replaced")
+    machinery = {
+        "compiler": ip.compile,
+        "input transformer manager": ip.input_transformer_manager,
+        "display hook": ip.displayhook,
+        "display publisher": ip.display_pub,
+        "event manager": ip.events,
+        "builtin trap": ip.builtin_trap,
+        "session": ip.kernel.session,
+    }
+    for label, part in machinery.items():  # a method replaced on the object itself (compile.ast_parse = ...)
+        for name, value in list(vars(part).items()):
+            if callable(value) and not isinstance(value, type) and callable(getattr(type(part), name, None)):
+                found.append(f"the {label}'s {name} was replaced")
     for name, expected in reference["shell"].items():
         if name.startswith("<"):
             continue

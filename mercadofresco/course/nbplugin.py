@@ -34,6 +34,8 @@ PLAN_ENV = "MERCADOFRESCO_GRADING_PLAN"
 POLL_SECONDS = 0.2
 KERNEL_DIED = "Kernel died while running the cell (os._exit, a crash, or killed by the grader's limits)"
 STDOUT_KEPT = 4_000  # characters of a learner cell's stdout kept in the record
+REASON_CHARS = 200  # a reason is one short line
+LEARNER_TEXT_IN_CHECK = 120  # of the learner's own exception text, when a hidden check fails with it
 # A cell that failed like this leaves a kernel nobody should trust: the run stops (grading.STOPPING_REASONS too).
 STOPPING_REASONS = ("Timeout of", "Kernel dead", "Kernel died", "MemoryError", "Failed to interrupt")
 
@@ -174,19 +176,33 @@ def pytest_runtest_call(item: pytest.Item):
 
 
 def _reason(item: Any, call: pytest.CallInfo) -> str:
-    """One line that says why the cell failed, without the cell's source."""
+    """One short line that says why the cell failed, without the cell's source.
+
+    The text of an exception is the learner's to choose: it is cut short, and in a hidden check
+    shorter still unless the grader's own `expect` raised it, so it cannot carry the check's code
+    out through the feedback; control characters (a terminal's escape codes) are dropped.
+    """
     if call.excinfo is None:
         return ""
     for output in getattr(item, "test_outputs", None) or []:
         if output.get("output_type") == "error":
+            ename = _printable(str(output.get("ename", "Error")), 60)
             evalue = str(output.get("evalue", "")).strip().splitlines()
-            if output.get("ename") == "KeyboardInterrupt":
-                return f"{str(call.excinfo.value).strip().splitlines()[0]} (interrupted)"
-            if output.get("ename") == "MemoryError":
+            first = evalue[0] if evalue else ""
+            if ename == "KeyboardInterrupt":
+                return _printable(f"{str(call.excinfo.value).strip().splitlines()[0]} (interrupted)", REASON_CHARS)
+            if ename == "MemoryError" and not first:  # Python's own (a raised look-alike carries a message)
                 return "MemoryError: the cell ran out of memory (the grader's memory limit)"
-            return f"{output.get('ename', 'Error')}: {evalue[0] if evalue else ''}".rstrip(": ")
+            learner_text = LEARNER_TEXT_IN_CHECK if _role(item)["role"] == "check" and ename != "CheckFailed" else None
+            return f"{ename}: {_printable(first, learner_text or REASON_CHARS)}".rstrip(": ")
     message = str(call.excinfo.value).strip().splitlines()
-    return message[0] if message else call.excinfo.typename
+    return _printable(message[0], REASON_CHARS) if message else call.excinfo.typename
+
+
+def _printable(text: str, limit: int) -> str:
+    """`text` without control characters, cut to `limit` characters."""
+    text = "".join(ch if ch.isprintable() else "?" for ch in text)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _stdout(item: Any) -> str:

@@ -46,6 +46,11 @@ GRADER_ONLY_ENV = (SANDBOX_ENV, IPC_ENV, LEGACY_ENV, PLAN_ENV, "JUPYTER_PATH", "
 # Measured (benchmarks, 2026-11-30): under a 1024 MB address-space limit lab 1's solution cannot start its poller's
 # threads; labs 1 and 2 pass at 1280 MB. 1536 leaves a margin. Their resident memory peaks near 190 MB.
 MIN_MEMORY_MB = 1536
+# Learners graded side by side share the machine's CPUs: one whose processes spin (a hundred busy loops) would
+# starve the other's kernel into timeouts. A notebook's kernel uses one CPU (two with lab 3's PostgreSQL for an
+# instant); more than this many on average over the window and all the learner's processes are killed.
+CPU_SHARE = 1.6
+CPU_WINDOW_SECONDS = 3.0
 
 
 @dataclass(frozen=True)
@@ -67,6 +72,7 @@ class Run:
     rows: list[dict]
     stopped: str = ""  # why the grader killed the run: "" (it did not), a sentence otherwise
     peak_mb: float = 0.0  # the learner's processes together, at their largest
+    peak_cpus: float = 0.0  # CPUs the learner's processes used together, averaged over CPU_WINDOW_SECONDS
     left_behind: list[str] = field(default_factory=list)  # learner processes alive at the end (killed): names
     notes: list[str] = field(default_factory=list)
 
@@ -174,7 +180,7 @@ def run_notebook(
     process = subprocess.Popen(
         command, cwd=private, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
-    run, seen = Run(rows=[]), set()
+    run, seen, cpu = Run(rows=[]), set(), CpuWatch()
     while process.poll() is None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=WATCH_SECONDS)
@@ -184,6 +190,14 @@ def run_notebook(
         if used > limits.memory_mb and not run.stopped:
             run.stopped = f"the learner's processes together used {used:.0f} MB, over the {limits.memory_mb} MB limit"
             sb.kill(learner)  # the kernel dies with them; nbval sees a dead kernel and the rest fails
+        cpus = cpu.sample(time.monotonic(), sb.cpu_seconds(learner))
+        run.peak_cpus = max(run.peak_cpus, cpus)
+        if cpus > CPU_SHARE and not run.stopped:
+            run.stopped = (
+                f"the learner's processes together kept {cpus:.1f} CPUs busy for {CPU_WINDOW_SECONDS:g} s "
+                f"(at most {CPU_SHARE:g}: other learners are graded on the same machine)"
+            )
+            sb.kill(learner)
         if time.monotonic() - started > budget:
             run.stopped = run.stopped or f"the notebook ran past its total time limit ({budget:.0f} s)"
             with contextlib.suppress(ProcessLookupError):
@@ -193,6 +207,24 @@ def run_notebook(
     if record.exists():
         run.rows = [json.loads(line) for line in record.read_text().splitlines() if line.strip()]
     return run
+
+
+class CpuWatch:
+    """CPUs a set of processes keeps busy, averaged over the last CPU_WINDOW_SECONDS."""
+
+    def __init__(self) -> None:
+        self.last: dict[int, float] = {}
+        self.samples: list[tuple[float, float]] = []  # (when, CPU seconds used since the previous sample)
+
+    def sample(self, now: float, used: dict[int, float]) -> float:
+        """Record the processes' CPU times at `now`; the average CPUs busy over the window (0 until it is full)."""
+        first = not self.samples and not self.last
+        spent = 0.0 if first else sum(total - self.last.get(pid, 0.0) for pid, total in used.items())
+        self.last = used
+        self.samples = [(when, s) for when, s in self.samples if now - when < CPU_WINDOW_SECONDS] + [(now, spent)]
+        if now - self.samples[0][0] < CPU_WINDOW_SECONDS - 2 * WATCH_SECONDS:
+            return 0.0
+        return sum(s for _, s in self.samples[1:]) / (now - self.samples[0][0])
 
 
 def _clean_up(box: sb.Sandbox, seen: set[int]) -> list[str]:

@@ -31,13 +31,21 @@ class Progress:
         self.done += 1
         filled = self.width * self.done // max(self.total, 1)
         bar = "#" * filled + "." * (self.width - filled)
-        self.stream.write(f"\rgrading [{bar}] {self.done}/{self.total}  {learner[:30]}: {score}/{max_score}\x1b[K")
+        self.stream.write(
+            f"\rgrading [{bar}] {self.done}/{self.total}  {shown(learner, 30)}: {score}/{max_score}\x1b[K"
+        )
         self.stream.flush()
 
     def finish(self) -> None:
         if self.total:
             self.stream.write("\n")
             self.stream.flush()
+
+
+def shown(text: str, limit: int = 40) -> str:
+    """`text` as the terminal may show it: control characters (escape codes) dropped, cut to `limit` characters."""
+    text = "".join(ch if ch.isprintable() else "?" for ch in str(text))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def spreadsheet_safe(value: Any) -> Any:
@@ -62,21 +70,22 @@ def summary_table(reports: list) -> str:
     if not reports:
         return "(no notebooks to grade)"
     checks = [result.check for result in reports[0].checks]
-    width = max(len("learner"), *(len(report.learner) for report in reports))
+    names = {id(report): shown(report.learner) for report in reports}  # file names are the learners' to choose
+    width = max(len("learner"), *(len(name) for name in names.values()))
     header = f"{'learner':{width}}  score  " + " ".join(f"{i + 1:>2}" for i in range(len(checks)))
     lines = [header, "-" * len(header)]
     for report in reports:
         marks = " ".join(f"{'ok' if r.passed else '--':>2}" for r in report.checks)
-        lines.append(f"{report.learner:{width}}  {report.score:>2}/{report.max_score:<2}  {marks}")
+        lines.append(f"{names[id(report)]:{width}}  {report.score:>2}/{report.max_score:<2}  {marks}")
     lines += ["", "checks: " + ", ".join(f"{i + 1} {name}" for i, name in enumerate(checks))]
     for report in reports:
-        lines += ["", f"{report.learner}: {report.score}/{report.max_score}"]
-        lines += [f"  note: {note}" for note in report.notes[:NOTES_ON_SCREEN]]
+        lines += ["", f"{names[id(report)]}: {report.score}/{report.max_score}"]
+        lines += [f"  note: {shown(note, 300)}" for note in report.notes[:NOTES_ON_SCREEN]]
         if len(report.notes) > NOTES_ON_SCREEN:
             lines.append(f"  note: … and {len(report.notes) - NOTES_ON_SCREEN} more in report.json")
         for result in report.checks:
             if not result.passed:
-                lines.append(f"  FAILED {result.check}: {result.reason}")
+                lines.append(f"  FAILED {result.check}: {shown(result.reason, 300)}")
                 lines.append(f"         hint: {result.hint}")
     return "\n".join(lines)
 

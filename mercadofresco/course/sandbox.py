@@ -39,9 +39,10 @@ MAX_SLOTS = 64  # learner users on one machine, across every grading running at 
 LOCK_DIR = Path("/run/mercadofresco-grading")  # who holds which learner user, for every grading on the machine
 SCRATCH_DIRS = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run/lock"))
 # Linux constants (linux/sched.h, linux/mount.h, linux/prctl.h)
-CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
+CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWIPC = 0x00020000, 0x40000000, 0x08000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 4096, 16384, 1 << 18
 PR_SET_NO_NEW_PRIVS = 38
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class SandboxError(OSError):
@@ -155,7 +156,8 @@ def enter(sandbox: Sandbox) -> None:
     """Set this process apart: namespaces and hidden paths (as root), limits, then the learner's user."""
     libc = _libc()
     if sandbox.user is not None:
-        _call(libc.unshare(CLONE_NEWNS | (0 if sandbox.network else CLONE_NEWNET)), "unshare")
+        # System V shared memory and semaphores of its own too: they would otherwise outlive every process
+        _call(libc.unshare(CLONE_NEWNS | CLONE_NEWIPC | (0 if sandbox.network else CLONE_NEWNET)), "unshare")
         _call(libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "make / private")
         for path in sandbox.hidden:
             if os.path.isdir(path):
@@ -289,6 +291,16 @@ def resident_mb(pids: list[int]) -> float:
         rss = _status(pid).get("VmRSS", "0 kB").split()[0]
         total_kb += int(rss) if rss.isdigit() else 0
     return total_kb / 1024
+
+
+def cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """CPU time (user + system) each of `pids` has used so far, in seconds."""
+    used = {}
+    for pid in pids:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            used[pid] = (int(fields[11]) + int(fields[12])) / TICKS
+    return used
 
 
 def kill(pids: list[int]) -> None:
