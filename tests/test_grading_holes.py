@@ -90,6 +90,10 @@ SPINNERS = """import subprocess, time
 spinners = [subprocess.Popen(["/bin/sh", "-c", "while :; do :; done"], start_new_session=True) for _ in range(6)]
 time.sleep(25)  # under the cell timeout: the kernel waits while its spinners take the machine's CPUs"""
 SHOUTER = 'raise RuntimeError("\\x1b[2K\\x1b[1A" + "y" * 200_000)  # escape codes, and a reason far too long'
+DEEP = """import os
+for _ in range(3000):  # shutil.rmtree recurses: removing this working copy once stopped the whole grading
+    os.mkdir("d")
+    os.chdir("d")"""
 SYSV_KEY = 0x4D46  # a System V shared memory key: the segment would outlive every process without an IPC namespace
 SYSV = f"""import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
@@ -125,11 +129,22 @@ def hostile(tmp_path_factory):
     _learner(folder, "quim_shouter", "x = 1", SHOUTER)
     _learner(folder, "sara_spinners", "x = 1", SPINNERS)
     _learner(folder, "tere_sysv", "x = 1", SYSV)
+    _learner(folder, "uma_invalid", "x = 1")
+    broken = json.loads((folder / "uma_invalid.ipynb").read_text())
+    broken["cells"][0]["metadata"] = {"tags": 5}  # valid JSON, not a valid notebook: the grader once died on it
+    (folder / "uma_invalid.ipynb").write_text(json.dumps(broken))
+    _learner(folder, "vic_deep", "x = 1", DEEP)
+    borrowed = nbrun.CACHE_DIR / "last-years-submission.ipynb"  # a file outside the repository's secret folders
+    borrowed.write_text("x = 1")
+    _learner(folder, "wen_borrower", f"exec(open({str(borrowed)!r}).read())", f"open({str(ROOT / 'README.md')!r})")
     _learner(folder, "zoe_ok_after_them", "x = 1")
     protected = {path: _digest(path) for path in (ROOT / "solutions", ROOT / "mercadofresco", solutions)}
     limits = nbrun.Limits(cell_timeout_seconds=30, memory_mb=1536)
     started = time.perf_counter()
-    graded = grading.grade(folder, "lab1", limits, solutions_dir=solutions, jobs=2)
+    try:
+        graded = grading.grade(folder, "lab1", limits, solutions_dir=solutions, jobs=2)
+    finally:
+        borrowed.unlink()
     seconds = time.perf_counter() - started
     out = base / "report"
     reports.write_all(graded, "lab1", out)
@@ -276,3 +291,33 @@ def test_system_v_shared_memory_does_not_outlive_the_learner(hostile):
 
     assert hostile[0]["tere_sysv"].score == 2  # the segment was made, inside the learner's own IPC namespace
     assert ctypes.CDLL(None).shmget(SYSV_KEY, 0, 0) == -1  # and is gone with it
+
+
+def test_an_invalid_notebook_and_a_deep_working_copy_stop_nobody(hostile):
+    graded, *_ = hostile
+    assert graded["uma_invalid"].score == 0
+    assert any("could not read uma_invalid.ipynb" in note for note in graded["uma_invalid"].notes)
+    assert graded["vic_deep"].score == 2
+    assert graded["zoe_ok_after_them"].score == 2
+    assert not any(nbrun.CACHE_DIR.joinpath("runs").glob("g-*/l-*"))  # every working copy is gone
+
+
+def test_feedback_tells_the_learner_the_kind_of_error_not_its_text():
+    assert reports.feedback_reason("AssertionError: 3 charges for {'PED': 3}") == (
+        "AssertionError (the instructor's report has the details)"
+    )
+    assert reports.feedback_reason("not run: grading stopped at your code cell 2").startswith("not run")
+
+
+def test_extra_cells_add_nothing_to_the_time_budget():
+    limits = nbrun.Limits(cell_timeout_seconds=20)
+    lab = {"cells": [{"role": "learner"}] * 15 + [{"role": "check"}] * 5, "lab_cells": 15}
+    padded = lab | {"cells": [{"role": "learner"}] * 2_000 + [{"role": "check"}] * 5}
+    assert nbrun.time_budget(lab, limits) == nbrun.STARTUP_SECONDS + 20 * 30
+    assert nbrun.time_budget(padded, limits) == nbrun.STARTUP_SECONDS + (15 + 10 + 5) * 30
+
+
+def test_the_kernel_sees_only_the_interpreter_the_package_and_its_working_copy(hostile):
+    report = hostile[0]["wen_borrower"]
+    assert report.score == 0  # another notebook on the instructor's disk, out of reach
+    assert sum("FileNotFoundError" in note for note in report.notes) == 2, report.notes  # and the README too

@@ -25,7 +25,7 @@ import os
 import re
 import sys
 import tempfile
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,7 +35,8 @@ from nbformat import NotebookNode
 from mercadofresco.course import guard, labs, legacy, nbrun, reports
 from mercadofresco.course import sandbox as sb
 
-STOPPING_REASONS = ("Timeout of", "Kernel dead", "Kernel died", "MemoryError", "Failed to interrupt")  # as nbplugin
+# As nbplugin's: nbval's and the grader's own words, never a learner's (an exception merely named MemoryError).
+STOPPING_REASONS = ("Timeout of", "Kernel dead", "Kernel died", "Failed to interrupt", "the grader's memory limit")
 # What in a learner's own code deserves the instructor's eyes (named in the report, never scored by itself).
 SUSPICIOUS = {
     r"get_ipython|\bIPython\b|ipykernel": "reaches the IPython shell or kernel",
@@ -203,10 +204,12 @@ def grade_notebook(path: Path, setting: Setting) -> LearnerReport:
         return LearnerReport(path.stem, checks, [f"{path.name} is {what}: only regular files are graded"])
     try:
         learner = nbformat.read(path, as_version=4)
+        nbformat.validate(learner)  # a cell whose tags or source are not what the format says would fail later
+        graded, plan = assemble(learner, setting.solution)
     except Exception as exc:  # not a notebook at all: every check fails, grading goes on
         checks = [CheckResult(s.check, False, s.points, "not run: unreadable notebook", s.hint) for s in specs]
-        return LearnerReport(path.stem, checks, [f"could not read {path.name}: {type(exc).__name__}: {exc}"])
-    graded, plan = assemble(learner, setting.solution)
+        why = reports.shown(f"{type(exc).__name__}: {exc}", 200)
+        return LearnerReport(path.stem, checks, [f"could not read {path.name}: {why}"])
     with sb.claimed_user() if setting.isolated else contextlib.nullcontext() as user:
         run = _run(graded, plan, learner, setting, user)
     report = score(run.rows, plan, specs, run)
@@ -235,7 +238,9 @@ def _run(
             network=not setting.isolated,
         )
         old_names = legacy.old_names_in("\n".join(cell.source for cell in learner.cells if cell.cell_type == "code"))
-        plan_data = {"cells": plan, "reference": setting.reference}
+        lab_cells = sum(1 for cell in setting.solution.cells if cell.cell_type == "code" and not labs.is_hidden(cell))
+        plan_data = {"cells": plan, "reference": setting.reference, "memory_mb": setting.limits.memory_mb}
+        plan_data["lab_cells"] = lab_cells
         run = nbrun.run_notebook(target, setting.limits, plan_data, box, private, legacy_names=old_names)
     finally:
         nbrun.remove(private)
@@ -275,10 +280,24 @@ def grade(
         with ThreadPoolExecutor(jobs) as pool:
             futures = {pool.submit(grade_notebook, path, setting): path for path in paths}
             for future in as_completed(futures):
-                results[futures[future]] = report = future.result()
+                results[futures[future]] = report = _result(future, futures[future], solution)
                 progress.advance(report.learner, report.score, report.max_score)
         progress.finish()
         return [results[path] for path in paths]
+
+
+def _result(future: Future, path: Path, solution: NotebookNode) -> LearnerReport:
+    """The learner's report; if grading that one notebook failed in the grader itself, a report that says so."""
+    try:
+        return future.result()
+    except Exception as exc:  # one notebook must never stop the grading of the others
+        specs = labs.check_specs(solution)
+        checks = [
+            CheckResult(s.check, False, s.points, "not run: the grader failed on this notebook", s.hint) for s in specs
+        ]
+        why = reports.shown(f"{type(exc).__name__}: {exc}", 200)
+        note = f"the grader failed on this notebook ({why}): grade it by hand"
+        return LearnerReport(path.stem, checks, [note])
 
 
 def _hideable(path: Path) -> bool:

@@ -37,7 +37,9 @@ STDOUT_KEPT = 4_000  # characters of a learner cell's stdout kept in the record
 REASON_CHARS = 200  # a reason is one short line
 LEARNER_TEXT_IN_CHECK = 120  # of the learner's own exception text, when a hidden check fails with it
 # A cell that failed like this leaves a kernel nobody should trust: the run stops (grading.STOPPING_REASONS too).
-STOPPING_REASONS = ("Timeout of", "Kernel dead", "Kernel died", "MemoryError", "Failed to interrupt")
+OUT_OF_MEMORY = "the cell ran out of memory (the grader's memory limit)"
+# nbval's and the grader's own words, never the learner's: an exception merely named MemoryError stops nothing.
+STOPPING_REASONS = ("Timeout of", "Kernel dead", "Kernel died", "Failed to interrupt", OUT_OF_MEMORY)
 
 
 def _stops(reason: str) -> bool:
@@ -191,17 +193,32 @@ def _reason(item: Any, call: pytest.CallInfo) -> str:
             first = evalue[0] if evalue else ""
             if ename == "KeyboardInterrupt":
                 return _printable(f"{str(call.excinfo.value).strip().splitlines()[0]} (interrupted)", REASON_CHARS)
-            if ename == "MemoryError" and not first:  # Python's own (a raised look-alike carries a message)
-                return "MemoryError: the cell ran out of memory (the grader's memory limit)"
-            learner_text = LEARNER_TEXT_IN_CHECK if _role(item)["role"] == "check" and ename != "CheckFailed" else None
-            return f"{ename}: {_printable(first, learner_text or REASON_CHARS)}".rstrip(": ")
+            if ename == "MemoryError" and _near_memory_limit(item):  # seen by the grader, not claimed by the cell
+                return f"MemoryError: {OUT_OF_MEMORY}"
+            limit = LEARNER_TEXT_IN_CHECK if _role(item)["role"] == "check" else REASON_CHARS
+            return f"{ename}: {_printable(first, limit)}".rstrip(": ")
     message = str(call.excinfo.value).strip().splitlines()
     return _printable(message[0], REASON_CHARS) if message else call.excinfo.typename
 
 
+def _near_memory_limit(item: Any) -> bool:
+    """True if the kernel's address space has reached 90 % of the grader's per-process limit."""
+    limit_mb = item.config.mf_plan.get("memory_mb")
+    kernel = getattr(item.parent, "kernel", None)
+    pid = getattr(getattr(getattr(kernel, "km", None), "provisioner", None), "pid", None)
+    if not limit_mb or not pid:
+        return False
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    peak_kb = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmPeak:")), 0)
+    return peak_kb / 1024 >= 0.9 * limit_mb
+
+
 def _printable(text: str, limit: int) -> str:
     """`text` without control characters, cut to `limit` characters."""
-    text = "".join(ch if ch.isprintable() else "?" for ch in text)
+    text = "".join(ch if ch.isprintable() else " " if ch in "\n\r\t" else "?" for ch in text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -49,6 +49,7 @@ MIN_MEMORY_MB = 1536
 # Learners graded side by side share the machine's CPUs: one whose processes spin (a hundred busy loops) would
 # starve the other's kernel into timeouts. A notebook's kernel uses one CPU (two with lab 3's PostgreSQL for an
 # instant); more than this many on average over the window and all the learner's processes are killed.
+EXTRA_LEARNER_CELLS = 10  # cells a learner may add to the lab's and still have them in the time budget
 CPU_SHARE = 1.6
 CPU_WINDOW_SECONDS = 3.0
 
@@ -173,8 +174,7 @@ def run_notebook(
         f"--nbval-cell-timeout={limits.cell_timeout_seconds:g}",
         str(notebook),
     ]
-    cells = len(plan["cells"])
-    budget = STARTUP_SECONDS + cells * (limits.cell_timeout_seconds + 10)
+    budget = time_budget(plan, limits)
     env = _environment(jupyter_path, private, box_path, ipc, set(legacy_names))
     started = time.monotonic()
     process = subprocess.Popen(
@@ -227,6 +227,17 @@ class CpuWatch:
         return sum(s for _, s in self.samples[1:]) / (now - self.samples[0][0])
 
 
+def time_budget(plan: dict, limits: Limits) -> float:
+    """Seconds the whole notebook may take: the kernel's start, then each cell's timeout and a margin.
+
+    The learner chooses how many cells there are: beyond the lab's own cells (and a few of their own) they
+    add nothing, or 2,000 sleeping cells would hold a grading slot for a day.
+    """
+    grader_cells = sum(1 for role in plan["cells"] if role["role"] != "learner")
+    learner_cells = min(len(plan["cells"]) - grader_cells, plan.get("lab_cells", 50) + EXTRA_LEARNER_CELLS)
+    return STARTUP_SECONDS + (grader_cells + learner_cells) * (limits.cell_timeout_seconds + 10)
+
+
 def _clean_up(box: sb.Sandbox, seen: set[int]) -> list[str]:
     """Kill whatever the learner left running; remove what its user left in the scratch folders."""
     if box.user is not None:
@@ -264,7 +275,11 @@ def prepare_workdir(base: Path, box_user: tuple[str, int, int] | None, fonts: Pa
 
 
 def remove(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)
+    """Remove a working copy, whatever the learner left (shutil.rmtree recurses: 3,000 nested folders break it)."""
+    try:
+        shutil.rmtree(path, ignore_errors=True)
+    except RecursionError:
+        subprocess.run(["rm", "-rf", "--one-file-system", str(path)], check=False, capture_output=True)
 
 
 def main(argv: list[str] | None = None) -> int:

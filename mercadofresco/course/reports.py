@@ -44,7 +44,7 @@ class Progress:
 
 def shown(text: str, limit: int = 40) -> str:
     """`text` as the terminal may show it: control characters (escape codes) dropped, cut to `limit` characters."""
-    text = "".join(ch if ch.isprintable() else "?" for ch in str(text))
+    text = "".join(ch if ch.isprintable() else " " if ch in "\n\r\t" else "?" for ch in str(text))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -90,6 +90,21 @@ def summary_table(reports: list) -> str:
     return "\n".join(lines)
 
 
+GRADER_WORDS = ("not run", "not trusted", "the check did not finish", "the grader could not confirm")
+
+
+def feedback_reason(reason: str) -> str:
+    """What the learner is told of a failed hidden check: the grader's own words, or the kind of error only.
+
+    The text of an error raised while a hidden check ran is partly the learner's to choose (their code
+    raised it, or their values are in it): sent back whole, it could carry the check's code out.
+    """
+    if reason.startswith(GRADER_WORDS):
+        return shown(reason, 300)
+    kind = reason.split(":", 1)[0]
+    return f"{kind if kind.isidentifier() else 'an error'} (the instructor's report has the details)"
+
+
 def feedback(report: Any, lab: str) -> str:
     """One learner's feedback, in Markdown: score, each check with its reason and hint, the notes."""
     lines = [f"# {lab}: feedback for {report.learner}", "", f"**Score: {report.score}/{report.max_score}**", ""]
@@ -97,7 +112,10 @@ def feedback(report: Any, lab: str) -> str:
         if result.passed:
             lines.append(f"- passed: `{result.check}` ({result.points} point{'s' * (result.points != 1)})")
         else:
-            lines += [f"- **not passed: `{result.check}`**: {result.reason}", f"  - hint: {result.hint}"]
+            lines += [
+                f"- **not passed: `{result.check}`**: {feedback_reason(result.reason)}",
+                f"  - hint: {result.hint}",
+            ]
     if report.notes:
         lines += ["", "## Notes", "", *(f"- {note}" for note in report.notes)]
     return "\n".join(lines) + "\n"

@@ -38,6 +38,11 @@ MAX_PROCESSES = 256  # threads count too; a fork bomb stops here instead of taki
 MAX_SLOTS = 64  # learner users on one machine, across every grading running at once
 LOCK_DIR = Path("/run/mercadofresco-grading")  # who holds which learner user, for every grading on the machine
 SCRATCH_DIRS = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run/lock"))
+# The system's own top-level folders stay as they are; every other one (/home, /root, /work, /srv, /mnt, /opt…,
+# where an instructor keeps last year's submissions or another checkout) is covered, and only what the kernel
+# needs is mounted back: the interpreter, the package and the learner's working copy.
+SYSTEM_DIRS = frozenset({"bin", "boot", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "run", "sbin"})
+SYSTEM_DIRS |= {"sys", "tmp", "usr", "var"}
 # Linux constants (linux/sched.h, linux/mount.h, linux/prctl.h)
 CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWIPC = 0x00020000, 0x40000000, 0x08000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 4096, 16384, 1 << 18
@@ -165,6 +170,8 @@ def enter(sandbox: Sandbox) -> None:
                 _call(libc.mount(b"tmpfs", path.encode(), b"tmpfs", flags, b"size=4k,mode=000"), f"hide {path}")
             elif os.path.exists(path):
                 _call(libc.mount(b"/dev/null", path.encode(), None, MS_BIND, None), f"hide {path}")
+        needed = [Path(sys.base_prefix), Path(sys.prefix), Path(__file__).resolve().parents[1], Path(sandbox.workdir)]
+        _cover_the_rest(libc, needed)
         _reach_python(libc)
         # The workbook itself may live under /tmp (a clone made there, as some CI runners do): keep it reachable.
         workbook = [Path(sys.prefix), Path(sys.base_prefix), Path(__file__).parents[2], Path(sandbox.workdir)]
@@ -205,6 +212,24 @@ def _mount_back(libc: ctypes.CDLL, kept: list[tuple[Path, int]]) -> None:
     finally:
         for _, handle in kept:
             os.close(handle)
+
+
+def _cover_the_rest(libc: ctypes.CDLL, needed: list[Path]) -> None:
+    """Cover every top-level folder but the system's with an empty one; mount back the `needed` paths inside."""
+    needed = [path.resolve() for path in needed]
+    for top in sorted(Path("/").iterdir()):
+        if top.name in SYSTEM_DIRS or top.is_symlink() or not top.is_dir():
+            continue
+        inside = [path for path in needed if path == top or top in path.parents]
+        outermost = sorted({p for p in inside if not any(q != p and q in p.parents for q in inside)})
+        kept = [(path, os.open(path, os.O_RDONLY | os.O_DIRECTORY)) for path in outermost if path.is_dir()]
+        try:
+            _call(libc.mount(b"tmpfs", str(top).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=755"), f"cover {top}")
+        except BaseException:
+            for _, handle in kept:
+                os.close(handle)
+            raise
+        _mount_back(libc, kept)
 
 
 def _reach_python(libc: ctypes.CDLL) -> None:
