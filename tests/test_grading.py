@@ -376,3 +376,15 @@ def sandbox_user_prefix() -> str:
     from mercadofresco.course import sandbox
 
     return sandbox.USER_PREFIX
+
+
+def test_the_grader_keeps_at_most_output_chars_of_a_cell(monkeypatch):
+    from mercadofresco.course import nbplugin
+
+    chunk = "y" * 1_000_000
+    sent = [{"msg_type": "stream", "parent_header": {"msg_id": "m1"}, "content": {"name": "stdout", "text": chunk}}]
+    monkeypatch.setattr(nbplugin, "_NBVAL_GET_MESSAGE", lambda self, stream, timeout: json.loads(json.dumps(sent[0])))
+    kernel = type("Kernel", (), {"mf_output_chars": {}})()
+    texts = [nbplugin._get_message(kernel, "iopub")["content"]["text"] for _ in range(5)]
+    kept = [text for text in texts if text == chunk]
+    assert len(kept) == 1 and texts[1].startswith("[output cut by the grader") and texts[2:] == ["", "", ""]

@@ -321,3 +321,16 @@ def test_the_kernel_sees_only_the_interpreter_the_package_and_its_working_copy(h
     report = hostile[0]["wen_borrower"]
     assert report.score == 0  # another notebook on the instructor's disk, out of reach
     assert sum("FileNotFoundError" in note for note in report.notes) == 2, report.notes  # and the README too
+
+
+def test_files_past_the_disk_limit_stop_the_learner(tmp_path, monkeypatch):
+    monkeypatch.setattr(nbrun, "DISK_MB", 20)  # 1,024 MB in a real grading; 3 GB once went to the grader's disk
+    solutions = tmp_path / "solutions"
+    _tiny_solution(solutions)
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    writer = "import time\nfor n in range(3):\n    open(f'fill{n}', 'wb').write(bytes(10 << 20))\ntime.sleep(20)"
+    _learner(folder, "filler", "x = 1", writer)
+    (report,) = grading.grade(folder, "lab1", nbrun.Limits(cell_timeout_seconds=30), solutions_dir=solutions)
+    assert report.score == 0
+    assert any("working copy reached" in note and "over the 20 MB limit" in note for note in report.notes)

@@ -35,6 +35,8 @@ POLL_SECONDS = 0.2
 KERNEL_DIED = "Kernel died while running the cell (os._exit, a crash, or killed by the grader's limits)"
 STDOUT_KEPT = 4_000  # characters of a learner cell's stdout kept in the record
 REASON_CHARS = 200  # a reason is one short line
+OUTPUT_CHARS = 2_000_000  # of one cell's output kept by the grader; the solutions print a few thousand
+_NBVAL_GET_MESSAGE: Any = None  # nbval's own get_message, wrapped by _get_message
 LEARNER_TEXT_IN_CHECK = 120  # of the learner's own exception text, when a hidden check fails with it
 # A cell that failed like this leaves a kernel nobody should trust: the run stops (grading.STOPPING_REASONS too).
 OUT_OF_MEMORY = "the cell ran out of memory (the grader's memory limit)"
@@ -72,6 +74,26 @@ def _await_reply(self: Any, msg_id: str, timeout: float | None = None) -> None:
             return
 
 
+def _get_message(self: Any, stream: str, timeout: float | None = None) -> dict:
+    """nbval's read of a kernel message, keeping at most OUTPUT_CHARS of a cell's output (the rest is dropped)."""
+    msg = _NBVAL_GET_MESSAGE(self, stream, timeout)
+    if stream != "iopub" or msg["msg_type"] not in ("stream", "display_data", "execute_result", "error"):
+        return msg
+    parent = msg["parent_header"].get("msg_id")
+    kept = self.mf_output_chars.get(parent, 0)
+    size = len(json.dumps(msg["content"]))
+    self.mf_output_chars[parent] = kept + size
+    if kept + size > OUTPUT_CHARS:  # 600 MB printed once took the grader's runner to 1.7 GB
+        cut = "" if kept > OUTPUT_CHARS else f"[output cut by the grader after {OUTPUT_CHARS:,} characters]\n"
+        if msg["msg_type"] == "stream":
+            msg["content"]["text"] = cut
+        elif msg["msg_type"] == "error":
+            msg["content"].update(evalue=msg["content"].get("evalue", "")[:1000], traceback=[])
+        else:
+            msg["content"]["data"] = {"text/plain": cut}
+    return msg
+
+
 def _execute_cell_input(self: Any, cell_input: str, allow_stdin: bool | None = None) -> str:
     msg_id = self.kc.execute(cell_input, store_history=False, allow_stdin=allow_stdin, stop_on_error=False)
     self.mf_last_msg_id = msg_id
@@ -104,7 +126,11 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     from nbval import kernel
 
+    global _NBVAL_GET_MESSAGE
+    _NBVAL_GET_MESSAGE = kernel.RunningKernel.get_message
     kernel.RunningKernel.mf_replies = {}
+    kernel.RunningKernel.mf_output_chars = {}
+    kernel.RunningKernel.get_message = _get_message
     kernel.RunningKernel.await_reply = _await_reply
     kernel.RunningKernel.execute_cell_input = _execute_cell_input
     kernel.start_new_kernel = _start_new_kernel

@@ -49,6 +49,7 @@ MIN_MEMORY_MB = 1536
 # Learners graded side by side share the machine's CPUs: one whose processes spin (a hundred busy loops) would
 # starve the other's kernel into timeouts. A notebook's kernel uses one CPU (two with lab 3's PostgreSQL for an
 # instant); more than this many on average over the window and all the learner's processes are killed.
+DISK_MB = 1024  # the learner's working copy on the grader's disk (its /tmp and the like count as memory)
 EXTRA_LEARNER_CELLS = 10  # cells a learner may add to the lab's and still have them in the time budget
 CPU_SHARE = 1.6
 CPU_WINDOW_SECONDS = 3.0
@@ -180,16 +181,24 @@ def run_notebook(
     process = subprocess.Popen(
         command, cwd=private, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
-    run, seen, cpu = Run(rows=[]), set(), CpuWatch()
+    run, seen, cpu, ticks = Run(rows=[]), set(), CpuWatch(), 0
     while process.poll() is None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=WATCH_SECONDS)
-        learner = _learner_processes(box, process.pid, seen)
+        learner, ticks = _learner_processes(box, process.pid, seen), ticks + 1
         used = sb.resident_mb(learner)
+        if box.user is not None and learner:  # its /tmp, /dev/shm… are memory too
+            used += sb.scratch_mb(learner[0])
         run.peak_mb = max(run.peak_mb, used)
         if used > limits.memory_mb and not run.stopped:
-            run.stopped = f"the learner's processes together used {used:.0f} MB, over the {limits.memory_mb} MB limit"
+            run.stopped = (
+                f"the learner's processes and scratch files together used {used:.0f} MB, "
+                f"over the {limits.memory_mb} MB limit"
+            )
             sb.kill(learner)  # the kernel dies with them; nbval sees a dead kernel and the rest fails
+        if ticks % 4 == 0 and not run.stopped and (disk := sb.folder_mb(Path(box.workdir))) > DISK_MB:
+            run.stopped = f"the learner's files in its working copy reached {disk:.0f} MB, over the {DISK_MB} MB limit"
+            sb.kill(learner)
         cpus = cpu.sample(time.monotonic(), sb.cpu_seconds(learner))
         run.peak_cpus = max(run.peak_cpus, cpus)
         if cpus > CPU_SHARE and not run.stopped:

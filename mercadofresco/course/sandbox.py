@@ -35,6 +35,7 @@ from pathlib import Path
 
 USER_PREFIX = "mercadofresco-learner-"
 MAX_PROCESSES = 256  # threads count too; a fork bomb stops here instead of taking the machine
+MAX_FILE_MB = 512  # one file the learner writes (the watcher also sums the working copy and the scratch folders)
 MAX_SLOTS = 64  # learner users on one machine, across every grading running at once
 LOCK_DIR = Path("/run/mercadofresco-grading")  # who holds which learner user, for every grading on the machine
 SCRATCH_DIRS = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run/lock"))
@@ -186,6 +187,7 @@ def enter(sandbox: Sandbox) -> None:
     memory = sandbox.memory_mb * 1024 * 1024
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_MB << 20, MAX_FILE_MB << 20))
     if sandbox.user is not None:
         resource.setrlimit(resource.RLIMIT_NPROC, (MAX_PROCESSES, MAX_PROCESSES))
         _call(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no new privileges")
@@ -326,6 +328,31 @@ def cpu_seconds(pids: list[int]) -> dict[int, float]:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
             used[pid] = (int(fields[11]) + int(fields[12])) / TICKS
     return used
+
+
+def scratch_mb(pid: int) -> float:
+    """What the learner keeps in its own /tmp, /var/tmp, /dev/shm and /run/lock (memory: they are tmpfs), in MB."""
+    used = 0.0
+    for folder in SCRATCH_DIRS:
+        with contextlib.suppress(OSError):
+            stats = os.statvfs(f"/proc/{pid}/root{folder}")  # the folder as the learner's namespace sees it
+            used += (stats.f_blocks - stats.f_bfree) * stats.f_frsize / 2**20
+    return used
+
+
+def folder_mb(path: Path, most_entries: int = 20_000) -> float:
+    """Disk space used under `path`, in MB (the first `most_entries` entries; a walk must stay cheap)."""
+    used, seen, stack = 0, 0, [str(path)]
+    while stack and seen < most_entries:
+        with contextlib.suppress(OSError), os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                seen += 1
+                with contextlib.suppress(OSError):
+                    stats = entry.stat(follow_symlinks=False)
+                    used += stats.st_blocks * 512
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+    return used / 2**20
 
 
 def kill(pids: list[int]) -> None:
