@@ -39,11 +39,11 @@ from mercadofresco.course import sandbox as sb
 STOPPING_REASONS = ("Timeout of", "Kernel dead", "Kernel died", "Failed to interrupt", "the grader's memory limit")
 # What in a learner's own code deserves the instructor's eyes (named in the report, never scored by itself).
 SUSPICIOUS = {
-    r"get_ipython|\bIPython\b|ipykernel": "reaches the IPython shell or kernel",
-    r"transformer": "touches input or AST transformers",
+    r"get_ipython|get_\"|get_'|\bIPython\b|ipykernel": "reaches the IPython shell or kernel",
+    r"transformer|ast_parse|\bimport ast\b|linecache": "touches how cells are compiled",
     r"showtraceback|excepthook|settrace|setprofile": "touches how errors are shown or traced",
     r"\bbuiltins\b|__builtins__|sys\.modules": "changes builtins or loaded modules",
-    r"\bctypes\b|\bgc\.": "reaches the interpreter's internals",
+    r"\bctypes\b|\bgc\.|__import__|importlib": "reaches the interpreter's internals",
     r"os\._exit|os\.kill|\bsignal\.": "ends or signals processes",
     r"subprocess|multiprocessing|os\.fork|Popen|os\.system": "starts processes",
     r"\bsocket\b|urllib|requests\.": "opens network connections",
