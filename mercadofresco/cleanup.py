@@ -17,13 +17,14 @@ once: they are scheduled for deletion after 7 days (the shortest AWS allows).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from mercadofresco.errors import MercadoFrescoError
 
@@ -90,7 +91,8 @@ def delete(client: Callable[[str], Any], resources: list[tuple[str, str]]) -> li
     for kind, ident in reversed(resources):
         try:
             _delete_one(client, kind, ident)
-            lines.append(f"deleted {kind} {ident}")
+            done = f"scheduled {kind} {ident} for deletion in {KMS_DELETION_DAYS} days" if kind == "key" else None
+            lines.append(done or f"deleted {kind} {ident}")
         except ClientError as exc:
             if exc.response["Error"]["Code"] not in GONE:
                 raise
@@ -192,22 +194,39 @@ def main(argv: list[str] | None = None) -> int:
     from mercadofresco import endpoints, world  # imported here: world builds on this module
 
     parser = argparse.ArgumentParser(prog="python -m mercadofresco.cleanup", description=main.__doc__)
-    parser.add_argument("--mode", choices=("endpoint", "aws"), required=True)
-    parser.add_argument("--endpoint-url", help="for --mode endpoint, e.g. http://127.0.0.1:5000")
+    env_mode = os.environ.get("MERCADOFRESCO_MODE")
+    parser.add_argument(
+        "--mode",
+        choices=("endpoint", "aws"),
+        default=env_mode if env_mode in ("endpoint", "aws") else None,
+        required=env_mode not in ("endpoint", "aws"),
+        help="default: MERCADOFRESCO_MODE",
+    )
+    parser.add_argument(
+        "--endpoint-url",
+        default=os.environ.get("MERCADOFRESCO_ENDPOINT_URL"),
+        help="for --mode endpoint, e.g. http://127.0.0.1:5000 (default: MERCADOFRESCO_ENDPOINT_URL)",
+    )
     parser.add_argument("--region", default=world.WorldConfig.region)
     parser.add_argument("--run", help="only this run id (default: every run's resources)")
     parser.add_argument("--yes", action="store_true", help="delete; without it, only list")
     args = parser.parse_args(argv)
-    config = world.WorldConfig(
-        mode=args.mode, endpoint_url=args.endpoint_url, region=args.region, allow_real_aws=args.mode == "aws"
-    )
+    try:
+        config = world.WorldConfig(
+            mode=args.mode, endpoint_url=args.endpoint_url, region=args.region, allow_real_aws=args.mode == "aws"
+        )
+    except MercadoFrescoError as exc:
+        parser.error(str(exc))
     session = endpoints.make_session(config)
     clients: dict[str, Any] = {}
 
     def client(service: str) -> Any:
         return clients.setdefault(service, endpoints.make_client(session, config, service))
 
-    found = find_tagged(client, args.run)
+    try:
+        found = find_tagged(client, args.run)
+    except (BotoCoreError, ValueError) as exc:  # the endpoint is down, or not a URL
+        parser.error(f"could not reach {args.endpoint_url or 'AWS'}: {exc}")
     if not found:
         print(f"nothing tagged {TAG_KEY} in {config.region}")
         return 0

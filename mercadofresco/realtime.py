@@ -84,7 +84,9 @@ def pace_from_env(virtual_now: dt.datetime) -> Pace:
     if mode == "aws":
         return Pace(True, "aws", "real AWS", budget, follows_wall=True)
     url = os.environ.get("MERCADOFRESCO_ENDPOINT_URL", "")
-    if url and reads_this_process_time(url, virtual_now):
+    from mercadofresco.endpoints import is_real_aws_endpoint  # here: endpoints imports boto3, this module does not
+
+    if url and not is_real_aws_endpoint(url) and reads_this_process_time(url, virtual_now):  # never ask AWS itself
         return Pace(False, "endpoint", f"a moto server in this process ({url})", budget)
     return Pace(True, "endpoint", f"the endpoint {url or '(no URL set)'}", budget)
 
@@ -174,11 +176,16 @@ class RealTimeKeeper:
         if self.spent_seconds + seconds <= self.pace.budget_seconds:
             return
         left = max(0.0, self.pace.budget_seconds - self.spent_seconds)
+        spent = (
+            f"{_span(self.spent_seconds)} of real time were already spent (this cell may have stopped halfway)"
+            if self.spent_seconds
+            else "nothing has waited yet"
+        )
         raise RealTimeRefusedError(
             f"{what} would take {_span(seconds)} of real time in mode {self.pace.mode!r} against {self.pace.where}, "
-            f"and this notebook's real-time budget has {_span(left)} left of {_span(self.pace.budget_seconds)}. "
-            "Nothing waited. To run it in this process, instantly, unset MERCADOFRESCO_MODE (and restart the "
-            f"kernel); to wait for real, raise {BUDGET_VARIABLE}.",
+            f"and this notebook's real-time budget has {_span(left)} left of {_span(self.pace.budget_seconds)}: "
+            f"this step did not wait; {spent}. To run it in this process, instantly, unset MERCADOFRESCO_MODE "
+            f"(and restart the kernel); to wait for real, raise {BUDGET_VARIABLE}.",
             seconds,
             self.spent_seconds,
             self.pace.budget_seconds,
@@ -204,21 +211,29 @@ class RealTimeKeeper:
             until = dt.datetime.fromtimestamp(wall_time() + total).strftime("%H:%M:%S")
             self._say(f"{what}: waiting {_span(total)} of real time (until about {until} wall time)")
         next_report = time.monotonic() + PROGRESS_SECONDS
-        while (left := target - time.monotonic()) > 0:
-            self._event.wait(min(STEP_SECONDS, left))
-            if loud and time.monotonic() >= next_report and left > 1:
-                next_report += PROGRESS_SECONDS
-                self._say(f"  … {total - left:.0f}/{total:.0f} s")
+        try:
+            while (left := target - time.monotonic()) > 0:
+                self._event.wait(min(STEP_SECONDS, left))
+                if loud and time.monotonic() >= next_report and left > 1:
+                    next_report += PROGRESS_SECONDS
+                    self._say(f"  … {total - left:.0f}/{total:.0f} s")
+        except KeyboardInterrupt:
+            self._say(
+                f"{what}: wait interrupted after {_span(total - max(0.0, target - time.monotonic()))}; the clock "
+                "stays where it was. A message being processed is not lost: it comes back after its visibility "
+                "timeout. World.close() (or the end of the kernel) deletes what this run created."
+            )
+            raise
 
     def _say(self, line: str) -> None:
         print(f"[mercadofresco] {line}", file=self.out, flush=True)
 
 
 def _span(seconds: float) -> str:
-    """120 → "120 s", 5400 → "1.5 h", 345600 → "4 days"."""
+    """120 → "120 s", 7.74869 → "7.7 s", 900 → "15 min", 17160 → "4.8 h", 345600 → "4.0 days"."""
     if seconds < 600:
-        return f"{seconds:g} s"
-    if seconds < 36_000:
+        return f"{seconds:.0f} s" if seconds >= 100 or seconds == int(seconds) else f"{seconds:.1f} s"
+    if seconds < 3_600:
         return f"{seconds / 60:.0f} min"
     if seconds < 172_800:
         return f"{seconds / 3600:.1f} h"

@@ -288,3 +288,21 @@ def test_every_notebook_outside_the_process_gives_the_same_answer_or_refuses_cle
     for verdict in verdicts:
         if verdict["verdict"] == "refused":
             assert "unset MERCADOFRESCO_MODE" in verdict["detail"] and "mode 'endpoint'" in verdict["detail"]
+
+
+def test_a_real_aws_url_is_never_probed_for_its_time(monkeypatch):
+    import urllib.request
+
+    asked = []
+
+    def urlopen(url, **kwargs):
+        asked.append(url)
+        raise OSError("no server here")
+
+    monkeypatch.setattr(urllib.request, "urlopen", urlopen)
+    monkeypatch.setenv("MERCADOFRESCO_MODE", "endpoint")
+    for url, probed in [("https://sqs.eu-south-2.amazonaws.com", []), ("http://127.0.0.1:9", ["http://127.0.0.1:9"])]:
+        asked.clear()
+        monkeypatch.setenv("MERCADOFRESCO_ENDPOINT_URL", url)
+        pace = realtime.pace_from_env(dt.datetime(2026, 10, 16, 19, 14, tzinfo=dt.UTC))
+        assert pace.real and asked == probed  # the guard can fail: a local URL is asked

@@ -42,6 +42,17 @@ SANDBOX_ENV = "MERCADOFRESCO_GRADING_SANDBOX"
 IPC_ENV = "MERCADOFRESCO_GRADING_IPC"
 LEGACY_ENV = "MERCADOFRESCO_GRADING_LEGACY_MODULES"  # old module names a learner notebook imports
 PLAN_ENV = "MERCADOFRESCO_GRADING_PLAN"
+KERNEL_FOLDERS = [
+    ("MPLCONFIGDIR", ".matplotlib"),
+    ("IPYTHONDIR", ".ipython"),
+    ("XDG_CACHE_HOME", ".cache"),
+    ("XDG_RUNTIME_DIR", ".xdg/runtime"),
+    ("XDG_CONFIG_HOME", ".xdg/config"),
+    ("XDG_DATA_HOME", ".xdg/data"),
+    ("XDG_STATE_HOME", ".xdg/state"),
+    ("JUPYTER_CONFIG_DIR", ".jupyter/config"),
+    ("JUPYTER_DATA_DIR", ".jupyter/data"),
+]
 GRADER_ONLY_ENV = (SANDBOX_ENV, IPC_ENV, LEGACY_ENV, PLAN_ENV, "JUPYTER_PATH", "JUPYTER_RUNTIME_DIR")
 # Measured (benchmarks, 2026-11-30): under a 1024 MB address-space limit lab 1's solution cannot start its poller's
 # threads; labs 1 and 2 pass at 1280 MB. 1536 leaves a margin. Their resident memory peaks near 190 MB.
@@ -107,7 +118,9 @@ def run_kernel(connection_file: str) -> None:
         copy.chmod(0o600)
         for name in GRADER_ONLY_ENV:
             os.environ.pop(name, None)
-        for name, sub in [("MPLCONFIGDIR", ".matplotlib"), ("IPYTHONDIR", ".ipython"), ("XDG_CACHE_HOME", ".cache")]:
+        # Every folder a library may write or read by the environment points into the working copy: the rest of
+        # the disk is covered in the kernel's namespace (pgserver reads XDG_RUNTIME_DIR at import).
+        for name, sub in KERNEL_FOLDERS:
             os.environ[name] = str(workdir / sub)
         os.environ.update({"HOME": str(workdir), "TMPDIR": str(workdir), "PYTHONNOUSERSITE": "1"})
         os.environ["JUPYTER_RUNTIME_DIR"] = str(workdir / ".runtime")

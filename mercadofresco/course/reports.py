@@ -80,12 +80,12 @@ def summary_table(reports: list) -> str:
     lines += ["", "checks: " + ", ".join(f"{i + 1} {name}" for i, name in enumerate(checks))]
     for report in reports:
         lines += ["", f"{names[id(report)]}: {report.score}/{report.max_score}"]
-        lines += [f"  note: {shown(note, 300)}" for note in report.notes[:NOTES_ON_SCREEN]]
+        lines += [f"  note: {shown(note, 450)}" for note in report.notes[:NOTES_ON_SCREEN]]
         if len(report.notes) > NOTES_ON_SCREEN:
             lines.append(f"  note: … and {len(report.notes) - NOTES_ON_SCREEN} more in report.json")
         for result in report.checks:
             if not result.passed:
-                lines.append(f"  FAILED {result.check}: {shown(result.reason, 300)}")
+                lines.append(f"  FAILED {result.check}: {shown(result.reason, 450)}")
                 lines.append(f"         hint: {result.hint}")
     return "\n".join(lines)
 
