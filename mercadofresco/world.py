@@ -19,7 +19,7 @@ prints what it will create and its list price (`billing`), refuses names your
 account already uses for something else, and deletes its resources when the
 process ends.
 
-Longer than one sitting (~370 lines) on purpose: the lesson's names, the three
+Longer than one sitting (~385 lines) on purpose: the lesson's names, the three
 modes and the resources they name stay in one place a learner can read next to
 notebook 00's diagram. What could leave has left: the queue helpers (`queues`),
 the modes' plumbing (`endpoints`), tagging and deletion (`cleanup`).
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, EndpointConnectionError
 from moto import mock_aws
 
 from mercadofresco import billing, cleanup, endpoints, moto_speedups, queues
@@ -99,6 +99,8 @@ class WorldConfig:
             raise WorldConfigError('mode "memory" takes no endpoint_url; use mode "endpoint" for a server')
         if self.mode == "endpoint" and not self.endpoint_url:
             raise WorldConfigError('mode "endpoint" needs endpoint_url, e.g. http://127.0.0.1:5000')
+        if self.endpoint_url and not self.endpoint_url.startswith(("http://", "https://")):
+            raise WorldConfigError(f"endpoint_url must start with http:// or https://; got {self.endpoint_url!r}")
         reaches_aws = self.mode == "aws" or (
             self.mode == "endpoint" and self.endpoint_url and endpoints.is_real_aws_endpoint(self.endpoint_url)
         )
@@ -117,7 +119,13 @@ class WorldConfig:
             "allow_real_aws": os.environ.get("MERCADOFRESCO_ALLOW_REAL_AWS", "").lower() in ("1", "yes", "true"),
         }
         settings.update(overrides)
-        return cls(**settings)
+        try:
+            return cls(**settings)
+        except WorldConfigError as exc:
+            raise WorldConfigError(
+                f"{exc} (read from MERCADOFRESCO_MODE={settings['mode']!r} and MERCADOFRESCO_ENDPOINT_URL="
+                f"{settings['endpoint_url']!r}; unset both to run in this process)"
+            ) from None
 
 
 @dataclass
@@ -304,13 +312,18 @@ def build(config: WorldConfig | None = None) -> World:
     ledger = None if config.mode == "memory" else cleanup.Ledger()
     try:
         built = _build_resources(config, mock, ledger)
-    except BaseException:
+    except BaseException as exc:
         if mock is not None:
             speedups.undo()
             mock.stop()  # a half-built world must not leave moto patched in
         if ledger is not None:  # nor resources nobody will use (an interrupt, a refusal, an error)
             session = endpoints.make_session(config)
             cleanup.delete(lambda service: endpoints.make_client(session, config, service), ledger.created)
+        if isinstance(exc, EndpointConnectionError):
+            raise WorldConfigError(
+                f"nothing answers at {config.endpoint_url}: start a server there (moto_server -p PORT), "
+                "or unset MERCADOFRESCO_MODE to run in this process"
+            ) from exc
         raise
     if ledger is not None and (delete_at_exit or config.mode == "aws"):
         atexit.register(built._close_at_exit)  # the kernel ends: what this notebook created goes with it

@@ -306,3 +306,22 @@ def test_a_real_aws_url_is_never_probed_for_its_time(monkeypatch):
         monkeypatch.setenv("MERCADOFRESCO_ENDPOINT_URL", url)
         pace = realtime.pace_from_env(dt.datetime(2026, 10, 16, 19, 14, tzinfo=dt.UTC))
         assert pace.real and asked == probed  # the guard can fail: a local URL is asked
+
+
+def test_a_wrong_endpoint_setting_names_the_variable_and_the_way_back(monkeypatch):
+    monkeypatch.setenv("MERCADOFRESCO_MODE", "endpoint")
+    monkeypatch.setenv("MERCADOFRESCO_ENDPOINT_URL", "127.0.0.1:5055")  # no scheme
+    with pytest.raises(
+        world.WorldConfigError, match=r"must start with http:// or https://.*MERCADOFRESCO_ENDPOINT_URL"
+    ):
+        world.WorldConfig.from_env()
+    monkeypatch.setenv("MERCADOFRESCO_MODE", "endpiont")
+    with pytest.raises(world.WorldConfigError, match=r"got 'endpiont' \(read from MERCADOFRESCO_MODE.*unset both"):
+        world.WorldConfig.from_env()
+
+
+def test_an_endpoint_where_nothing_answers_says_so():
+    started = time.monotonic()
+    with pytest.raises(world.WorldConfigError, match=r"nothing answers at http://127\.0\.0\.1:9: start a server"):
+        world.build(world.WorldConfig(mode="endpoint", endpoint_url="http://127.0.0.1:9"))
+    assert time.monotonic() - started < 30
