@@ -78,6 +78,7 @@ import time  # noqa: E402
 from moto_process import moto_server_process  # noqa: E402
 
 from mercadofresco import cleanup, clock, realtime  # noqa: E402
+from mercadofresco.lessons import rehearsal  # noqa: E402
 from mercadofresco.models import gateway  # noqa: E402
 
 
@@ -325,3 +326,22 @@ def test_an_endpoint_where_nothing_answers_says_so():
     with pytest.raises(world.WorldConfigError, match=r"nothing answers at http://127\.0\.0\.1:9: start a server"):
         world.build(world.WorldConfig(mode="endpoint", endpoint_url="http://127.0.0.1:9"))
     assert time.monotonic() - started < 30
+
+
+def test_an_experiment_of_many_waits_declares_its_whole_need_before_it_starts(outside_url):
+    """Notebook 01's latency sweep: five runs of short waits. It once waited a minute, then refused a 1 s step."""
+    with (
+        clock.VirtualClock(pace=real_pace(outside_url, budget=120)) as reloj,
+        world.build(world.WorldConfig(mode="endpoint", endpoint_url=outside_url)) as mf,
+    ):
+        started, before = time.monotonic(), reloj.now()
+        with pytest.raises(realtime.RealTimeRefusedError) as refused:
+            delivery.latency_sweep(mf, reloj, [0.24, 20, 60, 150, 250], 120, 180)
+        assert time.monotonic() - started < 10 and reloj.now() == before  # rehearsed in process, nothing waited
+    assert str(refused.value).startswith("the latency sweep would take ")
+    assert "nothing has waited yet" in str(refused.value)
+    with clock.VirtualClock() as reloj, world.build(world.WorldConfig()) as mf:  # in process: the same answer
+        span = rehearsal.virtual_span(delivery.latency_sweep, reloj, [0.24, 20], 120, 180)
+        rows = delivery.latency_sweep(mf, reloj, [0.24, 20], 120, 180)
+        assert reloj.seconds_since_start() == span and [row["charges_per_order"] for row in rows] == [1.0, 1.0]
+    assert refused.value.seconds > 600  # the sweep's whole need, not one step of it

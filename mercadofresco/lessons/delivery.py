@@ -17,6 +17,7 @@ from typing import Any
 from mercadofresco import orders, queues, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
+from mercadofresco.lessons import rehearsal
 from mercadofresco.models import gateway, lambda_poller
 from mercadofresco.shop import handlers
 
@@ -91,6 +92,7 @@ def run_orders(
     )
 
 
+@rehearsal.rehearsed("the six-step double charge")
 def six_steps(
     mf: world.World, reloj: VirtualClock, visibility_timeout_seconds: int = 120, send_idempotency_key: bool = False
 ) -> DeliveryRun:
@@ -105,6 +107,7 @@ def six_steps(
     return run_orders(mf, reloj, client, [INCIDENT_ORDER], config)
 
 
+@rehearsal.rehearsed("the slow gateway")
 def slow_gateway(
     mf: world.World,
     reloj: VirtualClock,
@@ -146,6 +149,7 @@ def charges_per_order(
     return run_orders(mf, reloj, client, batch, poller_config=config)
 
 
+@rehearsal.rehearsed("the latency sweep")
 def latency_sweep(
     mf: world.World,
     reloj: VirtualClock,
@@ -163,6 +167,7 @@ def latency_sweep(
     return rows
 
 
+@rehearsal.rehearsed("the FIFO deduplication experiment")
 def fifo_dedup(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]]:
     """FIFO deduplicates a producer's re-send within 5 minutes, but not a redelivery to the consumer."""
     sqs = mf.sqs
@@ -201,6 +206,7 @@ def fifo_dedup(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]]:
     return rows
 
 
+@rehearsal.rehearsed("the FIFO window experiment")
 def fifo_window(mf: world.World, reloj: VirtualClock, gap_seconds: float = 360) -> dict[str, Any]:
     """A re-send after the 5-minute window is a new message: FIFO's dedup has a clock."""
     sqs = mf.sqs

@@ -19,7 +19,7 @@ from typing import Any
 from mercadofresco import orders, queues, world
 from mercadofresco.clock import Task, VirtualClock, Waiter, together
 from mercadofresco.errors import check_range
-from mercadofresco.lessons import delivery
+from mercadofresco.lessons import delivery, rehearsal
 from mercadofresco.models import gateway, lambda_poller
 from mercadofresco.patterns import idempotency, ordering
 from mercadofresco.patterns.idempotency import DEFAULT_LOCK_SECONDS, Estado, IdempotencyStore
@@ -85,6 +85,7 @@ def key_functions(seed: int = 7) -> dict[str, handlers.KeyOf]:
     }  # fmt: skip
 
 
+@rehearsal.rehearsed("the re-sent order, for one key")
 def charges_by_key(mf: world.World, reloj: VirtualClock, key_name: str) -> dict[str, Any]:
     """The producer sends the order twice and the first receive dies before deleting: how many charges?"""
     key_of = key_functions()[key_name]
@@ -176,6 +177,7 @@ def _fail() -> dict[str, Any]:
     raise AssertionError("a redelivered duplicate must get the stored result, not charge")
 
 
+@rehearsal.rehearsed("the consumer that dies holding the lock")
 def consumer_dies_holding_the_lock(mf: world.World, reloj: VirtualClock, lock_expires: bool) -> dict[str, Any]:
     """The consumer dies between the lock and the completion; the queue keeps redelivering."""
     mf.reset_orders_queue()

@@ -26,7 +26,7 @@ from botocore.retries import quota, standard
 from mercadofresco import orders, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
-from mercadofresco.lessons import delivery
+from mercadofresco.lessons import delivery, rehearsal
 from mercadofresco.models import gateway as gw
 from mercadofresco.models import lambda_poller
 from mercadofresco.patterns import backoff, idempotency, retry
@@ -265,6 +265,7 @@ class ChargeViaWorkflow:
         return self.client.charge(order.pedido_id, order.importe, idempotency.charge_key(order.pedido_id), context)
 
 
+@rehearsal.rehearsed("the layers' calls counted")
 def layer_calls(
     mf: world.World,
     reloj: VirtualClock,
