@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from mercadofresco.course import grading, labs, nbrun, reports
+from mercadofresco.course import grading, labs, nbrun, reports, watch
 from mercadofresco.course import sandbox as sb
 
 # The isolation holds only when the grader is root: without it a hostile notebook here would really write into
@@ -216,7 +216,7 @@ def test_a_detached_child_is_killed_when_the_learner_is_done(hostile):
     assert report.score == 2  # starting a process is allowed; outliving grading is not
     assert any("still running at the end (killed)" in note for note in report.notes), report.notes
     with sb.claimed_user() as first, sb.claimed_user() as second:  # free users: nobody grades with them now
-        assert sb.processes_of(first[1]) == sb.processes_of(second[1]) == []
+        assert watch.processes_of(first[1]) == watch.processes_of(second[1]) == []
 
 
 def test_the_kernel_has_no_network_outside_the_machine(hostile):

@@ -13,7 +13,7 @@ cell printed a secret drawn as it was sent, and the integrity check before and
 after it (`course.guard`) found nothing tampered with. Anything else fails
 closed, with the reason. Reports: `course.reports`.
 
-A little over one sitting (~320 lines): the command line, the build and the
+A little over one sitting (~345 lines): the command line, the build and the
 per-learner run share the one record of what the grader saw.
 """
 

@@ -15,7 +15,7 @@ Learner code runs in the same process and could in principle imitate even
 this guard; what it cannot do is use one of the generic tricks above without
 being named, or reach the grader's record (another user's files).
 
-A little over one sitting (~330 lines) on purpose: a security check is read
+A little over one sitting (~345 lines) on purpose: a security check is read
 whole, so the clean digests, the guard cell and its verdict stay together.
 """
 

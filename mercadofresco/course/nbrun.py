@@ -13,6 +13,9 @@ While the notebook runs the grader watches the learner's whole process tree
 than the memory limit, and the run may not last longer than its time budget;
 either is killed at once. When the notebook is done every process the learner
 started is killed, including children in sessions of their own.
+
+A little over one sitting (~320 lines): the watcher's limits (memory, CPU, disk,
+time) sit beside the one loop that applies them.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mercadofresco.course import sandbox as sb
+from mercadofresco.course import watch
 from mercadofresco.errors import check_range
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: mercadofresco/course/ is two levels down
@@ -153,8 +157,8 @@ def _environment(jupyter_path: Path, private: Path, box_path: Path, ipc: str, le
 
 def _learner_processes(box: sb.Sandbox, runner: int, seen: set[int]) -> list[int]:
     if box.user is not None:
-        return sb.processes_of(box.uid)
-    found = sb.descendants(runner)  # without root: the kernel and what it started, by parent links
+        return watch.processes_of(box.uid)
+    found = watch.descendants(runner)  # without root: the kernel and what it started, by parent links
     seen.update(found)
     return found
 
@@ -199,27 +203,27 @@ def run_notebook(
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=WATCH_SECONDS)
         learner, ticks = _learner_processes(box, process.pid, seen), ticks + 1
-        used = sb.resident_mb(learner)
+        used = watch.resident_mb(learner)
         if box.user is not None and learner:  # its /tmp, /dev/shm… are memory too
-            used += sb.scratch_mb(learner[0])
+            used += watch.scratch_mb(learner[0])
         run.peak_mb = max(run.peak_mb, used)
         if used > limits.memory_mb and not run.stopped:
             run.stopped = (
                 f"the learner's processes and scratch files together used {used:.0f} MB, "
                 f"over the {limits.memory_mb} MB limit"
             )
-            sb.kill(learner)  # the kernel dies with them; nbval sees a dead kernel and the rest fails
-        if ticks % 4 == 0 and not run.stopped and (disk := sb.folder_mb(Path(box.workdir))) > DISK_MB:
+            watch.kill(learner)  # the kernel dies with them; nbval sees a dead kernel and the rest fails
+        if ticks % 4 == 0 and not run.stopped and (disk := watch.folder_mb(Path(box.workdir))) > DISK_MB:
             run.stopped = f"the learner's files in its working copy reached {disk:.0f} MB, over the {DISK_MB} MB limit"
-            sb.kill(learner)
-        cpus = cpu.sample(time.monotonic(), sb.cpu_seconds(learner))
+            watch.kill(learner)
+        cpus = cpu.sample(time.monotonic(), watch.cpu_seconds(learner))
         run.peak_cpus = max(run.peak_cpus, cpus)
         if cpus > CPU_SHARE and not run.stopped:
             run.stopped = (
                 f"the learner's processes together kept {cpus:.1f} CPUs busy for {CPU_WINDOW_SECONDS:g} s "
                 f"(at most {CPU_SHARE:g}: other learners are graded on the same machine)"
             )
-            sb.kill(learner)
+            watch.kill(learner)
         if time.monotonic() - started > budget:
             run.stopped = run.stopped or f"the notebook ran past its total time limit ({budget:.0f} s)"
             with contextlib.suppress(ProcessLookupError):
@@ -263,14 +267,16 @@ def time_budget(plan: dict, limits: Limits) -> float:
 def _clean_up(box: sb.Sandbox, seen: set[int]) -> list[str]:
     """Kill whatever the learner left running; remove what its user left in the scratch folders."""
     if box.user is not None:
-        left = [pid for pid in sb.processes_of(box.uid) if sb.running(pid) and not sb.is_workbook_database(pid)]
-        names = [sb.command_name(pid) for pid in left]
-        sb.kill_user(box.uid)
-        sb.remove_files_of(box.uid)
+        left = [
+            pid for pid in watch.processes_of(box.uid) if watch.running(pid) and not watch.is_workbook_database(pid)
+        ]
+        names = [watch.command_name(pid) for pid in left]
+        watch.kill_user(box.uid)
+        watch.remove_files_of(box.uid)
         return names
     alive = [pid for pid in seen if Path(f"/proc/{pid}").exists()]
-    names = [sb.command_name(pid) for pid in alive]
-    sb.kill(alive)
+    names = [watch.command_name(pid) for pid in alive]
+    watch.kill(alive)
     return names
 
 

@@ -11,8 +11,8 @@ anything it still left in the shared scratch folders is removed), so nothing
 reaches the next learner or a later run. Without root none of that is
 possible: the kernel runs as the grader's own user, and the report says so.
 
-A little over one sitting (~330 lines) on purpose: what a learner's kernel can
-reach is decided here and only here, so an auditor reads one file.
+The grader's view of the learner's processes from outside (find, measure, kill)
+is `course.watch`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import os
 import pwd
 import resource
 import shutil
-import signal
 import stat
 import subprocess
 import sys
@@ -33,12 +32,13 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from mercadofresco.course.watch import SCRATCH_DIRS, kill_user
+
 USER_PREFIX = "mercadofresco-learner-"
 MAX_PROCESSES = 256  # threads count too; a fork bomb stops here instead of taking the machine
 MAX_FILE_MB = 512  # one file the learner writes (the watcher also sums the working copy and the scratch folders)
 MAX_SLOTS = 64  # learner users on one machine, across every grading running at once
 LOCK_DIR = Path("/run/mercadofresco-grading")  # who holds which learner user, for every grading on the machine
-SCRATCH_DIRS = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run/lock"))
 # The system's own top-level folders stay as they are; every other one (/home, /root, /work, /srv, /mnt, /opt…,
 # where an instructor keeps last year's submissions or another checkout) is covered, and only what the kernel
 # needs is mounted back: the interpreter, the package and the learner's working copy.
@@ -48,7 +48,6 @@ SYSTEM_DIRS |= {"sys", "tmp", "usr", "var"}
 CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWIPC = 0x00020000, 0x40000000, 0x08000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 4096, 16384, 1 << 18
 PR_SET_NO_NEW_PRIVS = 38
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class SandboxError(OSError):
@@ -174,9 +173,9 @@ def enter(sandbox: Sandbox) -> None:
         needed = [Path(sys.base_prefix), Path(sys.prefix), Path(__file__).resolve().parents[1], Path(sandbox.workdir)]
         _cover_the_rest(libc, needed)
         _reach_python(libc)
-        # The workbook itself may live under /tmp (a clone made there, as some CI runners do): keep it reachable.
-        workbook = [Path(sys.prefix), Path(sys.base_prefix), Path(__file__).parents[2], Path(sandbox.workdir)]
-        kept = _open_under_scratch(workbook)
+        # The workbook itself may live under /tmp (a clone made there, as some CI runners do): what the kernel
+        # needs of it stays reachable, and nothing else (not the clone's other folders).
+        kept = _open_under_scratch(needed)
         size = f"size={max(64, sandbox.memory_mb // 4)}m,mode=1777".encode()  # counts against RAM: keep it small
         for scratch in SCRATCH_DIRS:  # a /tmp of its own: nothing written there outlives the learner
             if scratch.is_dir():
@@ -255,136 +254,3 @@ def _reach_python(libc: ctypes.CDLL) -> None:
                 os.close(handle)
             raise
         _mount_back(libc, kept)
-
-
-# -- the grader's side: the learner's processes -----------------------------------------
-def _status(pid: int) -> dict[str, str]:
-    fields = {}
-    with contextlib.suppress(OSError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            key, _, value = line.partition(":")
-            fields[key] = value.strip()
-    return fields
-
-
-def _pids() -> list[int]:
-    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
-
-
-def processes_of(uid: int) -> list[int]:
-    """Every process whose real uid is `uid`."""
-    return [pid for pid in _pids() if _status(pid).get("Uid", "").split()[:1] == [str(uid)]]
-
-
-def is_workbook_database(pid: int) -> bool:
-    """True for the embedded PostgreSQL of `database` (server, workers, watcher): the workbook's, not the learner's."""
-    with contextlib.suppress(OSError):
-        command = Path(f"/proc/{pid}/cmdline").read_bytes()
-        return b"mercadofresco-pg-" in command or command.startswith(b"postgres: ")  # its workers retitle themselves
-    return False
-
-
-def running(pid: int) -> bool:
-    """False for a process that has exited and waits to be reaped (a zombie runs nothing)."""
-    return not _status(pid).get("State", "Z").startswith("Z")
-
-
-def command_name(pid: int) -> str:
-    """A short name for a process, for the report: its command line, cut at 60 characters."""
-    with contextlib.suppress(OSError):
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()[:60]
-    return "?"
-
-
-def descendants(root: int) -> list[int]:
-    """Every process below `root` (not `root` itself), by parent links."""
-    children: dict[int, list[int]] = {}
-    for pid in _pids():
-        parent = _status(pid).get("PPid")
-        if parent and parent.isdigit():
-            children.setdefault(int(parent), []).append(pid)
-    found, stack = [], [root]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            found.append(child)
-            stack.append(child)
-    return found
-
-
-def resident_mb(pids: list[int]) -> float:
-    """Resident memory of `pids` together, in MB."""
-    total_kb = 0
-    for pid in pids:
-        rss = _status(pid).get("VmRSS", "0 kB").split()[0]
-        total_kb += int(rss) if rss.isdigit() else 0
-    return total_kb / 1024
-
-
-def cpu_seconds(pids: list[int]) -> dict[int, float]:
-    """CPU time (user + system) each of `pids` has used so far, in seconds."""
-    used = {}
-    for pid in pids:
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            used[pid] = (int(fields[11]) + int(fields[12])) / TICKS
-    return used
-
-
-def scratch_mb(pid: int) -> float:
-    """What the learner keeps in its own /tmp, /var/tmp, /dev/shm and /run/lock (memory: they are tmpfs), in MB."""
-    used = 0.0
-    for folder in SCRATCH_DIRS:
-        with contextlib.suppress(OSError):
-            stats = os.statvfs(f"/proc/{pid}/root{folder}")  # the folder as the learner's namespace sees it
-            used += (stats.f_blocks - stats.f_bfree) * stats.f_frsize / 2**20
-    return used
-
-
-def folder_mb(path: Path, most_entries: int = 20_000) -> float:
-    """Disk space used under `path`, in MB (the first `most_entries` entries; a walk must stay cheap)."""
-    used, seen, stack = 0, 0, [str(path)]
-    while stack and seen < most_entries:
-        with contextlib.suppress(OSError), os.scandir(stack.pop()) as entries:
-            for entry in entries:
-                seen += 1
-                with contextlib.suppress(OSError):
-                    stats = entry.stat(follow_symlinks=False)
-                    used += stats.st_blocks * 512
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(entry.path)
-    return used / 2**20
-
-
-def kill(pids: list[int]) -> None:
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-
-
-def kill_user(uid: int, rounds: int = 50) -> None:
-    """Kill every process of `uid`, again until none is left (a process may fork while we look)."""
-    for _ in range(rounds):
-        pids = processes_of(uid)
-        if not pids:
-            return
-        for pid in pids:  # stop them all first, so none can start another while we kill
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGSTOP)
-        kill(pids)
-
-
-def remove_files_of(uid: int, dirs: tuple[Path, ...] = SCRATCH_DIRS) -> list[Path]:
-    """Remove what `uid` left at the top of the shared scratch folders; returns what was removed."""
-    removed = []
-    for folder in dirs:
-        with contextlib.suppress(OSError):
-            for entry in folder.iterdir():
-                with contextlib.suppress(OSError):
-                    if entry.lstat().st_uid != uid:
-                        continue
-                    if entry.is_dir() and not entry.is_symlink():
-                        shutil.rmtree(entry, ignore_errors=True)
-                    else:
-                        entry.unlink()
-                    removed.append(entry)
-    return removed
