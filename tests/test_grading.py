@@ -210,7 +210,8 @@ def test_the_learner_bundle_has_no_solutions(tmp_path):
     assert any(name.endswith("labs/lab1_double_charge.ipynb") for name in names)
     assert any(name.endswith("mercadofresco/course/selfcheck.py") for name in names)
     assert not any("/solutions/" in name or "/tests/" in name or "/.git/" in name for name in names)
-    assert not any(name.endswith(("course/guard.py", "course/grading.py", "course/sandbox.py")) for name in names)
+    grader = ("course/guard.py", "course/grading.py", "course/sandbox.py", "course/watch.py", "course/nbrun.py")
+    assert not any(name.endswith(grader) for name in names)
 
 
 # -- the command, on five notebooks ------------------------------------------------------------

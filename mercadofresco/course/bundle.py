@@ -21,8 +21,9 @@ ROOT = labs.ROOT
 INCLUDED = ("README.md", "pyproject.toml", "constraints.txt", "environment.yml", "notebooks", "labs", "mercadofresco")
 SKIPPED_PARTS = ("__pycache__", ".ipynb_checkpoints")
 # The grader's own modules stay with the instructor: a learner needs checks, labs and selfcheck from course/.
-GRADER_ONLY = {f"mercadofresco/course/{name}.py" for name in ("grading", "guard", "sandbox", "nbplugin", "nbrun")} | {
-    f"mercadofresco/course/{name}.py" for name in ("reports", "bundle", "legacy")
+GRADER_ONLY = {
+    f"mercadofresco/course/{name}.py"
+    for name in ("grading", "guard", "sandbox", "watch", "nbplugin", "nbrun", "reports", "bundle", "legacy")
 }
 PREFIX = "mercadofresco-workbook"
 
