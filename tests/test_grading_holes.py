@@ -307,6 +307,7 @@ def test_feedback_tells_the_learner_the_kind_of_error_not_its_text():
         "AssertionError (the instructor's report has the details)"
     )
     assert reports.feedback_reason("not run: grading stopped at your code cell 2").startswith("not run")
+    assert reports.feedback_reason("aGlkZGVuIGNoZWNrcw: x").startswith("an error")  # a class named after a secret
 
 
 def test_extra_cells_add_nothing_to_the_time_budget():
