@@ -163,7 +163,7 @@ class VirtualClock:
         """Declare that an experiment is about to let `seconds` pass; refuse now if real time cannot cover it."""
         self._require_running()
         if self._keeper is not None:
-            self._keeper.check(seconds, what)
+            self._keeper.declare(seconds, what)
 
     def wait(self, seconds: float) -> None:
         """Wait `seconds` of virtual time: a single-threaded caller just moves the clock."""

@@ -151,10 +151,11 @@ def notice(pace: Pace) -> str:
         f"[mercadofresco] mode {pace.mode!r}: {pace.where} keeps its own, real time, which the virtual clock "
         "cannot move.\n"
         f"  Every wait is real: reloj.advance(120) takes two minutes. {calendar}\n"
-        f"  Real-time budget for this notebook: {pace.budget_seconds:g} s ({BUDGET_VARIABLE}). An experiment "
-        "that needs more (the 4-day retention, the Monday DLQ incidents, a 150 s spike for many orders)\n"
-        "  stops with RealTimeRefusedError before that wait. Unset MERCADOFRESCO_MODE to run everything "
-        "in this process, instantly.\n"
+        f"  Real-time budget for this notebook: {_span(pace.budget_seconds)} ({BUDGET_VARIABLE}). Before an "
+        "experiment of many waits starts, it is rehearsed here in an instant and says the real time it needs;\n"
+        "  one that does not fit the budget left (the 4-day retention, the Monday DLQ incidents, a sweep of "
+        "latencies) stops with RealTimeRefusedError before it waits.\n"
+        "  Unset MERCADOFRESCO_MODE to run everything in this process, instantly.\n"
     )
 
 
@@ -190,6 +191,12 @@ class RealTimeKeeper:
             self.spent_seconds,
             self.pace.budget_seconds,
         )
+
+    def declare(self, seconds: float, what: str) -> None:
+        """An experiment about to let `seconds` pass: refuse now if they do not fit, else say what it will take."""
+        self.check(seconds, what)
+        left = self.pace.budget_seconds - self.spent_seconds
+        self._say(f"{what} needs about {_span(seconds)} of real time ({_span(left)} of the budget left)")
 
     def wait(self, seconds: float, what: str) -> None:
         """Let `seconds` of real time pass, counting up to CREDIT_SECONDS of the work done since the last wait."""

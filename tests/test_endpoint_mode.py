@@ -345,3 +345,12 @@ def test_an_experiment_of_many_waits_declares_its_whole_need_before_it_starts(ou
         rows = delivery.latency_sweep(mf, reloj, [0.24, 20], 120, 180)
         assert reloj.seconds_since_start() == span and [row["charges_per_order"] for row in rows] == [1.0, 1.0]
     assert refused.value.seconds > 600  # the sweep's whole need, not one step of it
+
+
+def test_a_declared_need_that_fits_is_said_before_it_starts(outside_url, capsys):
+    with clock.VirtualClock(pace=real_pace(outside_url, budget=60)) as reloj:
+        capsys.readouterr()
+        reloj.need(10, "the six-step double charge")
+    assert (
+        "the six-step double charge needs about 10 s of real time (60 s of the budget left)" in capsys.readouterr().err
+    )

@@ -200,16 +200,14 @@ def grade_notebook(path: Path, setting: Setting) -> LearnerReport:
     specs = labs.check_specs(setting.solution)
     if path.is_symlink() or not path.is_file():  # a link may point at solutions/ on the instructor's disk
         what = f"a link to {os.readlink(path)}" if path.is_symlink() else "not a file"
-        checks = [CheckResult(s.check, False, s.points, "not run: not a regular file", s.hint) for s in specs]
-        return LearnerReport(path.stem, checks, [f"{path.name} is {what}: only regular files are graded"])
+        return _not_graded(path, specs, "not a regular file", f"{path.name} is {what}: only regular files are graded")
     try:
         learner = nbformat.read(path, as_version=4)
         nbformat.validate(learner)  # a cell whose tags or source are not what the format says would fail later
         graded, plan = assemble(learner, setting.solution)
     except Exception as exc:  # not a notebook at all: every check fails, grading goes on
-        checks = [CheckResult(s.check, False, s.points, "not run: unreadable notebook", s.hint) for s in specs]
         why = reports.shown(f"{type(exc).__name__}: {exc}", 200)
-        return LearnerReport(path.stem, checks, [f"could not read {path.name}: {why}"])
+        return _not_graded(path, specs, "unreadable notebook", f"could not read {path.name}: {why}")
     with sb.claimed_user() if setting.isolated else contextlib.nullcontext() as user:
         run = _run(graded, plan, learner, setting, user)
     report = score(run.rows, plan, specs, run)
@@ -240,7 +238,7 @@ def _run(
         old_names = legacy.old_names_in("\n".join(cell.source for cell in learner.cells if cell.cell_type == "code"))
         lab_cells = sum(1 for cell in setting.solution.cells if cell.cell_type == "code" and not labs.is_hidden(cell))
         plan_data = {"cells": plan, "reference": setting.reference, "memory_mb": setting.limits.memory_mb}
-        plan_data["lab_cells"] = lab_cells
+        plan_data |= {"lab_cells": lab_cells}  # the time budget counts the lab's cells, not the learner's extras
         run = nbrun.run_notebook(target, setting.limits, plan_data, box, private, legacy_names=old_names)
     finally:
         nbrun.remove(private)
@@ -291,13 +289,15 @@ def _result(future: Future, path: Path, solution: NotebookNode) -> LearnerReport
     try:
         return future.result()
     except Exception as exc:  # one notebook must never stop the grading of the others
-        specs = labs.check_specs(solution)
-        checks = [
-            CheckResult(s.check, False, s.points, "not run: the grader failed on this notebook", s.hint) for s in specs
-        ]
         why = reports.shown(f"{type(exc).__name__}: {exc}", 200)
         note = f"the grader failed on this notebook ({why}): grade it by hand"
-        return LearnerReport(path.stem, checks, [note])
+        return _not_graded(path, labs.check_specs(solution), "the grader failed on this notebook", note)
+
+
+def _not_graded(path: Path, specs: list[labs.CheckSpec], why: str, note: str) -> LearnerReport:
+    """A report in which every check is "not run: `why`", with `note` for the instructor."""
+    checks = [CheckResult(spec.check, False, spec.points, f"not run: {why}", spec.hint) for spec in specs]
+    return LearnerReport(path.stem, checks, [note])
 
 
 def _hideable(path: Path) -> bool:

@@ -30,6 +30,8 @@ from typing import Any
 
 import pytest
 
+from mercadofresco.course.reports import shown
+
 PLAN_ENV = "MERCADOFRESCO_GRADING_PLAN"
 POLL_SECONDS = 0.2
 KERNEL_DIED = "Kernel died while running the cell (os._exit, a crash, or killed by the grader's limits)"
@@ -206,25 +208,25 @@ def pytest_runtest_call(item: pytest.Item):
 def _reason(item: Any, call: pytest.CallInfo) -> str:
     """One short line that says why the cell failed, without the cell's source.
 
-    The text of an exception is the learner's to choose: it is cut short, and in a hidden check
-    shorter still unless the grader's own `expect` raised it, so it cannot carry the check's code
-    out through the feedback; control characters (a terminal's escape codes) are dropped.
+    The text of an exception is the learner's to choose: it is cut short, and shorter still in a
+    hidden check (whoever raised it), so it cannot carry much of the check's code out; control
+    characters (a terminal's escape codes) are dropped (`reports.shown`).
     """
     if call.excinfo is None:
         return ""
     for output in getattr(item, "test_outputs", None) or []:
         if output.get("output_type") == "error":
-            ename = _printable(str(output.get("ename", "Error")), 60)
+            ename = shown(str(output.get("ename", "Error")), 60)
             evalue = str(output.get("evalue", "")).strip().splitlines()
             first = evalue[0] if evalue else ""
             if ename == "KeyboardInterrupt":
-                return _printable(f"{str(call.excinfo.value).strip().splitlines()[0]} (interrupted)", REASON_CHARS)
+                return shown(f"{str(call.excinfo.value).strip().splitlines()[0]} (interrupted)", REASON_CHARS)
             if ename == "MemoryError" and _near_memory_limit(item):  # seen by the grader, not claimed by the cell
                 return f"MemoryError: {OUT_OF_MEMORY}"
             limit = LEARNER_TEXT_IN_CHECK if _role(item)["role"] == "check" else REASON_CHARS
-            return f"{ename}: {_printable(first, limit)}".rstrip(": ")
+            return f"{ename}: {shown(first, limit)}".rstrip(": ")
     message = str(call.excinfo.value).strip().splitlines()
-    return _printable(message[0], REASON_CHARS) if message else call.excinfo.typename
+    return shown(message[0], REASON_CHARS) if message else call.excinfo.typename
 
 
 def _near_memory_limit(item: Any) -> bool:
@@ -240,12 +242,6 @@ def _near_memory_limit(item: Any) -> bool:
         return False
     peak_kb = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmPeak:")), 0)
     return peak_kb / 1024 >= 0.9 * limit_mb
-
-
-def _printable(text: str, limit: int) -> str:
-    """`text` without control characters, cut to `limit` characters."""
-    text = "".join(ch if ch.isprintable() else " " if ch in "\n\r\t" else "?" for ch in text)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _stdout(item: Any) -> str:
