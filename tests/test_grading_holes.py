@@ -137,6 +137,7 @@ def hostile(tmp_path_factory):
     borrowed = nbrun.CACHE_DIR / "last-years-submission.ipynb"  # a file outside the repository's secret folders
     borrowed.write_text("x = 1")
     _learner(folder, "wen_borrower", f"exec(open({str(borrowed)!r}).read())", f"open({str(ROOT / 'README.md')!r})")
+    _learner(folder, "yago_fake_memory", "x = 1", 'raise type("MemoryError", (Exception,), {})("not really")', "y = 2")
     _learner(folder, "zoe_ok_after_them", "x = 1")
     protected = {path: _digest(path) for path in (ROOT / "solutions", ROOT / "mercadofresco", solutions)}
     limits = nbrun.Limits(cell_timeout_seconds=30, memory_mb=1536)
@@ -335,3 +336,9 @@ def test_files_past_the_disk_limit_stop_the_learner(tmp_path, monkeypatch):
     (report,) = grading.grade(folder, "lab1", nbrun.Limits(cell_timeout_seconds=30), solutions_dir=solutions)
     assert report.score == 0
     assert any("working copy reached" in note and "over the 20 MB limit" in note for note in report.notes)
+
+
+def test_an_exception_merely_named_memoryerror_stops_nothing_and_blames_no_limit(hostile):
+    report = hostile[0]["yago_fake_memory"]
+    assert report.score == 2  # the checks after it still ran
+    assert report.notes == ["your code cell 2: MemoryError: not really"]

@@ -12,6 +12,20 @@ from nbclient import NotebookClient
 from mercadofresco.course import grading, labs, nbrun
 
 CELL_TIMEOUT = 10
+ALWAYS_EQUAL = """class Yes(str):
+    def __eq__(self, other): return True
+    def __ge__(self, other): return True
+    __hash__ = str.__hash__
+
+more_likely, because, root_fix = Yes("?"), Yes("?"), Yes("?")
+fix_order = [Yes("?") for _ in range(5)]
+fixed_config = dict.fromkeys(["visibility_timeout_seconds", "read_timeout_seconds", "sdk_max_attempts"], Yes("?"))
+
+class FakeRun:
+    timeline = [{"event": "received", "detail": "receive #1"}, {"event": "received", "detail": "receive #2"}]
+    def charges_per_order(self): return {"PED": Yes("2")}
+
+def visibility_mechanism(mf, reloj): return FakeRun()"""
 
 
 @pytest.fixture(scope="module")
@@ -22,6 +36,9 @@ def mistakes(tmp_path_factory):
         lab_variants.write(lab_variants.variant(name), folder / f"{name}.ipynb")
     hangs = lab_variants.edited(lab_variants.HANGS_ON_ONE_ORDER, "hangs_on_one_order")
     lab_variants.write(hangs, folder / "hangs_on_one_order.ipynb")
+    blank = nbformat.read(lab_variants.LAB, as_version=4)  # no answer known, only objects that agree with anything
+    blank.cells.append(nbformat.v4.new_code_cell(ALWAYS_EQUAL))
+    lab_variants.write(blank, folder / "always_equal.ipynb")
     reports = grading.grade(folder, "lab1", nbrun.Limits(cell_timeout_seconds=CELL_TIMEOUT), jobs=2)
     return {report.learner: report for report in reports}
 
@@ -61,3 +78,12 @@ def test_the_solution_runs_top_to_bottom_without_its_hidden_cells_in_under_10_se
     errors = [output for output in outputs if output.output_type == "error"]
     assert errors == []
     assert seconds <= 10, f"the solved lab took {seconds:.1f} s (kernel start included)"
+
+
+def test_answers_that_claim_to_equal_anything_score_nothing(mistakes):
+    """Objects of the learner's own class with an `__eq__` that always says yes once scored 5 of 16 with no answer."""
+    report = mistakes["always_equal"]
+    assert report.score == 0
+    reasons = {result.check: result.reason for result in report.checks}
+    assert "`more_likely` is a Yes object, not plain data" in reasons["more_likely"]
+    assert "what visibility_mechanism returns is a FakeRun object" in reasons["mechanism_visibility"]
