@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from mercadofresco.course import watch
 from mercadofresco.course.reports import shown
 
 PLAN_ENV = "MERCADOFRESCO_GRADING_PLAN"
@@ -234,14 +235,7 @@ def _near_memory_limit(item: Any) -> bool:
     limit_mb = item.config.mf_plan.get("memory_mb")
     kernel = getattr(item.parent, "kernel", None)
     pid = getattr(getattr(getattr(kernel, "km", None), "provisioner", None), "pid", None)
-    if not limit_mb or not pid:
-        return False
-    try:
-        status = Path(f"/proc/{pid}/status").read_text()
-    except OSError:
-        return False
-    peak_kb = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmPeak:")), 0)
-    return peak_kb / 1024 >= 0.9 * limit_mb
+    return bool(limit_mb and pid) and watch.peak_address_space_mb(pid) >= 0.9 * limit_mb
 
 
 def _stdout(item: Any) -> str:

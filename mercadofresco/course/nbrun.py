@@ -9,13 +9,11 @@ apart (`course.sandbox`: namespaces, hidden paths, limits, the learner's user)
 and then starts IPython's kernel in the same process.
 
 While the notebook runs the grader watches the learner's whole process tree
-(by uid as root, by parent links otherwise): together it may not hold more
-than the memory limit, and the run may not last longer than its time budget;
-either is killed at once. When the notebook is done every process the learner
+(by uid as root, by parent links otherwise; `course.watch`): together it may
+not hold more than the memory limit, keep more than CPU_SHARE CPUs busy, fill
+the working copy past DISK_MB, or last longer than its time budget; any of these
+and it is killed at once. When the notebook is done every process the learner
 started is killed, including children in sessions of their own.
-
-A little over one sitting (~320 lines): the watcher's limits (memory, CPU, disk,
-time) sit beside the one loop that applies them.
 """
 
 from __future__ import annotations
@@ -61,11 +59,11 @@ GRADER_ONLY_ENV = (SANDBOX_ENV, IPC_ENV, LEGACY_ENV, PLAN_ENV, "JUPYTER_PATH", "
 # Measured (benchmarks, 2026-11-30): under a 1024 MB address-space limit lab 1's solution cannot start its poller's
 # threads; labs 1 and 2 pass at 1280 MB. 1536 leaves a margin. Their resident memory peaks near 190 MB.
 MIN_MEMORY_MB = 1536
+DISK_MB = 1024  # the learner's working copy on the grader's disk (its /tmp and the like count as memory)
+EXTRA_LEARNER_CELLS = 10  # cells a learner may add to the lab's and still have them in the time budget
 # Learners graded side by side share the machine's CPUs: one whose processes spin (a hundred busy loops) would
 # starve the other's kernel into timeouts. A notebook's kernel uses one CPU (two with lab 3's PostgreSQL for an
 # instant); more than this many on average over the window and all the learner's processes are killed.
-DISK_MB = 1024  # the learner's working copy on the grader's disk (its /tmp and the like count as memory)
-EXTRA_LEARNER_CELLS = 10  # cells a learner may add to the lab's and still have them in the time budget
 CPU_SHARE = 1.6
 CPU_WINDOW_SECONDS = 3.0
 
@@ -198,7 +196,8 @@ def run_notebook(
     process = subprocess.Popen(
         command, cwd=private, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
     )
-    run, seen, cpu, ticks = Run(rows=[]), set(), CpuWatch(), 0
+    run, seen, ticks = Run(rows=[]), set(), 0
+    cpu = watch.CpuWatch(CPU_WINDOW_SECONDS, full_after=CPU_WINDOW_SECONDS - 2 * WATCH_SECONDS)
     while process.poll() is None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=WATCH_SECONDS)
@@ -206,23 +205,12 @@ def run_notebook(
         used = watch.resident_mb(learner)
         if box.user is not None and learner:  # its /tmp, /dev/shm… are memory too
             used += watch.scratch_mb(learner[0])
-        run.peak_mb = max(run.peak_mb, used)
-        if used > limits.memory_mb and not run.stopped:
-            run.stopped = (
-                f"the learner's processes and scratch files together used {used:.0f} MB, "
-                f"over the {limits.memory_mb} MB limit"
-            )
-            watch.kill(learner)  # the kernel dies with them; nbval sees a dead kernel and the rest fails
-        if ticks % 4 == 0 and not run.stopped and (disk := watch.folder_mb(Path(box.workdir))) > DISK_MB:
-            run.stopped = f"the learner's files in its working copy reached {disk:.0f} MB, over the {DISK_MB} MB limit"
-            watch.kill(learner)
+        disk = watch.folder_mb(Path(box.workdir)) if ticks % 4 == 0 else 0.0
         cpus = cpu.sample(time.monotonic(), watch.cpu_seconds(learner))
-        run.peak_cpus = max(run.peak_cpus, cpus)
-        if cpus > CPU_SHARE and not run.stopped:
-            run.stopped = (
-                f"the learner's processes together kept {cpus:.1f} CPUs busy for {CPU_WINDOW_SECONDS:g} s "
-                f"(at most {CPU_SHARE:g}: other learners are graded on the same machine)"
-            )
+        run.peak_mb, run.peak_cpus = max(run.peak_mb, used), max(run.peak_cpus, cpus)
+        why = _limit_passed(limits, used, disk, cpus)
+        if why and not run.stopped:  # the kernel dies with them; nbval sees a dead kernel and the rest fails
+            run.stopped = why
             watch.kill(learner)
         if time.monotonic() - started > budget:
             run.stopped = run.stopped or f"the notebook ran past its total time limit ({budget:.0f} s)"
@@ -235,22 +223,19 @@ def run_notebook(
     return run
 
 
-class CpuWatch:
-    """CPUs a set of processes keeps busy, averaged over the last CPU_WINDOW_SECONDS."""
-
-    def __init__(self) -> None:
-        self.last: dict[int, float] = {}
-        self.samples: list[tuple[float, float]] = []  # (when, CPU seconds used since the previous sample)
-
-    def sample(self, now: float, used: dict[int, float]) -> float:
-        """Record the processes' CPU times at `now`; the average CPUs busy over the window (0 until it is full)."""
-        first = not self.samples and not self.last
-        spent = 0.0 if first else sum(total - self.last.get(pid, 0.0) for pid, total in used.items())
-        self.last = used
-        self.samples = [(when, s) for when, s in self.samples if now - when < CPU_WINDOW_SECONDS] + [(now, spent)]
-        if now - self.samples[0][0] < CPU_WINDOW_SECONDS - 2 * WATCH_SECONDS:
-            return 0.0
-        return sum(s for _, s in self.samples[1:]) / (now - self.samples[0][0])
+def _limit_passed(limits: Limits, memory_mb: float, disk_mb: float, cpus: float) -> str:
+    """The first limit the learner's processes have passed, in words; "" if none."""
+    if memory_mb > limits.memory_mb:
+        used = f"the learner's processes and scratch files together used {memory_mb:.0f} MB"
+        return f"{used}, over the {limits.memory_mb} MB limit"
+    if disk_mb > DISK_MB:
+        return f"the learner's files in its working copy reached {disk_mb:.0f} MB, over the {DISK_MB} MB limit"
+    if cpus > CPU_SHARE:
+        return (
+            f"the learner's processes together kept {cpus:.1f} CPUs busy for {CPU_WINDOW_SECONDS:g} s "
+            f"(at most {CPU_SHARE:g}: other learners are graded on the same machine)"
+        )
+    return ""
 
 
 def time_budget(plan: dict, limits: Limits) -> float:

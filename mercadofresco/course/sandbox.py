@@ -198,8 +198,7 @@ def enter(sandbox: Sandbox) -> None:
 
 def _open_under_scratch(paths: list[Path]) -> list[tuple[Path, int]]:
     """Open the folders among `paths` that sit under a scratch folder (outermost only), before it is covered."""
-    inside = sorted({p.resolve() for p in paths if any(p.resolve().is_relative_to(s) for s in SCRATCH_DIRS)})
-    outermost = [p for p in inside if not any(p != q and p.is_relative_to(q) for q in inside)]
+    outermost = _outermost([p.resolve() for p in paths if any(p.resolve().is_relative_to(s) for s in SCRATCH_DIRS)])
     return [(path, os.open(path, os.O_RDONLY | os.O_DIRECTORY)) for path in outermost if path.is_dir()]
 
 
@@ -221,16 +220,7 @@ def _cover_the_rest(libc: ctypes.CDLL, needed: list[Path]) -> None:
     for top in sorted(Path("/").iterdir()):
         if top.name in SYSTEM_DIRS or top.is_symlink() or not top.is_dir():
             continue
-        inside = [path for path in needed if path == top or top in path.parents]
-        outermost = sorted({p for p in inside if not any(q != p and q in p.parents for q in inside)})
-        kept = [(path, os.open(path, os.O_RDONLY | os.O_DIRECTORY)) for path in outermost if path.is_dir()]
-        try:
-            _call(libc.mount(b"tmpfs", str(top).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=755"), f"cover {top}")
-        except BaseException:
-            for _, handle in kept:
-                os.close(handle)
-            raise
-        _mount_back(libc, kept)
+        _cover(libc, top, _outermost([path for path in needed if path == top or top in path.parents]))
 
 
 def _reach_python(libc: ctypes.CDLL) -> None:
@@ -246,11 +236,23 @@ def _reach_python(libc: ctypes.CDLL) -> None:
         if closed is not None and path not in closed_dirs.get(closed, []):
             closed_dirs.setdefault(closed, []).append(path)
     for closed, paths in closed_dirs.items():
-        kept = [(path, os.open(path, os.O_RDONLY | os.O_DIRECTORY)) for path in paths]
-        try:
-            _call(libc.mount(b"tmpfs", str(closed).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=755"), "cover")
-        except BaseException:
-            for _, handle in kept:
-                os.close(handle)
-            raise
-        _mount_back(libc, kept)
+        _cover(libc, closed, paths)
+
+
+def _cover(libc: ctypes.CDLL, folder: Path, kept: list[Path]) -> None:
+    """Cover `folder` with an empty one that only root can write, then mount the `kept` folders back inside it."""
+    handles = [(path, os.open(path, os.O_RDONLY | os.O_DIRECTORY)) for path in kept if path.is_dir()]
+    try:
+        _call(
+            libc.mount(b"tmpfs", str(folder).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=755"), f"cover {folder}"
+        )
+    except BaseException:
+        for _, handle in handles:
+            os.close(handle)
+        raise
+    _mount_back(libc, handles)
+
+
+def _outermost(paths: list[Path]) -> list[Path]:
+    """`paths` without those inside another of them, sorted."""
+    return sorted({p for p in paths if not any(q != p and p.is_relative_to(q) for q in paths)})

@@ -117,6 +117,30 @@ def folder_mb(path: Path, most_entries: int = 20_000) -> float:
     return used / 2**20
 
 
+class CpuWatch:
+    """CPUs a set of processes keeps busy, averaged over the last `window_seconds` (0 until `full_after` seconds)."""
+
+    def __init__(self, window_seconds: float, full_after: float) -> None:
+        self.window_seconds, self.full_after = window_seconds, full_after
+        self.last: dict[int, float] = {}
+        self.samples: list[tuple[float, float]] = []  # (when, CPU seconds used since the previous sample)
+
+    def sample(self, now: float, used: dict[int, float]) -> float:
+        """Record the processes' CPU times (`cpu_seconds`) at `now`; the CPUs busy on average over the window."""
+        spent = sum(total - self.last.get(pid, 0.0) for pid, total in used.items()) if self.samples else 0.0
+        self.last = used
+        self.samples = [(when, s) for when, s in self.samples if now - when < self.window_seconds] + [(now, spent)]
+        if now - self.samples[0][0] < self.full_after:
+            return 0.0
+        return sum(s for _, s in self.samples[1:]) / (now - self.samples[0][0])
+
+
+def peak_address_space_mb(pid: int) -> float:
+    """The largest address space process `pid` has held (VmPeak), in MB; 0 if it cannot be read."""
+    peak = _status(pid).get("VmPeak", "0 kB").split()[0]
+    return int(peak) / 1024 if peak.isdigit() else 0.0
+
+
 def kill(pids: list[int]) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
