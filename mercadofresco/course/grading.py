@@ -91,6 +91,10 @@ def assemble(learner: NotebookNode, solution: NotebookNode) -> tuple[NotebookNod
             continue  # a learner cannot bring their own "hidden" checks, nor outputs
         graded.cells.append(nbformat.v4.new_code_cell(cell.source))
         plan.append({"role": "learner"})
+    if labs.checks_file(solution):  # the checks run in the grader's process, after one last cell of the grader's
+        graded.cells.append(nbformat.v4.new_code_cell("# the grader's hidden checks run after this cell"))
+        plan.append({"role": "end"})
+        return graded, plan
     specs = iter(labs.check_specs(solution))
     for cell in solution.cells:
         if labs.HIDDEN_CHECK in labs.cell_tags(cell):
@@ -117,7 +121,7 @@ def suspicious(learner: NotebookNode) -> list[str]:
 
 def score(rows: list[dict], plan: list[dict], specs: list[labs.CheckSpec], run: nbrun.Run) -> LearnerReport:
     """Turn the grader's record into check results; a check passes only if the grader's own verdict says so."""
-    by_cell = {row["cell"]: row for row in rows}
+    by_cell = {row["cell"]: row for row in rows if "cell" in row}
     notes, stopped, tampering = [], "", []
     learner_cells = sum(1 for role in plan if role["role"] == "learner")
     for cell in range(learner_cells):
@@ -134,6 +138,8 @@ def score(rows: list[dict], plan: list[dict], specs: list[labs.CheckSpec], run: 
             stopped = f"the grader's setup could not run ({row['reason']})"
     if run.stopped:
         stopped = stopped or run.stopped
+    if any(role["role"] == "end" for role in plan):
+        return _checker_report(rows, specs, run, notes, stopped)
     guarded_after = _guard_coverage(rows, plan)
     results = []
     for _number, spec in enumerate(specs):
@@ -162,6 +168,28 @@ def score(rows: list[dict], plan: list[dict], specs: list[labs.CheckSpec], run: 
         names = ", ".join(run.left_behind[:3]) + (" …" if len(run.left_behind) > 3 else "")
         notes.append(f"{len(run.left_behind)} process(es) you started were still running at the end (killed): {names}")
     return LearnerReport("", results, notes, tampering)
+
+
+def _checker_report(
+    rows: list[dict], specs: list[labs.CheckSpec], run: nbrun.Run, notes: list[str], stopped: str
+) -> LearnerReport:
+    """Check results from the checker's own rows (`course.checker`): nothing the kernel said is among them."""
+    verdicts = {row["check"]: row for row in rows if row.get("role") == "checker"}
+    results = []
+    for spec in specs:
+        row = verdicts.get(spec.check)
+        if row is None:
+            reason = f"not run: {stopped}" if stopped else "not run: grading stopped before the checks"
+        else:
+            reason = "" if row["verdict"] else row["reason"] or "the check did not hold"
+        results.append(CheckResult(spec.check, bool(row and row["verdict"]), spec.points, reason, spec.hint))
+    notes += [row["note"] for row in rows if row.get("role") == "note"]
+    if run.stopped:
+        notes.append(f"the notebook was stopped: {run.stopped}")
+    if run.left_behind:
+        names = ", ".join(run.left_behind[:3]) + (" …" if len(run.left_behind) > 3 else "")
+        notes.append(f"{len(run.left_behind)} process(es) you started were still running at the end (killed): {names}")
+    return LearnerReport("", results, notes, [])
 
 
 def stops_grading(reason: str) -> bool:
@@ -193,11 +221,12 @@ class Setting:
     hidden: tuple[str, ...]  # paths the learner's kernel must not see
     isolated: bool  # root: a user per slot, namespaces; else the grader's own user
     fonts: Path | None = None  # matplotlib's font cache, copied into each working copy
+    solutions_dir: Path = labs.SOLUTIONS_DIR  # where the lab's checks module lives (solutions/checks/)
 
 
 def grade_notebook(path: Path, setting: Setting) -> LearnerReport:
     """Grade one learner notebook; a notebook that cannot even be read fails every check."""
-    specs = labs.check_specs(setting.solution)
+    specs = labs.check_specs(setting.solution, setting.solutions_dir)
     if path.is_symlink() or not path.is_file():  # a link may point at solutions/ on the instructor's disk
         what = f"a link to {os.readlink(path)}" if path.is_symlink() else "not a file"
         return _not_graded(path, specs, "not a regular file", f"{path.name} is {what}: only regular files are graded")
@@ -239,6 +268,10 @@ def _run(
         lab_cells = sum(1 for cell in setting.solution.cells if cell.cell_type == "code" and not labs.is_hidden(cell))
         plan_data = {"cells": plan, "reference": setting.reference, "memory_mb": setting.limits.memory_mb}
         plan_data |= {"lab_cells": lab_cells}  # the time budget counts the lab's cells, not the learner's extras
+        checks = labs.checks_file(setting.solution, setting.solutions_dir)
+        if checks is not None:  # run by the grader's own process after the learner's cells (course.checker)
+            plan_data |= {"checks": str(checks), "workdir": str(workdir), "uid": user[1] if user else None}
+            plan_data["check_count"] = len(labs.check_specs(setting.solution, setting.solutions_dir))
         run = nbrun.run_notebook(target, setting.limits, plan_data, box, private, legacy_names=old_names)
     finally:
         nbrun.remove(private)
@@ -262,6 +295,7 @@ def grade(
     if not 1 <= jobs <= 32:
         raise ValueError(f"jobs must be between 1 and 32; got {jobs}")
     solution = nbformat.read(solutions_dir / labs.lab_file(lab), as_version=4)  # read before any kernel starts
+    labs.check_specs(solution, solutions_dir)  # a checks module that does not load stops here, before any learner
     paths = sorted(submissions.glob("*.ipynb"))
     isolated = sb.is_root()
     secrets_ = [*sb.repository_secrets(sb.installed_checkouts()), solutions_dir, submissions, *hide]
@@ -273,7 +307,9 @@ def grade(
     with tempfile.TemporaryDirectory(prefix="g-", dir=runs) as base:
         Path(base).chmod(0o711)  # learners reach their own working copy, and cannot list the others
         reference = guard.cached_reference(nbrun.CACHE_DIR)
-        setting = Setting(solution, limits, Path(base), reference, hidden, isolated, nbrun.matplotlib_cache())
+        setting = Setting(
+            solution, limits, Path(base), reference, hidden, isolated, nbrun.matplotlib_cache(), solutions_dir
+        )
         results: dict[Path, LearnerReport] = {}
         with ThreadPoolExecutor(jobs) as pool:
             futures = {pool.submit(grade_notebook, path, setting): path for path in paths}

@@ -97,8 +97,19 @@ def strip_solutions(source: str, prompt: tuple[str, ...] = CODE_PROMPT) -> str:
     return "\n".join(out)
 
 
-def check_specs(notebook: NotebookNode) -> list[CheckSpec]:
-    """The hidden checks of a solution notebook, in order."""
+def checks_file(notebook: NotebookNode, solutions_dir: Path = SOLUTIONS_DIR) -> Path | None:
+    """The module of hidden checks a solution names (metadata mercadofresco.checks), run by the grader itself."""
+    name = notebook.metadata.get(METADATA_KEY, {}).get("checks")
+    return None if not name else solutions_dir / name
+
+
+def check_specs(notebook: NotebookNode, solutions_dir: Path = SOLUTIONS_DIR) -> list[CheckSpec]:
+    """The hidden checks of a solution notebook, in order (from its checks module, or its hidden-check cells)."""
+    module_path = checks_file(notebook, solutions_dir)
+    if module_path is not None:
+        from mercadofresco.course import checker
+
+        return [CheckSpec(c.check, c.hint, c.points) for c in checker.load_checks(module_path).CHECKS]
     specs = []
     for cell in notebook.cells:
         if HIDDEN_CHECK not in cell_tags(cell):
@@ -113,7 +124,7 @@ def check_specs(notebook: NotebookNode) -> list[CheckSpec]:
     return specs
 
 
-def lab_notebook(solution: NotebookNode) -> NotebookNode:
+def lab_notebook(solution: NotebookNode, solutions_dir: Path = SOLUTIONS_DIR) -> NotebookNode:
     """The learner's copy of a solution notebook: no solutions, no hidden cells, no outputs."""
     lab = copy.deepcopy(solution)
     lab.cells = [cell for cell in lab.cells if not is_hidden(cell)]
@@ -127,7 +138,8 @@ def lab_notebook(solution: NotebookNode) -> NotebookNode:
         elif cell.cell_type == "markdown":
             cell.source = strip_solutions(cell.source, (MARKDOWN_PROMPT,))
     lab.metadata.pop("widgets", None)
-    lab.metadata[LAB_METADATA_KEY] = {"hidden_checks": len(check_specs(solution))}
+    lab.metadata.pop(METADATA_KEY, None)
+    lab.metadata[LAB_METADATA_KEY] = {"hidden_checks": len(check_specs(solution, solutions_dir))}
     return lab
 
 
@@ -175,8 +187,8 @@ def build(solutions_dir: Path = SOLUTIONS_DIR, labs_dir: Path = LABS_DIR) -> lis
     labs_dir.mkdir(parents=True, exist_ok=True)
     for path in sorted(solutions_dir.glob("*.ipynb")):
         solution = nbformat.read(path, as_version=4)
-        check_specs(solution)  # refuse to build from malformed check metadata
-        text = render(lab_notebook(solution))
+        check_specs(solution, solutions_dir)  # refuse to build from malformed check metadata
+        text = render(lab_notebook(solution, solutions_dir))
         found = leaks(text)
         if found:
             raise SolutionFormatError(f"{path.name}: the lab would still contain {found}")

@@ -246,7 +246,8 @@ def time_budget(plan: dict, limits: Limits) -> float:
     """
     grader_cells = sum(1 for role in plan["cells"] if role["role"] != "learner")
     learner_cells = min(len(plan["cells"]) - grader_cells, plan.get("lab_cells", 50) + EXTRA_LEARNER_CELLS)
-    return STARTUP_SECONDS + (grader_cells + learner_cells) * (limits.cell_timeout_seconds + 10)
+    checks = plan.get("check_count", 0)  # run by the grader after the cells, each within one cell's timeout
+    return STARTUP_SECONDS + (grader_cells + learner_cells + checks) * (limits.cell_timeout_seconds + 10)
 
 
 def _clean_up(box: sb.Sandbox, seen: set[int]) -> list[str]:

@@ -1,0 +1,372 @@
+"""The trusted side of grading: a world the checker owns, and the hidden checks run against it.
+
+The grader's own process (the nbval runner, the grader's user) is the checker.
+After nbval has run a learner's cells, it opens a Unix socket in the learner's
+working copy, asks the kernel to connect (`course.learner_side.serve`) and runs
+the lab's hidden checks (`solutions/checks/labN.py`, plain functions an
+instructor can read) one by one. Everything a verdict is read from lives here:
+the virtual clock, moto's backends (started in this process), the payment
+gateway and its ledger, the Lambda poller. The kernel reaches them only as a
+consumer would: its boto3 requests arrive here as HTTP requests for moto
+(`Lab.serve_aws`), and the clock, the gateway client, the Lambda context and
+the crash hook are proxies whose allowed methods are listed in `EXPOSED`.
+
+A check passes when its own assertions hold on this state and on the values
+the learner's functions returned, judged as data. Nothing the kernel says
+about a check counts; a kernel that dies, hangs or answers out of turn fails
+the call it was in, and every check after it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib.util
+import json
+import os
+import socket
+import struct
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+from mercadofresco.course.boundary import Boundary, BoundaryError, Codec, RemoteError, encode
+from mercadofresco.course.reports import shown
+
+SIDE = "c"
+CONNECT_SECONDS = 30.0  # the kernel's answer to the grader's serve cell (imports included)
+FORWARDED_DOMAINS = (".checker.invalid", ".amazonaws.com")
+REASON_CHARS = 200
+# What the kernel may call on each kind of the checker's objects (anything else is refused).
+EXPOSED = {
+    "clock": {"now", "timestamp", "seconds_since_start", "advance", "advance_to", "need", "wait"},
+    "gateway_client": {"charge"},
+    "invocation": {"now", "wait", "elapsed_seconds", "get_remaining_time_in_millis", "record"},
+    "crashes": {"reached"},
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One hidden check: its id (the function is `check_<id>`), what the learner is told when it fails, its weight."""
+
+    check: str
+    hint: str
+    points: int = 1
+
+
+class KernelFunction:
+    """One of the learner's functions (or one a learner function returned): calling it is a call to the kernel."""
+
+    def __init__(self, lab: Lab, number: int) -> None:
+        self.lab, self.number = lab, number
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.lab.wire.call("call", self.number, list(args), kwargs)
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """A value the kernel could not send as data (an object of the learner's own class): never a right answer."""
+
+    type_name: str
+
+
+class CheckerCodec(Codec):
+    """The checker's side: its objects go out as references to proxies; the kernel's functions come in as calls."""
+
+    def __init__(self, lab: Lab) -> None:
+        self.lab = lab
+        self.refs: dict[int, tuple[str, Any]] = {}
+
+    def encode_object(self, value: Any) -> dict:
+        kind = self.lab.kind_of(value)
+        if kind == "world":
+            return {"$world": self.lab.describe_world(value)}
+        if kind == "aws":
+            return {"$aws": value.meta.service_model.service_name}
+        if kind == "kernel_function":
+            return {"$fn": value.number}
+        if kind is None and _is_package_data(value):  # a Charge the gateway returned: handed over as its fields
+            fields = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+            return {"$obj": type(value).__qualname__, "module": type(value).__module__, "fields": encode(fields, self)}
+        if kind is None:
+            raise TypeError(f"a {type(value).__name__} cannot be handed to the learner's code")
+        number = next((n for n, (_, obj) in self.refs.items() if obj is value), len(self.refs) + 1)
+        self.refs[number] = (kind, value)
+        return {"$ref": number, "kind": kind, "attributes": encode(self.lab.attributes_of(kind, value), self)}
+
+    def decode_object(self, tagged: dict) -> Any:
+        if "$ref" in tagged:
+            ref = tagged["$ref"]
+            if type(ref) is not int or ref not in self.refs:
+                raise BoundaryError("a reference the checker never handed out")
+            return self.refs[ref][1]
+        if "$fn" in tagged:
+            if type(tagged["$fn"]) is not int:
+                raise BoundaryError("a malformed function reference")
+            return KernelFunction(self.lab, tagged["$fn"])
+        if "$obj" in tagged:
+            fields = self.lab.wire_decode(tagged.get("fields"))
+            if type(fields) is not dict:
+                raise BoundaryError("a malformed object")
+            return fields | {"__type__": str(tagged["$obj"])[:80]}
+        if "$opaque" in tagged:
+            return Opaque(str(tagged["$opaque"])[:80])
+        raise BoundaryError(f"unknown value {sorted(tagged)[:3]}")
+
+
+class Lab:
+    """What a hidden check works with: the learner's names across the boundary, and the checker's own world."""
+
+    def __init__(self, services: tuple[str, ...] = ("sqs", "dynamodb")) -> None:
+        self.services = services
+        self.codec = CheckerCodec(self)
+        self.wire: Boundary | None = None  # set by `connect`
+        self.aws_calls: list[dict] = []  # every AWS request the kernel made, as the checker served it
+        self._kinds: list[tuple[type, str]] = []
+        self._session: Any = None
+        self._clients: dict[str, Any] = {}
+
+    # -- the checker's own world ------------------------------------------------------
+    def reset_world(self) -> None:
+        """Empty this process's moto: what an earlier check or the learner's code left is gone."""
+        from moto.core.base_backend import BackendDict
+
+        BackendDict.reset()
+
+    def session(self) -> Any:
+        from mercadofresco import endpoints, world
+
+        if self._session is None:
+            self._session = endpoints.make_session(world.WorldConfig())
+        return self._session
+
+    def client(self, service: str) -> Any:
+        """A boto3 client of this process's moto (the checker reads its own state with it)."""
+        from mercadofresco import endpoints, world
+
+        if service not in self._clients:
+            self._clients[service] = endpoints.make_client(self.session(), world.WorldConfig(), service)
+        return self._clients[service]
+
+    # -- the kernel's names ------------------------------------------------------
+    def value(self, name: str) -> Any:
+        """The value the learner gave `name` (a function comes back as a `KernelFunction`)."""
+        try:
+            return self.wire.call("value", name)
+        except RemoteError as error:
+            raise AssertionError(f"`{name}` could not be read ({error.type_name})") from None
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """Call the learner's function `name` with `args` (plain data and the checker's own objects)."""
+        function = self.value(name)
+        if not isinstance(function, KernelFunction):
+            raise AssertionError(f"`{name}` is not a function")
+        return function(*args, **kwargs)
+
+    def expose(self, kind: str, *classes: type) -> None:
+        """Let objects of `classes` reach the kernel as proxies of `kind` (one of EXPOSED)."""
+        if kind not in EXPOSED:
+            raise ValueError(f"kind must be one of {sorted(EXPOSED)}; got {kind!r}")
+        self._kinds += [(cls, kind) for cls in classes]
+
+    def kind_of(self, value: Any) -> str | None:
+        from mercadofresco import world
+
+        if isinstance(value, world.World):
+            return "world"
+        if isinstance(value, KernelFunction):
+            return "kernel_function"
+        if hasattr(value, "meta") and hasattr(getattr(value, "meta", None), "service_model"):
+            return "aws"
+        return next((kind for cls, kind in self._kinds if isinstance(value, cls)), None)
+
+    def attributes_of(self, kind: str, value: Any) -> dict:
+        """The plain attributes a proxy carries (read once, never written back)."""
+        if kind == "clock":
+            return {"start_at": value.start_at}
+        if kind == "gateway_client":
+            fields = ("read_timeout_seconds", "max_attempts", "send_idempotency_key")
+            return {name: getattr(value, name) for name in fields}
+        if kind == "invocation":
+            return {"consumer": value.consumer, "aws_request_id": value.aws_request_id, "crashes": value.crashes}
+        return {}
+
+    def describe_world(self, mf: Any) -> dict:
+        from dataclasses import asdict
+
+        config = {key: value for key, value in asdict(mf.config).items() if key in ("region",) or "seconds" in key}
+        config |= {"max_receive_count": mf.config.max_receive_count}
+        plain = ("topic_arn", "alerts_topic_arn", "warehouse_queue_url", "table_name", "bus_name")
+        return {
+            "config": config,
+            "orders": asdict(mf.orders),
+            "fanout_queue_urls": dict(mf.fanout_queue_urls),
+            "services": list(self.services),
+        } | {key: getattr(mf, key) for key in plain}
+
+    def wire_decode(self, data: Any) -> Any:
+        from mercadofresco.course.boundary import decode
+
+        return decode(data, self.codec)
+
+    # -- serving the kernel ------------------------------------------------------------
+    def handle(self, name: str, args: list) -> Any:
+        if name == "aws":
+            return self.serve_aws(*args)
+        if name == "method":
+            target, method, positional, keywords = args
+            return self._method(target, method, positional, keywords)
+        raise PermissionError(f"the checker serves aws and method calls; not {name!r}")
+
+    def _method(self, target: Any, method: Any, positional: Any, keywords: Any) -> Any:
+        kind = next((k for k, obj in self.codec.refs.values() if obj is target), None)
+        if kind is None or method not in EXPOSED[kind] or type(positional) is not list or type(keywords) is not dict:
+            raise PermissionError(f"{method!r} is not something the learner's code may call here")
+        attribute = getattr(target, method)
+        return attribute(*positional, **keywords) if callable(attribute) else attribute
+
+    def serve_aws(self, method: str, url: str, headers: dict, body: bytes) -> list:
+        """One AWS request from the kernel, answered by this process's moto; the call is kept in `aws_calls`."""
+        from botocore.awsrequest import AWSPreparedRequest
+        from botocore.compat import HTTPHeaders
+        from moto.core.models import botocore_stubber
+
+        host = urlparse(str(url)).hostname or ""
+        domain = next((d for d in FORWARDED_DOMAINS if host.endswith(d)), None)
+        service = host.split(".")[0]
+        if domain is None or service not in self.services or type(headers) is not dict or type(body) is not bytes:
+            raise PermissionError(f"the lab's world has no {service or host} (it has {', '.join(self.services)})")
+        real = str(url).replace(host, host[: -len(domain)] + ".amazonaws.com", 1)
+        request = AWSPreparedRequest(str(method), real, HTTPHeaders(), body, stream_output=False)
+        for key, value in headers.items():
+            request.headers[str(key)] = str(value)
+        answer = botocore_stubber.process_request(request)
+        if answer is None:
+            raise PermissionError(f"moto does not serve {real}")
+        status, answer_headers, answer_body = answer
+        answer_body = answer_body.encode() if isinstance(answer_body, str) else bytes(answer_body)
+        self.aws_calls.append(_aws_call(service, request.headers.get("X-Amz-Target", ""), body, answer_body))
+        return [int(status), {str(k): str(v) for k, v in dict(answer_headers).items()}, answer_body]
+
+    # -- life cycle ------------------------------------------------------------------
+    def connect(self, listener: socket.socket, uid: int | None, timeout: float = CONNECT_SECONDS) -> None:
+        """Accept the kernel's connection (from the learner's user only, when there is one)."""
+        listener.settimeout(timeout)
+        try:
+            sock, _ = listener.accept()
+        except TimeoutError:
+            raise BoundaryError(f"the kernel did not connect within {timeout:g} s") from None
+        sock.settimeout(None)
+        if uid is not None:
+            _, peer_uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+            if peer_uid != uid:
+                sock.close()
+                raise BoundaryError(f"a process of uid {peer_uid}, not the learner's kernel, connected")
+        self.wire = Boundary(sock, self.handle, self.codec, SIDE)
+
+    def hang_up(self) -> None:
+        if self.wire is not None:
+            with contextlib.suppress(BoundaryError, RemoteError):
+                self.wire.timeout_seconds = 2
+                self.wire.call("bye")
+            self.wire.close()
+
+
+def _is_package_data(value: Any) -> bool:
+    return dataclasses.is_dataclass(value) and type(value).__module__.startswith("mercadofresco.")
+
+
+def _aws_call(service: str, target: str, request: bytes, answer: bytes) -> dict:
+    def parsed(data: bytes) -> Any:
+        try:
+            return json.loads(data) if data else None
+        except ValueError:
+            return None
+
+    action = target.split(".")[-1] if target else ""
+    return {"service": service, "action": action, "request": parsed(request), "answer": parsed(answer)}
+
+
+# -- the checks of one lab -------------------------------------------------------------------
+def load_checks(path: Path) -> Any:
+    """The checks module at `path` (solutions/checks/labN.py): its CHECKS and a `check_<id>` per check."""
+    spec = importlib.util.spec_from_file_location(f"mercadofresco_checks_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    for check in module.CHECKS:
+        if not callable(getattr(module, f"check_{check.check}", None)):
+            raise ValueError(f"{path.name}: CHECKS names {check.check!r} but there is no check_{check.check}()")
+    return module
+
+
+def run_checks(module: Any, lab: Lab, seconds_each: float) -> Iterator[dict]:
+    """Run each check; yield one row per check: its id, the verdict, and the reason it failed."""
+    gone = ""
+    for check in module.CHECKS:
+        row = {"role": "checker", "check": check.check, "verdict": False, "reason": ""}
+        if gone:
+            yield row | {"reason": f"not run: {gone}"}
+            continue
+        started = time.monotonic()
+        lab.wire.timeout_seconds = seconds_each
+        lab.aws_calls.clear()
+        try:
+            getattr(module, f"check_{check.check}")(lab)
+            row["verdict"] = True
+        except AssertionError as exc:
+            row["reason"] = shown(str(exc) or "a check did not hold", REASON_CHARS)
+        except BoundaryError as exc:
+            gone = f"the kernel stopped answering during {check.check} ({exc})"
+            row["reason"] = shown(f"the kernel stopped answering: {exc}", REASON_CHARS)
+            lab.wire.close()
+        except RemoteError as error:
+            row["reason"] = shown(f"your code raised {error.type_name}", REASON_CHARS)
+        except Exception as exc:  # the check itself could not run on what the learner's code gave it
+            row["reason"] = shown(f"the check could not run: {type(exc).__name__}: {exc}", REASON_CHARS)
+        except BaseException as exc:  # a ConsumerCrash or the like that escaped: the check fails, grading goes on
+            row["reason"] = shown(f"the check was stopped by {type(exc).__name__}", REASON_CHARS)
+        row["seconds"] = round(time.monotonic() - started, 3)
+        yield row
+
+
+def listen(workdir: Path, uid: int | None) -> tuple[socket.socket, Path]:
+    """A Unix socket in the learner's working copy that the learner's kernel may connect to."""
+    path = workdir / ".boundary"
+    path.unlink(missing_ok=True)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    os.chmod(path, 0o777)  # the folder is the learner's; only their kernel reaches it
+    listener.listen(1)
+    return listener, path
+
+
+def serve_source(path: Path) -> str:
+    """The one cell the grader sends after the learner's: connect to the checker and answer its calls."""
+    return (
+        f"from mercadofresco.course import learner_side as _learner_side\n_learner_side.serve(globals(), {str(path)!r})"
+    )
+
+
+@contextlib.contextmanager
+def world_of_the_checker() -> Iterator[Callable[[], None]]:
+    """moto in this process, for the length of one learner's checks; yields a reset between checks."""
+    from moto import mock_aws
+    from moto.core.base_backend import BackendDict
+
+    from mercadofresco import moto_speedups
+
+    mock = mock_aws()
+    mock.start()
+    speedups = moto_speedups.apply()
+    try:
+        yield BackendDict.reset
+    finally:
+        speedups.undo()
+        mock.stop()

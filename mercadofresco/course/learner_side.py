@@ -1,0 +1,301 @@
+"""The learner's kernel at grading time: it answers the checker's calls, and reaches the world only as a consumer would.
+
+After nbval has run the learner's cells, the grader sends one cell of its own:
+
+    from mercadofresco.course import learner_side; learner_side.serve(globals(), "/…/.boundary")
+
+and the kernel answers calls (`course.boundary`) until the checker hangs up:
+the value of a name the lab asks for, a call of one of the learner's
+functions (or of a function one of them returned, such as a handler). The
+arguments are plain data and stand-ins for what the checker owns:
+
+- a world (`mf`) whose boto3 clients send every request to the checker's moto,
+- the checker's clock, gateway client, Lambda context and crash hook, each a
+  small proxy whose methods are calls to the checker (`RemoteClock`, …).
+
+Nothing here decides a verdict. Learner code can change any of it: the worst
+it can do is answer wrongly, and a wrong answer fails the check.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import importlib
+import socket
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from mercadofresco.course.boundary import Boundary, Codec, RemoteError
+
+SIDE = "k"
+FORWARDED_DOMAIN = "checker.invalid"  # the clients' host: no network reaches it, the checker answers it
+CALL_TIMEOUT_SECONDS = 3_600.0  # the checker keeps the time; the kernel just waits for it
+
+
+class _Remote:
+    """A proxy for one of the checker's objects: each method is a call across the boundary."""
+
+    def __init__(self, kernel: LearnerSide, ref: int, attributes: dict) -> None:
+        self._kernel, self._ref = kernel, ref
+        for name, value in attributes.items():
+            setattr(self, name, value)
+
+    def _call(self, method: str, *args: Any, **kwargs: Any) -> Any:
+        return self._kernel.call_checker("method", self, method, list(args), kwargs)
+
+
+class RemoteClock(_Remote):
+    """The checker's virtual clock: every read and move happens there (moto and the gateway follow it)."""
+
+    running = True
+    real_time = False
+
+    def start(self) -> RemoteClock:
+        return self
+
+    def stop(self) -> None:
+        """The checker's clock is the checker's to stop."""
+
+    def __enter__(self) -> RemoteClock:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def now(self) -> dt.datetime:
+        return self._call("now")
+
+    def timestamp(self) -> float:
+        return self._call("timestamp")
+
+    def seconds_since_start(self) -> float:
+        return self._call("seconds_since_start")
+
+    def advance(self, seconds: float) -> dt.datetime:
+        return self._call("advance", seconds)
+
+    def advance_to(self, instant: dt.datetime) -> dt.datetime:
+        return self._call("advance_to", instant)
+
+    def need(self, seconds: float, what: str) -> None:
+        return self._call("need", seconds, what)
+
+    def wait(self, seconds: float) -> None:
+        return self._call("wait", seconds)
+
+
+class RemoteGatewayClient(_Remote):
+    """The checker's gateway client: a charge reaches the checker's gateway, whose ledger the checks read."""
+
+    def charge(self, pedido_id: str, importe: Any, clave: str | None = None, waiter: Any = None) -> Any:
+        return self._call("charge", pedido_id, importe, clave, waiter)
+
+
+class RemoteCrashes(_Remote):
+    """The checker's crash hook: `reached(step)` may end the consumer there (ConsumerCrash)."""
+
+    def reached(self, step: str) -> None:
+        return self._call("reached", step)
+
+
+class RemoteInvocation(_Remote):
+    """The checker's Lambda context for one invocation."""
+
+    @property
+    def elapsed_seconds(self) -> float:
+        return self._call("elapsed_seconds")
+
+    def now(self) -> dt.datetime:
+        return self._call("now")
+
+    def wait(self, seconds: float) -> None:
+        return self._call("wait", seconds)
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self._call("get_remaining_time_in_millis")
+
+    def record(self, event: str, pedido_id: str = "", detail: str = "") -> None:
+        return self._call("record", event, pedido_id, detail)
+
+
+PROXIES = {"clock": RemoteClock, "gateway_client": RemoteGatewayClient, "crashes": RemoteCrashes}
+PROXIES["invocation"] = RemoteInvocation
+
+
+class LearnerCodec(Codec):
+    """The kernel's side: functions go out as references; the checker's objects come in as proxies."""
+
+    def __init__(self, kernel: LearnerSide) -> None:
+        self.kernel = kernel
+        self.functions: dict[int, Callable] = {}
+
+    def encode_object(self, value: Any) -> Any:
+        if isinstance(value, _Remote):
+            return {"$ref": value._ref}
+        if callable(value) and not isinstance(value, type):  # a function, a handler object: the checker calls it
+            number = len(self.functions) + 1
+            self.functions[number] = value
+            return {"$fn": number}
+        if isinstance(value, Mapping):
+            return self.kernel.encode(dict(value))
+        if isinstance(value, (list, tuple)):
+            return self.kernel.encode(list(value))
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            fields = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+            return {"$obj": type(value).__qualname__, "fields": self.kernel.encode(fields)}
+        return {"$opaque": type(value).__qualname__[:80]}
+
+    def decode_object(self, tagged: dict) -> Any:
+        if "$ref" in tagged:
+            kind = PROXIES.get(tagged.get("kind"))
+            if kind is None:
+                raise ValueError(f"unknown kind {tagged.get('kind')!r}")
+            return kind(self.kernel, tagged["$ref"], self.kernel.decode(tagged.get("attributes", {})))
+        if "$world" in tagged:
+            return self.kernel.world(tagged["$world"])
+        if "$aws" in tagged:
+            return self.kernel.aws_client(tagged["$aws"])
+        if "$fn" in tagged:
+            return self.functions[tagged["$fn"]]
+        if "$obj" in tagged:  # one of the package's dataclasses (a Charge): rebuilt from its fields
+            return _package_class(str(tagged.get("module")), str(tagged["$obj"]))(
+                **self.kernel.decode(tagged["fields"])
+            )
+        raise ValueError(f"unknown value {sorted(tagged)[:3]}")
+
+
+class LearnerSide:
+    """The kernel's end of the wire, serving the learner's names from `namespace`."""
+
+    def __init__(self, namespace: dict, sock: socket.socket) -> None:
+        self.namespace = namespace
+        self.codec = LearnerCodec(self)
+        self.done = threading.Event()
+        self._session: Any = None
+        self._clients: dict[str, Any] = {}
+        self.wire = Boundary(sock, self.handle, self.codec, SIDE, CALL_TIMEOUT_SECONDS)
+
+    def encode(self, value: Any) -> Any:
+        from mercadofresco.course.boundary import encode
+
+        return encode(value, self.codec)
+
+    def decode(self, data: Any) -> Any:
+        from mercadofresco.course.boundary import decode
+
+        return decode(data, self.codec)
+
+    # -- what the checker may ask ----------------------------------------------------
+    def handle(self, name: str, args: list) -> Any:
+        if name == "value":
+            (key,) = args
+            if key not in self.namespace:
+                raise NameError(f"`{key}` is not defined: run every cell and keep the names the lab asks for")
+            return self.namespace[key]
+        if name == "call":
+            number, positional, keywords = args
+            return self.codec.functions[number](*positional, **keywords)
+        if name == "bye":
+            self.done.set()
+            return None
+        raise ValueError(f"the kernel answers value, call and bye; not {name!r}")
+
+    def call_checker(self, name: str, *args: Any) -> Any:
+        """A call to the checker; the checker's exceptions come back as the package's own classes."""
+        try:
+            return self.wire.call(name, *args)
+        except RemoteError as error:
+            raise _rebuilt(error, self.wire.current_lane()) from None
+
+    # -- the world, as a consumer reaches it -------------------------------------------
+    def world(self, described: dict) -> Any:
+        """A World like the checker's, whose every AWS request is sent to the checker's moto."""
+        from mercadofresco import queues, world
+
+        config = world.WorldConfig(**described["config"])
+        session = self.session(config)
+        orders = queues.QueuePair(**described["orders"])
+        plain = {key: described[key] for key in ("topic_arn", "alerts_topic_arn", "warehouse_queue_url")}
+        clients = {service: self.aws_client(service) for service in described["services"]}
+        mf = world.World(
+            config, session, orders, fanout_queue_urls=dict(described["fanout_queue_urls"]), _clients=clients, **plain
+        )
+        mf.table_name, mf.bus_name = described["table_name"], described["bus_name"]
+        return mf
+
+    def aws_client(self, service: str) -> Any:
+        """A boto3 client whose requests go to the checker; its made-up host (.invalid) reaches nothing else."""
+        if service not in self._clients:
+            from botocore.config import Config
+
+            from mercadofresco import endpoints, world
+
+            config = world.WorldConfig()
+            botocore_config = Config(signature_version=endpoints.MOTO_SIGNATURE, retries={"max_attempts": 1})
+            endpoints.botocore.auth.AUTH_TYPE_MAPS.setdefault(endpoints.MOTO_SIGNATURE, endpoints.MotoOnlySigner)
+            url = f"https://{service}.{config.region}.{FORWARDED_DOMAIN}"
+            self._clients[service] = self.session(config).client(service, endpoint_url=url, config=botocore_config)
+        return self._clients[service]
+
+    def session(self, config: Any) -> Any:
+        """One boto3 session whose clients hand each prepared request to the checker instead of the network."""
+        if self._session is None:
+            from mercadofresco import endpoints
+
+            self._session = endpoints.make_session(config)
+            events = self._session._session.get_component("event_emitter")
+            events.register_first("before-send", self._send_to_checker)
+        return self._session
+
+    def _send_to_checker(self, request: Any, **_: Any) -> Any:
+        from botocore.awsrequest import AWSResponse
+        from botocore.compat import HTTPHeaders
+        from moto.core.botocore_stubber import MockRawResponse
+
+        body = request.body
+        if hasattr(body, "read"):
+            body = body.read()
+        body = body.encode() if isinstance(body, str) else bytes(body or b"")
+        headers = {key: (v.decode() if isinstance(v, bytes) else str(v)) for key, v in request.headers.items()}
+        status, answer_headers, answer = self.call_checker("aws", request.method, request.url, headers, body)
+        return AWSResponse(request.url, status, HTTPHeaders(answer_headers), MockRawResponse(answer))
+
+
+def _package_class(module_name: str, qualname: str) -> Any:
+    """The package's class `module_name.qualname`, or None (only the package's own classes are rebuilt)."""
+    if not module_name.startswith("mercadofresco."):
+        return None
+    try:
+        found: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+    except (ImportError, AttributeError):
+        return None
+    return found if isinstance(found, type) else None
+
+
+def _rebuilt(error: RemoteError, lane: str | None) -> BaseException:
+    """The package's exception the checker raised (a declined card, a crash), so learner code can catch it."""
+    details = error.error
+    kind = _package_class(str(details.get("module", "")), str(details.get("type", "")))
+    if not (isinstance(kind, type) and issubclass(kind, BaseException)):
+        return error
+    exc = kind.__new__(kind)
+    BaseException.__init__(exc, error.message)
+    for key, value in dict(details.get("attributes", {})).items():
+        setattr(exc, key, value)
+    exc.boundary_token = details.get("token")
+    exc.boundary_lane = lane
+    return exc
+
+
+def serve(namespace: dict, path: str) -> None:
+    """Connect to the checker at `path` and answer its calls until it hangs up."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(path)
+    side = LearnerSide(namespace, sock)
+    while not side.done.wait(0.5) and not side.wire.closed:
+        pass
+    side.wire.close()

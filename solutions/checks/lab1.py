@@ -1,0 +1,467 @@
+"""Lab 1's hidden checks. They run in the grader's process, against a world the grader owns.
+
+Each `check_<id>(lab)` builds a fresh world here (a clock at 19:14, an empty
+moto with the lesson's queue, DLQ and table, a payment gateway), hands the
+learner's function plain data and proxies for that world (`lab.call`), and
+then reads its verdict from this process's own state: the gateway's ledger,
+moto's table, the queues, the poller's timeline. What the learner's function
+returns is judged as data. An instructor can read every check here; learners
+never see this file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from decimal import Decimal
+
+from mercadofresco import clock, orders, queues, world
+from mercadofresco.course.checker import Check
+from mercadofresco.models import gateway, lambda_poller
+
+CHECKS = [
+    Check(
+        "mechanism_visibility",
+        "(a) mechanism 1: with a single SDK attempt, a gateway slower than the visibility timeout must make the "
+        "queue deliver the order again (receive #2) and the gateway charge it twice.",
+    ),
+    Check(
+        "mechanism_sdk_retries",
+        "(a) mechanism 2: with one delivery only, the SDK's retries after a lost answer must charge the order "
+        "twice; make the visibility timeout longer than every attempt together.",
+    ),
+    Check(
+        "more_likely",
+        "(b) compare the spike (~150 s) with the visibility (120 s) and the read timeout (180 s): which mechanism "
+        "needs only slowness, and which needs an answer to be lost?",
+    ),
+    Check(
+        "fix_order",
+        "(c) the fix that makes any duplicate harmless comes first, the gateway's own key second; the other three "
+        "only make duplicates rarer.",
+    ),
+    Check(
+        "config_relations",
+        "(c) fixed_config: a message must stay hidden longer than one delivery can take (read timeout × SDK "
+        "attempts), one layer (the queue) is in charge of retries and the SDK retries at most once more, and the "
+        "attempts per order (SDK attempts × receives) stay at or under 15.",
+    ),
+    Check(
+        "record_contract",
+        "(d) after a charge the table must hold clave cobro:<pedido_id> with estado COMPLETADO, the charge's "
+        "referencia_cobro in resultado and expira_en 24 h ahead, and the gateway must receive the same key as "
+        "Idempotency-Key.",
+    ),
+    Check(
+        "incident_replay",
+        "(d) replay of the incident (visibility 120 s, read timeout 180 s, 5 SDK attempts, a 150 s spike, lost "
+        "answers) with many orders: each must be charged exactly once and none may end in the DLQ.",
+    ),
+    Check(
+        "parallel_duplicates",
+        "(d) copies of the same order arriving while a first consumer holds it (EN_CURSO) must not charge, and "
+        "must be reported in batchItemFailures so they come back later; a two-state table or a check-then-write "
+        "race fails here.",
+    ),
+    Check(
+        "crash_recovery",
+        "(d) a consumer that dies after charging, after writing COMPLETADO or before deleting the message must "
+        "leave the order charged exactly once when the message comes back: the key must reach the gateway, and "
+        "COMPLETADO must be answered without charging.",
+    ),
+    Check(
+        "lock_expires",
+        "(d) a consumer that dies right after claiming leaves EN_CURSO behind: the claim must expire "
+        "(caduca_bloqueo, shorter than the queue's visibility timeout) so that a later delivery can charge the "
+        "order.",
+    ),
+    Check(
+        "producer_resends",
+        "(d) the producer may send the same order again as a new message (a new MessageId) minutes or hours "
+        "later: the key must come from the order, not from the message or the attempt.",
+    ),
+    Check(
+        "key_behaviour",
+        "(d) the key names the operation and the order: another operation already done on the same order (a "
+        "shipment) must not stop the charge, two orders never share a key, and the same order sent again as a "
+        "new message is not charged again.",
+    ),
+    Check(
+        "permanent_failure_kept",
+        "(d) a declined card is a permanent failure: record FALLIDO and never call the gateway again for that order.",
+    ),
+    Check(
+        "transient_releases",
+        "(d) a transient gateway error (503) must release the claim and report the message as failed, so that "
+        "the next delivery charges the order.",
+    ),
+    Check(
+        "expired_record_ignored",
+        "(d) DynamoDB deletes expired items late (moto never does): a record whose expira_en has passed must "
+        "count as absent, so compare expira_en in your condition.",
+    ),
+    Check(
+        "fifo_experiment",
+        "(e) on a FIFO queue the producer's re-send within 5 minutes is dropped (1 message waits), but a lost "
+        "answer still brings the same message back and the naive consumer charges twice.",
+    ),
+]
+FIXES = ("gateway_key", "idempotency_table", "p99_alarm_breaker", "timeout_30_attempts_2", "visibility_400")
+PRICE = Decimal("48.20")
+
+
+class Hook(lambda_poller.CrashPlan):
+    """Stands in for a CrashPlan: runs `action` the first time the consumer reaches `step`."""
+
+    def __init__(self, step=None, action=None):
+        super().__init__()
+        self.step, self.action, self.seen = step, action, []
+
+    def reached(self, step):
+        self.seen.append(step)
+        if step == self.step and self.action is not None:
+            action, self.action = self.action, None
+            action()
+
+
+def setup(lab):
+    """What the learner's code may hold of the checker's world: the clock, a gateway client, Lambda's context."""
+    lab.expose("clock", clock.VirtualClock)
+    lab.expose("gateway_client", gateway.GatewayClient)
+    lab.expose("invocation", lambda_poller.Invocation)
+    lab.expose("crashes", lambda_poller.CrashPlan)
+
+
+@contextlib.contextmanager
+def fresh(lab, visibility=120, max_receive_count=4):
+    """A new clock at 19:14 and an empty moto with the lesson's queue, DLQ and table (the checker's own)."""
+    lab.reset_world()
+    reloj = clock.VirtualClock().start()
+    try:
+        config = world.WorldConfig(visibility_timeout_seconds=visibility, max_receive_count=max_receive_count)
+        session = lab.session()
+        clients = {name: lab.client(name) for name in ("sqs", "dynamodb")}
+        pair = queues.create_queue_pair(
+            clients["sqs"],
+            world.ORDERS_QUEUE,
+            world.ORDERS_DLQ,
+            visibility_timeout_seconds=visibility,
+            max_receive_count=max_receive_count,
+        )
+        world.create_idempotency_table(clients["dynamodb"])
+        yield reloj, world.World(config, session, pair, "", "", {}, "", _clients=clients)
+    finally:
+        reloj.stop()
+
+
+def order(number):
+    return orders.Order(orders.order_id(900_000 + number), PRICE)
+
+
+def client_for(reloj, key=True, max_attempts=1, read_timeout=30, latency=None):
+    provider = gateway.PaymentGateway(reloj, latency=latency or gateway.LatencyProfile())
+    client = gateway.GatewayClient(
+        provider, read_timeout_seconds=read_timeout, max_attempts=max_attempts, send_idempotency_key=key
+    )
+    return provider, client
+
+
+def record_of(order_, message_id):
+    return {
+        "messageId": message_id,
+        "receiptHandle": f"handle-{message_id}",
+        "body": orders.order_body(order_),
+        "attributes": {"ApproximateReceiveCount": "1"},
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "grader",
+    }
+
+
+def deliver(mf, reloj, handler, records, hook=None, number=1):
+    """One invocation, called directly; the messageIds to retry (all of them if the handler raised)."""
+    poller = lambda_poller.Poller(mf.sqs, mf.orders.url, handler, reloj, crashes=hook or Hook())
+    context = lambda_poller.Invocation(poller, f"grader-{number}", number)
+    try:
+        response = handler({"Records": records}, context) or {}
+    except lambda_poller.ConsumerCrash:
+        raise
+    except Exception:
+        return {record["messageId"] for record in records}
+    if not isinstance(response, dict) or not isinstance(response.get("batchItemFailures", []), list):
+        return {record["messageId"] for record in records}
+    return {str(item.get("itemIdentifier")) for item in response.get("batchItemFailures", []) if isinstance(item, dict)}
+
+
+def deliver_each(mf, reloj, handler, records, retried):
+    """Copies delivered one after another while the first consumer is paused at a step."""
+    for number, record in enumerate(records):
+        retried.update(deliver(mf, reloj, handler, [record], number=number + 2))
+
+
+def poll(mf, reloj, handler, order_list, crashes=None, seconds=4_000):
+    for each in order_list:
+        orders.send_order(mf.sqs, mf.orders.url, each)
+    config = lambda_poller.PollerConfig(
+        batch_size=1, max_concurrency=4, function_timeout_seconds=900, max_idle_poll_seconds=20
+    )
+    poller = lambda_poller.Poller(
+        mf.sqs, mf.orders.url, handler, reloj, config=config, crashes=crashes or lambda_poller.CrashPlan()
+    )
+    poller.run_until_idle(seconds)
+    left = sum(queues.queue_counts(mf.sqs, mf.orders.url).values())
+    dlq = sum(queues.queue_counts(mf.sqs, mf.orders.dlq_url).values())
+    return poller, left, dlq
+
+
+def item_of(mf, clave):
+    return mf.dynamodb.get_item(TableName=world.IDEMPOTENCY_TABLE, Key={"clave": {"S": clave}}).get("Item")
+
+
+def receives_seen(lab, pedido_id):
+    """How many times the checker's own moto handed out a message of `pedido_id` (from the calls it served)."""
+    count = 0
+    for call in lab.aws_calls:
+        if call["action"] == "ReceiveMessage" and isinstance(call["answer"], dict):
+            count += sum(pedido_id in str(m.get("Body", "")) for m in call["answer"].get("Messages", []))
+    return count
+
+
+def charges_in(run):
+    """Charges per order in a DeliveryRun the learner's code returned (as data)."""
+    counts = {}
+    for charge in run.get("ledger", []) if isinstance(run, dict) else []:
+        pedido = charge.get("pedido_id") if isinstance(charge, dict) else None
+        counts[pedido] = counts.get(pedido, 0) + 1
+    return counts
+
+
+def receives_in(run):
+    timeline = run.get("timeline", []) if isinstance(run, dict) else []
+    return [row.get("detail") for row in timeline if isinstance(row, dict) and row.get("event") == "received"]
+
+
+# -- (a) --------------------------------------------------------------------------------------
+def check_mechanism_visibility(lab):
+    with fresh(lab) as (reloj, mf):
+        run = lab.call("visibility_mechanism", mf, reloj)
+    charges, receives = charges_in(run), receives_in(run)
+    seen = receives_seen(lab, orders_incident_id())
+    assert max(charges.values(), default=0) >= 2, f"charges per order in your run: {charges}"
+    assert "receive #2" in receives, f"the order was never delivered twice (receives: {receives})"
+    assert seen >= 2, f"the grader's queue handed the order out {seen} time(s), not twice"
+
+
+def check_mechanism_sdk_retries(lab):
+    with fresh(lab) as (reloj, mf):
+        run = lab.call("sdk_retry_mechanism", mf, reloj)
+    charges, receives = charges_in(run), receives_in(run)
+    seen = receives_seen(lab, orders_incident_id())
+    assert max(charges.values(), default=0) >= 2, f"charges per order in your run: {charges}"
+    assert receives == ["receive #1"], f"the message was delivered more than once (receives: {receives})"
+    assert seen == 1, f"the grader's queue handed the order out {seen} time(s), not once"
+
+
+def orders_incident_id():
+    from mercadofresco.lessons import delivery
+
+    return delivery.INCIDENT_ORDER.pedido_id
+
+
+# -- (b), (c) -----------------------------------------------------------------------------------
+def check_more_likely(lab):
+    assert lab.value("more_likely") == "visibility", "not the mechanism the numbers point at"
+    assert lab.value("because") == "slow_is_enough", "not the reason the numbers give"
+
+
+def check_fix_order(lab):
+    ranking = lab.value("fix_order")
+    assert isinstance(ranking, list) and sorted(map(str, ranking)) == sorted(FIXES), "fix_order is not a ranking"
+    assert ranking[:2] == ["idempotency_table", "gateway_key"], "the first two places are not right"
+    assert lab.value("root_fix") == "idempotency_table", "root_fix is not the fix that removes the problem at the root"
+
+
+def check_config_relations(lab):
+    cfg = lab.value("fixed_config")
+    assert isinstance(cfg, dict), "fixed_config is not a dict"
+    numbers = [cfg.get(key) for key in ("visibility_timeout_seconds", "read_timeout_seconds")]
+    numbers += [cfg.get(key) for key in ("sdk_max_attempts", "max_receive_count")]
+    assert all(type(n) in (int, float) for n in numbers), "fixed_config's four values must be numbers"
+    visibility, read, attempts, receives = numbers
+    assert visibility > read * attempts, f"one delivery can take {read * attempts} s, visibility is {visibility} s"
+    assert attempts <= 2, f"the SDK makes {attempts} attempts inside every delivery"
+    assert attempts * receives <= 15, f"worst case {attempts * receives} calls to the gateway per order"
+
+
+# -- (d) -----------------------------------------------------------------------------------------
+def check_record_contract(lab):
+    with fresh(lab) as (reloj, mf):
+        provider, client = client_for(reloj, key=True)
+        handler = lab.call("build_handler", mf.dynamodb, client)
+        order_ = order(1)
+        failed = deliver(mf, reloj, handler, [record_of(order_, "m-1")])
+        now = reloj.timestamp()
+        item = item_of(mf, f"cobro:{order_.pedido_id}")
+        ledger = list(provider.ledger)
+    assert not failed, "the message was reported as failed"
+    assert len(ledger) == 1, f"{len(ledger)} charges for one message"
+    assert ledger[0].idempotency_key == f"cobro:{order_.pedido_id}", "the gateway did not receive cobro:<pedido_id>"
+    assert item is not None, "no item with clave cobro:<pedido_id> in mercadofresco-idempotencia"
+    assert item.get("estado", {}).get("S") == "COMPLETADO", f"estado is {item.get('estado')}"
+    assert ledger[0].referencia_cobro in str(item.get("resultado")), "resultado does not hold the referencia_cobro"
+    expires = float(item.get("expira_en", {}).get("N", 0))
+    assert now + 23 * 3600 <= expires <= now + 25 * 3600, "expira_en is not 24 h ahead in epoch seconds"
+
+
+def check_incident_replay(lab):
+    with fresh(lab, visibility=120, max_receive_count=4) as (reloj, mf):
+        spike = gateway.spike_at(reloj.now(), minutes=10, latency_seconds=150)
+        provider, client = client_for(reloj, key=True, max_attempts=5, read_timeout=180, latency=spike)
+        provider.fail_next(gateway.Fault.RESPONSE_LOST, times=3)
+        batch = [order(100 + n) for n in range(12)]  # order numbers no other check uses
+        _poller, left, dlq = poll(mf, reloj, lab.call("build_handler", mf.dynamodb, client), batch)
+        charges = provider.charges_per_order()
+    wrong = {o.pedido_id: charges[o.pedido_id] for o in batch if charges[o.pedido_id] != 1}
+    assert not wrong, f"orders not charged exactly once: {wrong}"
+    assert dlq == 0 and left == 0, f"{dlq} message(s) in the DLQ, {left} left in the queue"
+
+
+def check_parallel_duplicates(lab):
+    for step in ("after_lock", "after_charge"):
+        with fresh(lab) as (reloj, mf):
+            provider, client = client_for(reloj, key=False)  # the table alone must hold: no gateway key
+            handler = lab.call("build_handler", mf.dynamodb, client)
+            order_ = order(2)
+            copies = [record_of(order_, f"copy-{n}") for n in range(20)]
+            retried = set()
+            hook = Hook(step, functools.partial(deliver_each, mf, reloj, handler, copies, retried))
+            first = deliver(mf, reloj, handler, [record_of(order_, "first")], hook=hook)
+            charges = len(provider.ledger)
+        assert step in hook.seen, f"the handler never called context.crashes.reached({step!r})"
+        assert charges == 1, f"{charges} charges with 20 copies arriving at {step}"
+        assert not first, "the first consumer reported its own message as failed"
+        assert retried == {c["messageId"] for c in copies}, f"copies arriving at {step} were acknowledged, not retried"
+
+
+def check_crash_recovery(lab):
+    for step in ("received", "after_charge", "after_complete", "before_delete"):
+        with fresh(lab, visibility=400, max_receive_count=4) as (reloj, mf):
+            provider, client = client_for(reloj, key=True, max_attempts=2)
+            plan = lambda_poller.CrashPlan({step: 1})
+            _poller, left, dlq = poll(mf, reloj, lab.call("build_handler", mf.dynamodb, client), [order(3)], plan)
+            charges = len(provider.ledger)
+        assert plan.crashed_at == [step], f"the consumer never reached {step!r}"
+        assert charges == 1, f"{charges} charges after a crash at {step}"
+        assert dlq == 0 and left == 0, f"after a crash at {step}: {dlq} in the DLQ, {left} left in the queue"
+
+
+def check_lock_expires(lab):
+    with fresh(lab, visibility=400, max_receive_count=4) as (reloj, mf):
+        provider, client = client_for(reloj, key=True, max_attempts=2)
+        plan = lambda_poller.CrashPlan({"after_lock": 1})
+        _poller, _left, dlq = poll(mf, reloj, lab.call("build_handler", mf.dynamodb, client), [order(4)], plan)
+        charges = len(provider.ledger)
+    assert plan.crashed_at == ["after_lock"], "the consumer never reached 'after_lock'"
+    assert charges == 1, f"{charges} charges after a crash right after the claim"
+    assert dlq == 0, "the order ended in the DLQ: its claim never expired"
+
+
+def check_producer_resends(lab):
+    with fresh(lab) as (reloj, mf):
+        provider, client = client_for(reloj, key=False)
+        handler = lab.call("build_handler", mf.dynamodb, client)
+        order_ = order(5)
+        failed = set()
+        for number, gap in enumerate((0, 60, 6 * 3600)):
+            reloj.advance(gap)
+            failed |= deliver(mf, reloj, handler, [record_of(order_, f"resend-{number}")], number=number + 1)
+        charges = len(provider.ledger)
+    assert charges == 1, f"{charges} charges for one order sent three times"
+    assert not failed, "a re-send of an order already charged was not acknowledged"
+
+
+def check_key_behaviour(lab):
+    with fresh(lab) as (reloj, mf):
+        provider, client = client_for(reloj, key=True)
+        handler = lab.call("build_handler", mf.dynamodb, client)
+        first, second = order(9), order(10)
+        now = int(reloj.timestamp())
+        for clave in (f"envio:{first.pedido_id}", first.pedido_id):  # other operations on the same order, done
+            other = {"clave": {"S": clave}, "estado": {"S": "COMPLETADO"}, "resultado": {"S": "otra-operacion"}}
+            mf.dynamodb.put_item(TableName=world.IDEMPOTENCY_TABLE, Item=other | {"expira_en": {"N": str(now + 3600)}})
+        failed = deliver(mf, reloj, handler, [record_of(first, "op-1")])
+        failed |= deliver(mf, reloj, handler, [record_of(second, "op-2")], number=2)
+        reloj.advance(600)
+        failed |= deliver(mf, reloj, handler, [record_of(first, "op-3-a-new-message-id")], number=3)
+        charges = provider.charges_per_order()
+        keys = {charge.idempotency_key for charge in provider.ledger}
+    assert charges.get(first.pedido_id) == 1, f"{charges.get(first.pedido_id, 0)} charges for an order sent twice"
+    assert charges.get(second.pedido_id) == 1, "a second order was not charged: its key collides with the first order's"
+    assert len(keys) == 2, f"two orders charged with the keys {sorted(map(str, keys))}"
+    assert not failed, f"messages reported as failed: {sorted(failed)}"
+
+
+def check_permanent_failure_kept(lab):
+    with fresh(lab) as (reloj, mf):
+        provider, client = client_for(reloj, key=False)
+        order_ = order(6)
+        provider.declined_orders.add(order_.pedido_id)
+        handler = lab.call("build_handler", mf.dynamodb, client)
+        for number in range(3):
+            deliver(mf, reloj, handler, [record_of(order_, f"declined-{number}")], number=number + 1)
+            reloj.advance(500)
+        calls, item = provider.calls, item_of(mf, f"cobro:{order_.pedido_id}")
+    assert calls == 1, f"the gateway was called {calls} times for a declined card"
+    assert item is not None and item.get("estado", {}).get("S") == "FALLIDO", "no FALLIDO record for the declined order"
+
+
+def check_transient_releases(lab):
+    with fresh(lab) as (reloj, mf):
+        provider, client = client_for(reloj, key=False, max_attempts=1)
+        provider.fail_next(gateway.Fault.UNAVAILABLE)
+        handler = lab.call("build_handler", mf.dynamodb, client)
+        order_ = order(7)
+        first = deliver(mf, reloj, handler, [record_of(order_, "t-1")])
+        reloj.advance(1)
+        second = deliver(mf, reloj, handler, [record_of(order_, "t-1")], number=2)
+        charges = len(provider.ledger)
+    assert first == {"t-1"}, "the message that met a 503 was not reported as failed"
+    assert charges == 1 and not second, f"the next delivery did not charge the order ({charges} charges)"
+
+
+def check_expired_record_ignored(lab):
+    with fresh(lab) as (reloj, mf):
+        provider, client = client_for(reloj, key=False)
+        order_ = order(8)
+        now = int(reloj.timestamp())
+        old = {
+            "clave": {"S": f"cobro:{order_.pedido_id}"},
+            "estado": {"S": "COMPLETADO"},
+            "resultado": {"S": "ch_old"},
+            "expira_en": {"N": str(now - 60)},
+            "caduca_bloqueo": {"N": str(now - 3600)},
+        }
+        mf.dynamodb.put_item(TableName=world.IDEMPOTENCY_TABLE, Item=old)
+        handler = lab.call("build_handler", mf.dynamodb, client)
+        failed = deliver(mf, reloj, handler, [record_of(order_, "e-1")])
+        charges = len(provider.ledger)
+    assert charges == 1 and not failed, f"{charges} charges for an order whose old record expired a minute ago"
+
+
+# -- (e) -----------------------------------------------------------------------------------------
+def check_fifo_experiment(lab):
+    with fresh(lab) as (reloj, mf):
+        result = lab.call("fifo_experiment", mf, reloj)
+        fifo_queues = [url for url in mf.sqs.list_queues().get("QueueUrls", []) if url.endswith(".fifo")]
+    assert isinstance(result, dict), f"fifo_experiment returned {type(result).__name__}, not a dict"
+    assert result.get("copies_waiting_after_resend") == 1, (
+        f"copies waiting: {result.get('copies_waiting_after_resend')}"
+    )
+    assert result.get("charges_after_redelivery") == 2, f"charges: {result.get('charges_after_redelivery')}"
+    sends = [c for c in lab.aws_calls if c["action"] == "SendMessage" and ".fifo" in str(c["request"])]
+    assert fifo_queues and len(sends) >= 2, (
+        "the experiment did not send the order twice to a FIFO queue of the grader's"
+    )
+    answer = lab.value("fifo_would_have")
+    assert isinstance(answer, dict), "fifo_would_have is not a dict"
+    assert answer.get("dropped_the_producer_resend") is True, "what did FIFO do with the producer's re-send?"
+    assert answer.get("prevented_the_double_charge") is False, "what did FIFO do with the redelivery?"
