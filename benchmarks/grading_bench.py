@@ -1,8 +1,9 @@
-"""Seconds per learner when grading copies of lab 1's solution, `--jobs` at a time (issue 13's budget: 5.3 s).
+"""Seconds per learner when grading copies of lab 1's solution, `--jobs` at a time (issue 21's budget: 5 s).
 
     PYTHONPATH=$PWD python benchmarks/grading_bench.py --copies 20 --jobs 2
 
-Prints the machine's load average too: on a shared machine the number moves with it.
+Prints the machine's load average too: on a shared machine the number moves with it. Then the cost of one
+AWS call from the learner's kernel through the boundary to the checker's moto, beside the same call in process.
 """
 
 from __future__ import annotations
@@ -11,11 +12,52 @@ import argparse
 import os
 import resource
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from mercadofresco.course import grading, labs, nbrun
+import nbformat
+
+from mercadofresco.course import checker, grading, labs, nbrun
+
+CALLS = 300
+KERNEL_CELL = """import time
+def sqs_calls(mf, n):
+    started = time.perf_counter()
+    for _ in range(n):
+        mf.sqs.get_queue_attributes(QueueUrl=mf.orders.url, AttributeNames=["All"])
+    return (time.perf_counter() - started) / n
+"""
+
+
+def boundary_cost() -> tuple[float, float]:
+    """Seconds per SQS call: from a kernel stand-in through the boundary, and in the checker's own process."""
+    from mercadofresco import clock, queues, world
+
+    with tempfile.TemporaryDirectory() as folder:
+        notebook = Path(folder) / "calls.ipynb"
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(KERNEL_CELL)]), notebook)
+        listener, path = checker.listen(Path(folder), None)
+        stand_in = labs.ROOT / "tests" / "kernel_stand_in.py"
+        kernel = subprocess.Popen([sys.executable, str(stand_in), str(notebook), str(path)])
+        lab = checker.Lab()
+        with checker.world_of_the_checker(), clock.VirtualClock():
+            lab.connect(listener, None)
+            sqs = lab.client("sqs")
+            pair = queues.create_queue_pair(sqs, world.ORDERS_QUEUE, world.ORDERS_DLQ)
+            mf = world.World(world.WorldConfig(), lab.session(), pair, "", "", {}, "", _clients={"sqs": sqs})
+            lab.call("sqs_calls", mf, 20)  # the kernel's first client and imports
+            through = lab.call("sqs_calls", mf, CALLS)
+            started = time.perf_counter()
+            for _ in range(CALLS):
+                sqs.get_queue_attributes(QueueUrl=pair.url, AttributeNames=["All"])
+            here = (time.perf_counter() - started) / CALLS
+            lab.hang_up()
+        listener.close()
+        kernel.wait()
+    return through, here
 
 
 def main() -> None:
@@ -38,6 +80,11 @@ def main() -> None:
     print(f"{args.copies} learners, jobs {args.jobs}: {seconds:.1f} s, {seconds / args.copies:.2f} s per learner")
     print(f"CPU of the graders and kernels: {cpu / args.copies:.2f} s per learner (less sensitive to other load)")
     print(f"full marks: {full}/{args.copies}; load average before/after: {load:.1f}/{os.getloadavg()[0]:.1f}")
+    through, here = boundary_cost()
+    print(
+        f"one SQS call from the kernel through the boundary: {through * 1000:.2f} ms "
+        f"(in the checker's own process: {here * 1000:.2f} ms; the boundary adds {(through - here) * 1000:.2f} ms)"
+    )
 
 
 if __name__ == "__main__":

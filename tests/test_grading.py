@@ -45,11 +45,22 @@ def test_malformed_solution_regions_are_refused(source):
 def test_the_lab_has_no_hidden_cells_no_outputs_and_no_grader_metadata():
     solution = nbformat.read(labs.SOLUTIONS_DIR / labs.lab_file("lab1"), as_version=4)
     lab = labs.lab_notebook(solution)
-    assert sum(labs.is_hidden(cell) for cell in solution.cells) == 17  # 1 setup + 16 checks
+    # lab 1's hidden checks live in solutions/checks/lab1.py and run in the grader's process
+    assert labs.checks_file(solution) == labs.SOLUTIONS_DIR / "checks" / "lab1.py"
+    assert len(labs.check_specs(solution)) == 16
     assert not any(labs.is_hidden(cell) for cell in lab.cells)
+    assert labs.METADATA_KEY not in lab.metadata  # the learner's copy does not name the checks module
     assert all(cell.outputs == [] and cell.execution_count is None for cell in lab.cells if cell.cell_type == "code")
-    assert len(lab.cells) == len(solution.cells) - 17
+    assert len(lab.cells) == len(solution.cells)
     assert solution.cells[3].source != lab.cells[3].source  # the input was not modified in place
+
+
+def _hidden_lines(solution) -> list[str]:
+    """Every line of the hidden checks: the solution's hidden cells and its checks module."""
+    lines = [line.strip() for cell in solution.cells if labs.is_hidden(cell) for line in cell.source.split("\n")]
+    module = labs.checks_file(solution)
+    code = [line.strip() for line in module.read_text().splitlines()] if module else []
+    return lines + [line for line in code if line.startswith(("assert ", "def check_"))]  # the verdicts themselves
 
 
 def test_labs_folder_is_exactly_what_the_build_produces(tmp_path):
@@ -64,7 +75,7 @@ def test_nothing_of_the_solution_or_the_hidden_checks_leaks_into_labs():
     solution = nbformat.read(labs.SOLUTIONS_DIR / labs.lab_file("lab1"), as_version=4)
     text = (labs.LABS_DIR / labs.lab_file("lab1")).read_text()
     assert labs.leaks(text) == []
-    hidden_lines = [line.strip() for cell in solution.cells if labs.is_hidden(cell) for line in cell.source.split("\n")]
+    hidden_lines = _hidden_lines(solution)
     answers = ['more_likely = "visibility"', "ReturnValuesOnConditionCheckFailure", "caduca_bloqueo < :now"]
     distinctive = [line for line in hidden_lines if len(line) > 30] + answers
     assert [line for line in distinctive if line in text] == []
@@ -282,7 +293,7 @@ def test_feedback_names_failed_checks_and_hints_but_never_shows_hidden_source(gr
     assert "FAILED producer_resends: AssertionError: 3 charges for one order sent three times" in stdout
     assert "hint: (d) the producer may send the same order again" in stdout
     solution = lab_variants.solution()
-    hidden = [line.strip() for cell in solution.cells if labs.is_hidden(cell) for line in cell.source.split("\n")]
+    hidden = _hidden_lines(solution)
     shown = stdout + json.dumps(report) + csv_path.read_text()
     assert [line for line in hidden if len(line) > 25 and line in shown] == []
     assert "_learner(" not in shown and "_fresh(" not in shown

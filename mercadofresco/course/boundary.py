@@ -19,6 +19,8 @@ Decimals, datetimes, sets, tuples and dicts with other keys. Anything else is
 the side's business (`Codec.encode_object`, `Codec.decode_object`): a proxy
 reference, a function the other side may call back. An answer that breaks
 these rules, or comes out of turn, fails the call, never the other way round.
+
+A little over one sitting (~340 lines): the wire, its codec and the lanes are one protocol, read whole.
 """
 
 from __future__ import annotations
@@ -39,8 +41,12 @@ MAX_LINE = 16 << 20  # one message; the largest answer of a lab (a timeline of 1
 CLOSED = object()  # put in every lane's queue when the other side is gone
 
 
-class BoundaryError(Exception):
-    """The other side is gone, did not answer in time, or answered with something that is not an answer."""
+class BoundaryError(BaseException):
+    """The other side is gone, did not answer in time, or answered with something that is not an answer.
+
+    A BaseException, as the poller's ConsumerCrash is: code that catches Exception (a check's model of a
+    handler error, the learner's own handler) must not take a dead or silent kernel for an answer.
+    """
 
 
 class RemoteError(Exception):
@@ -145,6 +151,7 @@ class Boundary:
         codec: Codec,
         side: str,
         timeout_seconds: float = 60.0,
+        main_lane: str | None = None,
     ) -> None:
         self.codec, self.side, self.timeout_seconds = codec, side, timeout_seconds
         self.closed = ""  # why the other side is gone; "" while it is there
@@ -158,6 +165,8 @@ class Boundary:
         self._ids = itertools.count(1)
         self._lane_numbers = itertools.count(1)
         self._thrown: dict[str, dict[int, BaseException]] = {}  # exceptions we raised into a lane, by token
+        if main_lane is not None:  # served by the thread that calls `serve_lane` (an interrupt reaches it)
+            self._lanes[main_lane] = queue.Queue()
         threading.Thread(target=self._read, daemon=True, name=f"boundary-{side}").start()
 
     # -- calling -------------------------------------------------------------------
@@ -247,6 +256,28 @@ class Boundary:
             "attributes": attributes,
             "token": token,
         }
+
+    def serve_lane(self, lane: str, stop: threading.Event) -> None:
+        """Serve the calls of `lane` in this thread until `stop` is set or the other side is gone.
+
+        Meant for a process's main thread: an interrupt (SIGINT) raised while it waits for the next call is
+        ignored, and one raised inside a call ends that call with KeyboardInterrupt, as in a notebook cell.
+        """
+        self._mine.lane = lane
+        inbox = self._lanes[lane]
+        while not stop.is_set():
+            try:
+                message = inbox.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            except KeyboardInterrupt:
+                continue
+            if message is CLOSED:
+                return
+            if "call" in message:
+                self._serve(lane, message)
+            else:
+                self.out_of_turn += 1
 
     def _lane_worker(self, lane: str) -> None:
         self._mine.lane = lane

@@ -15,6 +15,9 @@ A check passes when its own assertions hold on this state and on the values
 the learner's functions returned, judged as data. Nothing the kernel says
 about a check counts; a kernel that dies, hangs or answers out of turn fails
 the call it was in, and every check after it.
+
+A little over one sitting (~380 lines): the proxies' codec, what the kernel may call and the
+checks' runner decide together what a verdict rests on, so they are read together.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from mercadofresco.course.boundary import Boundary, BoundaryError, Codec, Remote
 from mercadofresco.course.reports import shown
 
 SIDE = "c"
-CONNECT_SECONDS = 30.0  # the kernel's answer to the grader's serve cell (imports included)
+CONNECT_SECONDS = 15.0  # the kernel's answer to the grader's serve cell (imports included)
 FORWARDED_DOMAINS = (".checker.invalid", ".amazonaws.com")
 REASON_CHARS = 200
 # What the kernel may call on each kind of the checker's objects (anything else is refused).
@@ -131,6 +134,7 @@ class Lab:
         self._kinds: list[tuple[type, str]] = []
         self._session: Any = None
         self._clients: dict[str, Any] = {}
+        self.interrupt: Callable[[], None] = lambda: None  # how to interrupt the kernel (set by the grader)
 
     # -- the checker's own world ------------------------------------------------------
     def reset_world(self) -> None:
@@ -158,16 +162,22 @@ class Lab:
     def value(self, name: str) -> Any:
         """The value the learner gave `name` (a function comes back as a `KernelFunction`)."""
         try:
-            return self.wire.call("value", name)
+            value = self.wire.call("value", name)
         except RemoteError as error:
             raise AssertionError(f"`{name}` could not be read ({error.type_name})") from None
+        if isinstance(value, Opaque):  # an object of the learner's own class could claim to equal anything
+            raise AssertionError(f"`{name}` is a {value.type_name} object, not plain data (text, numbers, lists)")
+        return value
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         """Call the learner's function `name` with `args` (plain data and the checker's own objects)."""
         function = self.value(name)
         if not isinstance(function, KernelFunction):
             raise AssertionError(f"`{name}` is not a function")
-        return function(*args, **kwargs)
+        result = function(*args, **kwargs)
+        if isinstance(result, Opaque):
+            raise AssertionError(f"what {name} returns is a {result.type_name} object, not plain data")
+        return result
 
     def expose(self, kind: str, *classes: type) -> None:
         """Let objects of `classes` reach the kernel as proxies of `kind` (one of EXPOSED)."""
@@ -321,17 +331,21 @@ def run_checks(module: Any, lab: Lab, seconds_each: float) -> Iterator[dict]:
             getattr(module, f"check_{check.check}")(lab)
             row["verdict"] = True
         except AssertionError as exc:
-            row["reason"] = shown(str(exc) or "a check did not hold", REASON_CHARS)
+            row["reason"] = shown(f"AssertionError: {exc or 'a check did not hold'}", REASON_CHARS)
         except BoundaryError as exc:
-            gone = f"the kernel stopped answering during {check.check} ({exc})"
-            row["reason"] = shown(f"the kernel stopped answering: {exc}", REASON_CHARS)
-            lab.wire.close()
+            if lab.wire.closed:  # the kernel died or hung up: nothing after this can run
+                gone = f"the kernel was gone during {check.check}"
+                row["reason"] = shown(f"the check did not finish: the kernel was gone ({exc})", REASON_CHARS)
+            else:  # it did not answer in time: interrupt it, as nbval interrupts a cell, and go on
+                why = f"Timeout of {seconds_each:g} seconds exceeded waiting for your code (interrupted)"
+                row["reason"] = why if "no answer within" in str(exc) else shown(f"{why}: {exc}", REASON_CHARS)
+                lab.interrupt()
         except RemoteError as error:
-            row["reason"] = shown(f"your code raised {error.type_name}", REASON_CHARS)
+            row["reason"] = shown(f"{error.type_name}: raised by your code", REASON_CHARS)
         except Exception as exc:  # the check itself could not run on what the learner's code gave it
-            row["reason"] = shown(f"the check could not run: {type(exc).__name__}: {exc}", REASON_CHARS)
+            row["reason"] = shown(f"{type(exc).__name__}: the check could not run on it ({exc})", REASON_CHARS)
         except BaseException as exc:  # a ConsumerCrash or the like that escaped: the check fails, grading goes on
-            row["reason"] = shown(f"the check was stopped by {type(exc).__name__}", REASON_CHARS)
+            row["reason"] = shown(f"{type(exc).__name__}: the check was stopped by it", REASON_CHARS)
         row["seconds"] = round(time.monotonic() - started, 3)
         yield row
 

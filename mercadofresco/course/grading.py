@@ -244,7 +244,9 @@ def grade_notebook(path: Path, setting: Setting) -> LearnerReport:
     report.notes += suspicious(learner)
     report.answers = labs.written_answers(learner, setting.solution)
     if not setting.isolated:
-        report.notes.append("graded without isolation (the grader was not root): see README, For instructors")
+        report.notes.append(
+            "graded without isolation: verdicts can be forged (the grader was not root; see README, For instructors)"
+        )
     return report
 
 

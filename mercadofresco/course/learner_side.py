@@ -30,6 +30,7 @@ from typing import Any
 from mercadofresco.course.boundary import Boundary, Codec, RemoteError
 
 SIDE = "k"
+MAIN_LANE = "c1"  # the checker's main thread: its calls run in the kernel's main thread, where an interrupt lands
 FORWARDED_DOMAIN = "checker.invalid"  # the clients' host: no network reaches it, the checker answers it
 CALL_TIMEOUT_SECONDS = 3_600.0  # the checker keeps the time; the kernel just waits for it
 
@@ -175,7 +176,7 @@ class LearnerSide:
         self.done = threading.Event()
         self._session: Any = None
         self._clients: dict[str, Any] = {}
-        self.wire = Boundary(sock, self.handle, self.codec, SIDE, CALL_TIMEOUT_SECONDS)
+        self.wire = Boundary(sock, self.handle, self.codec, SIDE, CALL_TIMEOUT_SECONDS, main_lane=MAIN_LANE)
 
     def encode(self, value: Any) -> Any:
         from mercadofresco.course.boundary import encode
@@ -296,6 +297,7 @@ def serve(namespace: dict, path: str) -> None:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(path)
     side = LearnerSide(namespace, sock)
-    while not side.done.wait(0.5) and not side.wire.closed:
-        pass
-    side.wire.close()
+    try:
+        side.wire.serve_lane(MAIN_LANE, side.done)
+    finally:
+        side.wire.close()

@@ -16,6 +16,9 @@ The record (JSON lines) is written to a file in the grader's private folder,
 which the learner's user cannot read or write. Each line: the cell, its role
 (learner/setup/check), nbval's outcome, one line of reason (never the cell's
 source), the grader's verdict and what the guard found.
+
+A little over one sitting (~330 lines): nbval's kernel as the grader wants it, the record, and the
+hand-over to the checker are the one plugin pytest loads.
 """
 
 from __future__ import annotations
@@ -300,13 +303,14 @@ def _run_checker(item: Any, plan: dict) -> list[dict]:
     kernel = item.parent.kernel
     gone = "the kernel had died before the checks" if kernel is None or not kernel.is_alive() else ""
     if not gone and item.session.shouldstop:
-        gone = f"grading stopped ({item.session.shouldstop})"
+        return []  # a learner cell stopped the run: the report says which (grading.score)
     if gone:
         return [
             {"role": "checker", "check": c.check, "verdict": False, "reason": f"not run: {gone}"} for c in module.CHECKS
         ]
     lab = checker.Lab(tuple(getattr(module, "SERVICES", ("sqs", "dynamodb"))))
     module.setup(lab)
+    lab.interrupt = kernel.km.interrupt_kernel
     listener, path = checker.listen(Path(plan["workdir"]), plan.get("uid"))
     try:
         kernel.execute_cell_input(checker.serve_source(path), allow_stdin=False)
