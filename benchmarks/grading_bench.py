@@ -46,7 +46,9 @@ def boundary_cost() -> tuple[float, float]:
         with checker.world_of_the_checker(), clock.VirtualClock():
             lab.connect(listener, None)
             sqs = lab.client("sqs")
-            pair = queues.create_queue_pair(sqs, world.ORDERS_QUEUE, world.ORDERS_DLQ)
+            pair = queues.create_queue_pair(
+                sqs, world.ORDERS_QUEUE, world.ORDERS_DLQ, visibility_timeout_seconds=120, max_receive_count=4
+            )
             mf = world.World(world.WorldConfig(), lab.session(), pair, "", "", {}, "", _clients={"sqs": sqs})
             lab.call("sqs_calls", mf, 20)  # the kernel's first client and imports
             through = lab.call("sqs_calls", mf, CALLS)
