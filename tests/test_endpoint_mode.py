@@ -284,6 +284,12 @@ def test_every_notebook_outside_the_process_gives_the_same_answer_or_refuses_cle
 
     with ThreadPoolExecutor(4) as pool:
         verdicts = list(pool.map(run_notebook_outside, NOTEBOOKS))
+    # nbclient's own kernel cleanup can race at shutdown under load (`assert self.km is not None` in
+    # _async_cleanup_kernel, seen once in CI on notebook 00): that notebook is run once more, alone.
+    verdicts = [
+        run_notebook_outside(NOTEBOOKS[n]) if v["verdict"] == "crash" and "_async_cleanup_kernel" in v["detail"] else v
+        for n, v in enumerate(verdicts)
+    ]
     wrong = [v for v in verdicts if v["verdict"] not in ("same", "refused")]
     assert not wrong, wrong
     for verdict in verdicts:
