@@ -280,16 +280,8 @@ class Boundary:
                 self.out_of_turn += 1
 
     def _lane_worker(self, lane: str) -> None:
-        self._mine.lane = lane
-        inbox = self._lanes[lane]
-        while True:
-            message = inbox.get()
-            if message is CLOSED:
-                return
-            if "call" in message:
-                self._serve(lane, message)
-            else:
-                self.out_of_turn += 1
+        """A thread of its own for a lane the other side opened: it serves until the other side is gone."""
+        self.serve_lane(lane, threading.Event())
 
     # -- the wire ----------------------------------------------------------------------
     def _send(self, message: dict) -> None:
