@@ -70,7 +70,7 @@ EDITS: dict[str, list[tuple[str, str, str]]] = {
             RUNBOOK,
             "    moved = redrive_dlq(mf, reloj, max_per_second=10)  # 5\n",
             "    moved = redrive_dlq(mf, reloj, max_per_second=10)  # 5\n"
-            "    old = consumer.Poller(mf.sqs, mf.orders.url, consumer.ChargeOrders(client), reloj, config)\n"
+            "    old = lambda_poller.Poller(mf.sqs, mf.orders.url, handlers.ChargeOrders(client), reloj, config)\n"
             "    old.run_until_idle(3_600)  # the consumer still deployed expects version 1\n",
         )
     ],

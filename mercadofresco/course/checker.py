@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import datetime as dt
 import importlib.util
 import json
 import os
@@ -72,6 +73,22 @@ class KernelFunction:
         return self.lab.wire.call("call", self.number, list(args), kwargs)
 
 
+class KernelWaiter:
+    """A waiter of the kernel's (a task of the learner's own poller): the checker's gateway waits in its time."""
+
+    def __init__(self, lab: Lab, number: int) -> None:
+        self.lab, self.number = lab, number
+
+    def now(self) -> dt.datetime:
+        instant = self.lab.wire.call("waiter", self.number, "now", [])
+        if type(instant) is not dt.datetime or instant.tzinfo is None:
+            raise AssertionError(f"a waiter of your code said the time is {type(instant).__name__}, not a datetime")
+        return instant
+
+    def wait(self, seconds: float) -> None:
+        self.lab.wire.call("waiter", self.number, "wait", [seconds])
+
+
 @dataclass(frozen=True)
 class Opaque:
     """A value the kernel could not send as data (an object of the learner's own class): never a right answer."""
@@ -109,10 +126,11 @@ class CheckerCodec(Codec):
             if type(ref) is not int or ref not in self.refs:
                 raise BoundaryError("a reference the checker never handed out")
             return self.refs[ref][1]
-        if "$fn" in tagged:
-            if type(tagged["$fn"]) is not int:
-                raise BoundaryError("a malformed function reference")
-            return KernelFunction(self.lab, tagged["$fn"])
+        for tag, kind in (("$fn", KernelFunction), ("$waiter", KernelWaiter)):
+            if tag in tagged:
+                if type(tagged[tag]) is not int:
+                    raise BoundaryError("a malformed reference to the kernel's code")
+                return kind(self.lab, tagged[tag])
         if "$obj" in tagged:
             fields = self.lab.wire_decode(tagged.get("fields"))
             if type(fields) is not dict:
@@ -232,7 +250,14 @@ class Lab:
         if name == "method":
             target, method, positional, keywords = args
             return self._method(target, method, positional, keywords)
-        raise PermissionError(f"the checker serves aws and method calls; not {name!r}")
+        if name == "queue_age" and "sqs" in self.services:  # the model of CloudWatch's metric, on this moto
+            from mercadofresco.models import queue_age
+
+            queue_url, now = args
+            if type(queue_url) is not str or type(now) is not dt.datetime:
+                raise TypeError("queue_age takes a queue URL and a datetime")
+            return queue_age.age_of_oldest_message(self.client("sqs"), queue_url, now)
+        raise PermissionError(f"the checker serves aws, method and queue_age calls; not {name!r}")
 
     def _method(self, target: Any, method: Any, positional: Any, keywords: Any) -> Any:
         kind = next((k for k, obj in self.codec.refs.values() if obj is target), None)

@@ -13,6 +13,10 @@ arguments are plain data and stand-ins for what the checker owns:
 - the checker's clock, gateway client, Lambda context and crash hook, each a
   small proxy whose methods are calls to the checker (`RemoteClock`, …).
 
+The other way, the checker may call the learner's functions and the kernel's
+own waiters (a task of a poller the learner's code runs here: the checker's
+gateway waits in the caller's time), and read a queue's age from its moto.
+
 Nothing here decides a verdict. Learner code can change any of it: the worst
 it can do is answer wrongly, and a wrong answer fails the check.
 """
@@ -135,10 +139,10 @@ class LearnerCodec(Codec):
     def encode_object(self, value: Any) -> Any:
         if isinstance(value, _Remote):
             return {"$ref": value._ref}
+        if _is_waiter(value):  # the kernel's own Lambda context or task, handed to the checker's gateway
+            return {"$waiter": self.keep(value)}
         if callable(value) and not isinstance(value, type):  # a function, a handler object: the checker calls it
-            number = len(self.functions) + 1
-            self.functions[number] = value
-            return {"$fn": number}
+            return {"$fn": self.keep(value)}
         if isinstance(value, Mapping):
             return self.kernel.encode(dict(value))
         if isinstance(value, (list, tuple)):
@@ -147,6 +151,12 @@ class LearnerCodec(Codec):
             fields = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
             return {"$obj": type(value).__qualname__, "fields": self.kernel.encode(fields)}
         return {"$opaque": type(value).__qualname__[:80]}
+
+    def keep(self, value: Any) -> int:
+        """A number the checker can call `value` by."""
+        number = len(self.functions) + 1
+        self.functions[number] = value
+        return number
 
     def decode_object(self, tagged: dict) -> Any:
         if "$ref" in tagged:
@@ -198,6 +208,11 @@ class LearnerSide:
         if name == "call":
             number, positional, keywords = args
             return self.codec.functions[number](*positional, **keywords)
+        if name == "waiter":  # the checker's gateway waits in the caller's time (a task of the kernel's poller)
+            number, method, positional = args
+            if method not in ("now", "wait"):
+                raise ValueError(f"a waiter answers now and wait; not {method!r}")
+            return getattr(self.codec.functions[number], method)(*positional)
         if name == "bye":
             self.done.set()
             return None
@@ -238,6 +253,10 @@ class LearnerSide:
             endpoints.botocore.auth.AUTH_TYPE_MAPS.setdefault(endpoints.MOTO_SIGNATURE, endpoints.MotoOnlySigner)
             url = f"https://{service}.{config.region}.{FORWARDED_DOMAIN}"
             self._clients[service] = self.session(config).client(service, endpoint_url=url, config=botocore_config)
+            if service == "sqs":  # the age of a queue's oldest message (a model of the metric) is the checker's
+                from mercadofresco.models import queue_age
+
+                queue_age.read_elsewhere(url, lambda queue_url, now: self.call_checker("queue_age", queue_url, now))
         return self._clients[service]
 
     def session(self, config: Any) -> Any:
@@ -262,6 +281,13 @@ class LearnerSide:
         headers = {key: (v.decode() if isinstance(v, bytes) else str(v)) for key, v in request.headers.items()}
         status, answer_headers, answer = self.call_checker("aws", request.method, request.url, headers, body)
         return AWSResponse(request.url, status, HTTPHeaders(answer_headers), MockRawResponse(answer))
+
+
+def _is_waiter(value: Any) -> bool:
+    """Something that keeps time for a caller (`now()`, `wait(seconds)`), such as a Lambda context or a task."""
+    return (
+        not isinstance(value, type) and callable(getattr(value, "now", None)) and callable(getattr(value, "wait", None))
+    )
 
 
 def _package_class(module_name: str, qualname: str) -> Any:
