@@ -51,7 +51,31 @@ EXPOSED = {
     "gateway_client": {"charge"},
     "invocation": {"now", "wait", "elapsed_seconds", "get_remaining_time_in_millis", "record"},
     "crashes": {"reached"},
+    "bus": {"put_events"},
+    "callback": {"__call__"},
 }
+
+
+class ProcessDied(BaseException):
+    """The process running the learner's code died here (a check's fault): no `except Exception` of theirs runs."""
+
+
+class Callback:
+    """One of the checker's functions, which the learner's code may call (lab 3's `prepare`)."""
+
+    def __init__(self, function: Callable[..., Any]) -> None:
+        self.function = function
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.function(*args, **kwargs)
+
+
+@dataclass(frozen=True)
+class Link:
+    """A PostgreSQL connection the learner's kernel opens to the checker's database, as the learner's role."""
+
+    number: int
+    settings: tuple[tuple[str, str], ...] = ()  # e.g. (("lock_timeout", "200ms"),)
 
 
 @dataclass(frozen=True)
@@ -111,6 +135,11 @@ class CheckerCodec(Codec):
             return {"$aws": value.meta.service_model.service_name}
         if kind == "kernel_function":
             return {"$fn": value.number}
+        if kind == "pg_link":
+            return {"$pg": value.number, "conninfo": self.lab.database.conninfo(value.settings)}
+        if kind == "store":  # rebuilt in the kernel: its DynamoDB calls reach the checker's table, its clock is ours
+            fields = ("table_name", "ttl_seconds", "lock_seconds")
+            return {"$store": {name: getattr(value, name) for name in fields} | {"clock": encode(value.clock, self)}}
         if kind is None and _is_package_data(value):  # a Charge the gateway returned: handed over as its fields
             fields = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
             return {"$obj": type(value).__qualname__, "module": type(value).__module__, "fields": encode(fields, self)}
@@ -144,8 +173,13 @@ class CheckerCodec(Codec):
 class Lab:
     """What a hidden check works with: the learner's names across the boundary, and the checker's own world."""
 
-    def __init__(self, services: tuple[str, ...] = ("sqs", "dynamodb")) -> None:
+    def __init__(
+        self, services: tuple[str, ...] = ("sqs", "dynamodb"), workdir: Path | None = None, uid: int | None = None
+    ) -> None:
         self.services = services
+        self.workdir, self.uid = workdir, uid
+        self.database: Any = None  # a checker_db.LabDatabase, for a lab that asks for one
+        self._links = 0
         self.codec = CheckerCodec(self)
         self.wire: Boundary | None = None  # set by `connect`
         self.aws_calls: list[dict] = []  # every AWS request the kernel made, as the checker served it
@@ -176,6 +210,19 @@ class Lab:
             self._clients[service] = endpoints.make_client(self.session(), world.WorldConfig(), service)
         return self._clients[service]
 
+    def start_database(self, schema: str = "lab3_grader") -> Any:
+        """The checker's own PostgreSQL, which the kernel reaches through a socket in its working copy."""
+        from mercadofresco.course import checker_db
+
+        self.database = checker_db.LabDatabase(schema)
+        self.database.serve(self.workdir, self.uid)
+        return self.database
+
+    def link(self, **settings: str) -> Link:
+        """A new connection for the learner's code (a new process's, after a death), with server `settings`."""
+        self._links += 1
+        return Link(self._links, tuple(sorted(settings.items())))
+
     # -- the kernel's names ------------------------------------------------------
     def value(self, name: str) -> Any:
         """The value the learner gave `name` (a function comes back as a `KernelFunction`)."""
@@ -189,13 +236,22 @@ class Lab:
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
         """Call the learner's function `name` with `args` (plain data and the checker's own objects)."""
+        return self.function(name)(*args, **kwargs)
+
+    def function(self, name: str) -> Callable[..., Any]:
+        """The learner's function `name`, to call many times (one read across the boundary)."""
         function = self.value(name)
         if not isinstance(function, KernelFunction):
             raise AssertionError(f"`{name}` is not a function")
-        result = function(*args, **kwargs)
-        if isinstance(result, Opaque):
-            raise AssertionError(f"what {name} returns is a {result.type_name} object, not plain data")
-        return result
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            result = function(*args, **kwargs)
+            if isinstance(result, Opaque):
+                raise AssertionError(f"what {name} returns is a {result.type_name} object, not plain data")
+            return result
+
+        call.__name__ = name
+        return call
 
     def expose(self, kind: str, *classes: type) -> None:
         """Let objects of `classes` reach the kernel as proxies of `kind` (one of EXPOSED)."""
@@ -210,6 +266,14 @@ class Lab:
             return "world"
         if isinstance(value, KernelFunction):
             return "kernel_function"
+        if isinstance(value, Link):
+            return "pg_link"
+        if isinstance(value, Callback):
+            return "callback"
+        from mercadofresco.patterns import idempotency
+
+        if isinstance(value, idempotency.IdempotencyStore):
+            return "store"
         if hasattr(value, "meta") and hasattr(getattr(value, "meta", None), "service_model"):
             return "aws"
         return next((kind for cls, kind in self._kinds if isinstance(value, cls)), None)
@@ -311,6 +375,12 @@ class Lab:
                 self.wire.timeout_seconds = 2
                 self.wire.call("bye")
             self.wire.close()
+
+    def close(self) -> None:
+        """Stop what the checks started (the database)."""
+        if self.database is not None:
+            self.database.close()
+            self.database = None
 
 
 def _is_package_data(value: Any) -> bool:

@@ -11,7 +11,10 @@ arguments are plain data and stand-ins for what the checker owns:
 
 - a world (`mf`) whose boto3 clients send every request to the checker's moto,
 - the checker's clock, gateway client, Lambda context and crash hook, each a
-  small proxy whose methods are calls to the checker (`RemoteClock`, …).
+  small proxy whose methods are calls to the checker (`RemoteClock`, …);
+- lab 3's bus and callbacks, proxies too; its idempotency store, rebuilt here
+  on the checker's DynamoDB; and real psycopg connections to the checker's
+  PostgreSQL, as a role that may use the lab's schema only (`pg_link`).
 
 The other way, the checker may call the learner's functions and the kernel's
 own waiters (a task of a poller the learner's code runs here: the checker's
@@ -125,8 +128,22 @@ class RemoteInvocation(_Remote):
         return self._call("record", event, pedido_id, detail)
 
 
+class RemoteBus(_Remote):
+    """The checker's event bus (lab 3): it records what it accepts, and may end the process around a call."""
+
+    def put_events(self, **request: Any) -> dict:
+        return self._call("put_events", **request)
+
+
+class RemoteCallback(_Remote):
+    """One of the checker's functions (lab 3's `prepare`): calling it runs it there."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call("__call__", *args, **kwargs)
+
+
 PROXIES = {"clock": RemoteClock, "gateway_client": RemoteGatewayClient, "crashes": RemoteCrashes}
-PROXIES["invocation"] = RemoteInvocation
+PROXIES |= {"invocation": RemoteInvocation, "bus": RemoteBus, "callback": RemoteCallback}
 
 
 class LearnerCodec(Codec):
@@ -168,6 +185,13 @@ class LearnerCodec(Codec):
             return self.kernel.world(tagged["$world"])
         if "$aws" in tagged:
             return self.kernel.aws_client(tagged["$aws"])
+        if "$pg" in tagged:
+            return self.kernel.pg_link(tagged["$pg"], str(tagged["conninfo"]))
+        if "$store" in tagged:  # the idempotency table, through the checker's DynamoDB and clock
+            from mercadofresco.patterns import idempotency
+
+            fields = self.kernel.decode(tagged["$store"])
+            return idempotency.IdempotencyStore(self.kernel.aws_client("dynamodb"), **fields)
         if "$fn" in tagged:
             return self.functions[tagged["$fn"]]
         if "$obj" in tagged:  # one of the package's dataclasses (a Charge): rebuilt from its fields
@@ -186,6 +210,7 @@ class LearnerSide:
         self.done = threading.Event()
         self._session: Any = None
         self._clients: dict[str, Any] = {}
+        self._links: dict[int, Any] = {}
         self.wire = Boundary(sock, self.handle, self.codec, SIDE, CALL_TIMEOUT_SECONDS, main_lane=MAIN_LANE)
 
     def encode(self, value: Any) -> Any:
@@ -240,6 +265,14 @@ class LearnerSide:
         )
         mf.table_name, mf.bus_name = described["table_name"], described["bus_name"]
         return mf
+
+    def pg_link(self, number: int, conninfo: str) -> Any:
+        """A psycopg connection (autocommit) to the checker's database, as the learner's role; one per link."""
+        if number not in self._links:
+            import psycopg
+
+            self._links[number] = psycopg.connect(conninfo, autocommit=True)
+        return self._links[number]
 
     def aws_client(self, service: str) -> Any:
         """A boto3 client whose requests go to the checker; its made-up host (.invalid) reaches nothing else."""

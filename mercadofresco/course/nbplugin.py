@@ -308,11 +308,12 @@ def _run_checker(item: Any, plan: dict) -> list[dict]:
         return [
             {"role": "checker", "check": c.check, "verdict": False, "reason": f"not run: {gone}"} for c in module.CHECKS
         ]
-    lab = checker.Lab(tuple(getattr(module, "SERVICES", ("sqs", "dynamodb"))))
-    module.setup(lab)
+    services = tuple(getattr(module, "SERVICES", ("sqs", "dynamodb")))
+    lab = checker.Lab(services, Path(plan["workdir"]), plan.get("uid"))
     lab.interrupt = kernel.km.interrupt_kernel
     listener, path = checker.listen(Path(plan["workdir"]), plan.get("uid"))
     try:
+        module.setup(lab)
         kernel.execute_cell_input(checker.serve_source(path), allow_stdin=False)
         with checker.world_of_the_checker():
             try:
@@ -325,6 +326,7 @@ def _run_checker(item: Any, plan: dict) -> list[dict]:
     finally:
         listener.close()
         path.unlink(missing_ok=True)
+        lab.close()
     if lab.wire is not None and lab.wire.out_of_turn:
         rows.append(
             {"role": "note", "note": f"the kernel sent {lab.wire.out_of_turn} message(s) out of turn (dropped)"}
