@@ -222,35 +222,66 @@ def _forged(namespace, path):
         reply = {"lane": call["lane"], "id": call["id"], "result": {"passed": True, "verdict": True}}
         sock.sendall((json.dumps(reply) + "\\n").encode())
 learner_side.serve = _forged""",
-    "exits_mid_check": """import os
-def build_handler(dynamodb, client, table_name=None):
-    os._exit(3)""",
+}
+EXITS_MID_CHECK = """import os
+def {name}(*args, **kwargs):
+    os._exit(3)"""
+# Labs 2 and 3 share the grader's mechanism with lab 1: a few of the attacks above, and their own.
+ATTACKS = {
+    "lab1": sorted(HOSTILE),
+    "lab2": ["audit_hook", "forged_kernel", "objects_rewritten"],
+    "lab3": ["audit_hook", "forged_kernel", "objects_rewritten"],
+}
+FIRST_FUNCTION = {"lab1": "build_handler", "lab2": "inspect_dlq", "lab3": "create_schema"}
+LAB3_ATTACKS = {
+    # the kernel asks the grader's database for its owner, through the relay it was given
+    "db_owner": """import psycopg
+def create_schema(conn):
+    owner = psycopg.connect(host=conn.info.host, port=conn.info.port, dbname="postgres", user="postgres")
+    owner.execute("ALTER ROLE mf_learner SUPERUSER")""",
+    # orders that are not a table: a view the grader's owner would run when it reads
+    "view_for_orders": """def create_schema(conn):
+    conn.execute("CREATE TABLE outbox (id bigint, agregado_id text, publicado boolean)")
+    conn.execute("CREATE VIEW pedidos AS SELECT agregado_id AS pedido_id FROM outbox")""",
+    # a trigger that tries to make the learner's role a superuser when someone writes to outbox
+    "trigger_escalation": """def create_schema(conn):
+    conn.execute("CREATE TABLE pedidos (pedido_id text PRIMARY KEY, importe numeric, creado_en timestamptz)")
+    conn.execute("CREATE TABLE outbox (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, tipo_agregado text,"
+                 " agregado_id text, tipo_evento text, payload jsonb, creado_en timestamptz,"
+                 " publicado boolean NOT NULL DEFAULT false, publicado_en timestamptz)")
+    conn.execute("CREATE FUNCTION up() RETURNS trigger LANGUAGE plpgsql AS "
+                 "$$ BEGIN ALTER ROLE mf_learner SUPERUSER; RETURN NEW; END $$")
+    conn.execute("CREATE TRIGGER up BEFORE INSERT ON outbox FOR EACH ROW EXECUTE FUNCTION up()")""",
 }
 
 
-@pytest.fixture(scope="module")
-def hostile(tmp_path_factory):
-    if os.geteuid() != 0:
-        pytest.skip("the grader isolates learners only when it runs as root")
-    folder = tmp_path_factory.mktemp("hostile-lab1")
-    blank = nbformat.read(BLANK, as_version=4)
-    for name, source in HOSTILE.items():
+def _grade_hostile(lab: str, folder: Path) -> dict:
+    blank = nbformat.read(ROOT / "labs" / labs.lab_file(lab), as_version=4)
+    attacks = {name: HOSTILE[name] for name in ATTACKS[lab]} | (LAB3_ATTACKS if lab == "lab3" else {})
+    attacks["exits_mid_check"] = EXITS_MID_CHECK.format(name=FIRST_FUNCTION[lab])
+    for name, source in attacks.items():
         notebook = nbformat.from_dict(json.loads(json.dumps(blank)))
         notebook.cells.append(nbformat.v4.new_code_cell(source))
         nbformat.write(notebook, folder / f"{name}.ipynb")
-    nbformat.write(nbformat.read(SOLUTION, as_version=4), folder / "zz_correct.ipynb")
-    return {report.learner: report for report in grading.grade(folder, "lab1", jobs=2)}
+    nbformat.write(nbformat.read(ROOT / "solutions" / labs.lab_file(lab), as_version=4), folder / "zz_correct.ipynb")
+    return {report.learner: report for report in grading.grade(folder, lab, jobs=2)}
 
 
-@pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_a_hostile_blank_lab_scores_nothing(hostile, name):
-    report = hostile[name]
-    assert report.score == 0, [(r.check, r.reason) for r in report.checks if r.passed]
+@pytest.fixture(scope="module", params=["lab1", "lab2", "lab3"])
+def hostile(request, tmp_path_factory):
+    if os.geteuid() != 0:
+        pytest.skip("the grader isolates learners only when it runs as root")
+    return _grade_hostile(request.param, tmp_path_factory.mktemp(f"hostile-{request.param}"))
+
+
+def test_every_hostile_blank_lab_scores_nothing(hostile):
+    scored = {name: report.score for name, report in hostile.items() if name != "zz_correct" and report.score}
+    assert scored == {}, {name: [(r.check, r.reason) for r in hostile[name].checks if r.passed] for name in scored}
 
 
 def test_the_correct_learner_graded_beside_them_scores_full_marks(hostile):
     report = hostile["zz_correct"]
-    assert report.score == report.max_score == 16, [(r.check, r.reason) for r in report.checks if not r.passed]
+    assert report.score == report.max_score, [(r.check, r.reason) for r in report.checks if not r.passed]
 
 
 def test_a_kernel_that_exits_mid_check_fails_that_check_and_every_one_after(hostile):
