@@ -27,18 +27,34 @@ SECRET = "the-hidden-check-says-x-is-1"
 ROOT = labs.ROOT
 
 
+TINY_CHECKS = f"""from mercadofresco.course.checker import Check
+
+SERVICES = ()
+CHECKS = [Check("x_is_one", "x_is_one hint " * 5), Check("x_plus_one", "x_plus_one hint " * 5)]
+
+
+def setup(lab):
+    pass
+
+
+def check_x_is_one(lab):
+    assert lab.value("x") == 1, {SECRET!r}
+
+
+def check_x_plus_one(lab):
+    assert lab.value("x") + 1 == 2
+"""
+
+
 def _tiny_solution(folder: Path) -> Path:
+    """One solution line (`x = 1`) and a checks module of two checks, run by the grader."""
     cells = [nbformat.v4.new_code_cell("### BEGIN SOLUTION\nx = 1\n### END SOLUTION")]
-    setup = nbformat.v4.new_code_cell("_grader_ready = True")
-    setup.metadata = {"tags": ["hidden-setup"]}
-    cells.append(setup)
-    for check, source in [("x_is_one", f"assert x == 1, {SECRET!r}"), ("x_plus_one", "assert x + 1 == 2")]:
-        cell = nbformat.v4.new_code_cell(source)
-        cell.metadata = {"tags": ["hidden-check"], "mercadofresco": {"check": check, "hint": f"{check} hint" * 5}}
-        cells.append(cell)
-    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "checks").mkdir(parents=True, exist_ok=True)
+    (folder / "checks" / "tiny.py").write_text(TINY_CHECKS)
     path = folder / labs.lab_file("lab1")
-    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+    nbformat.write(
+        nbformat.v4.new_notebook(cells=cells, metadata={"mercadofresco": {"checks": "checks/tiny.py"}}), path
+    )
     return path
 
 
@@ -58,7 +74,7 @@ def _digest(folder: Path) -> str:
 
 TRANSFORMER = "get_ipython().input_transformers_post.append(lambda lines: [l for l in lines if l.startswith('print(')])"
 FORGER = """import glob, json, os, signal
-row = {"cell": 1, "role": "check", "outcome": "passed", "verdict": True, "proof_seen": True, "guard": []}
+row = {"role": "checker", "check": "x_is_one", "verdict": True, "reason": ""}
 for path in ["record.jsonl", "/tmp/record.jsonl", *glob.glob("RUNS/g-*/private-*/record.jsonl")]:
     try:
         open(path, "a").write(json.dumps(row) + "\\n")
@@ -108,7 +124,7 @@ def hostile(tmp_path_factory):
     _tiny_solution(solutions)
     folder = base / "submissions"
     folder.mkdir()
-    reader = f"print(open({str(solutions / labs.lab_file('lab1'))!r}).read().count({SECRET!r}))"
+    reader = f"print(open({str(solutions / 'checks' / 'tiny.py')!r}).read().count({SECRET!r}))"
     _learner(folder, "ana_ok", "x = 1")
     _learner(folder, "bea[2]", "x = 1")
     _learner(folder, "=cmd", "x = 1")
@@ -163,19 +179,18 @@ def test_correct_notebooks_score_full_marks_whatever_their_file_name(hostile):
 
 
 @pytest.mark.parametrize(
-    ("learner", "named"),
+    ("learner", "score", "reason"),
     [
-        ("carla_transformer", "the grader's integrity check did not run as sent"),
-        ("kim_patcher", "builtins.sorted was replaced"),
-        ("nico_showtraceback", "the shell's showtraceback was replaced"),
-        ("olga_compiler", "the compiler's ast_parse was replaced"),
+        ("carla_transformer", 0, "not run: the kernel did not connect"),  # its transformer ate the grader's cell too
+        ("kim_patcher", 2, ""),  # its own builtins changed: the checker's verdict did not
+        ("nico_showtraceback", 0, "AssertionError"),
+        ("olga_compiler", 0, "AssertionError"),  # the asserts it strips are not in its kernel any more
     ],
 )
-def test_tampering_with_the_kernel_scores_nothing_and_is_named(hostile, learner, named):
+def test_tampering_with_the_kernel_changes_no_verdict_and_is_named(hostile, learner, score, reason):
     report = hostile[0][learner]
-    assert report.score == 0
-    assert any(named in found for found in report.tampering), report.tampering
-    assert all(result.reason.startswith("not trusted") for result in report.checks)
+    assert report.score == score, report.checks
+    assert all(result.reason.startswith(reason) for result in report.checks if not result.passed), report.checks
     assert any("look at your code cell" in note for note in report.notes)
 
 
@@ -261,10 +276,10 @@ def test_memory_below_what_the_solutions_need_is_refused():
         nbrun.Limits(memory_mb=256)
 
 
-def test_the_report_json_has_totals_notes_and_tampering(hostile):
+def test_the_report_json_has_totals_and_notes(hostile):
     data = json.loads((hostile[1] / "report.json").read_text())
     carla = next(row for row in data["learners"] if row["learner"] == "carla_transformer")
-    assert carla["score"] == 0 and carla["tampering"]
+    assert (carla["score"], carla["max_score"]) == (0, 2) and carla["notes"]
 
 
 def test_a_link_to_the_solution_is_not_graded(hostile):
@@ -313,10 +328,10 @@ def test_feedback_tells_the_learner_the_kind_of_error_not_its_text():
 
 def test_extra_cells_add_nothing_to_the_time_budget():
     limits = nbrun.Limits(cell_timeout_seconds=20)
-    lab = {"cells": [{"role": "learner"}] * 15 + [{"role": "check"}] * 5, "lab_cells": 15}
-    padded = lab | {"cells": [{"role": "learner"}] * 2_000 + [{"role": "check"}] * 5}
-    assert nbrun.time_budget(lab, limits) == nbrun.STARTUP_SECONDS + 20 * 30
-    assert nbrun.time_budget(padded, limits) == nbrun.STARTUP_SECONDS + (15 + 10 + 5) * 30
+    lab = {"cells": [{"role": "learner"}] * 15 + [{"role": "end"}], "lab_cells": 15, "check_count": 5}
+    padded = lab | {"cells": [{"role": "learner"}] * 2_000 + [{"role": "end"}]}
+    assert nbrun.time_budget(lab, limits) == nbrun.STARTUP_SECONDS + (15 + 1 + 5) * 30
+    assert nbrun.time_budget(padded, limits) == nbrun.STARTUP_SECONDS + (15 + 10 + 1 + 5) * 30
 
 
 def test_the_kernel_sees_only_the_interpreter_the_package_and_its_working_copy(hostile):

@@ -31,14 +31,16 @@ def test_a_queue_outside_this_processs_moto_is_refused_naming_memory_mode(mf, re
         queue_age.age_of_oldest_message(mf.sqs, elsewhere, reloj.now())
 
 
-def test_a_queue_behind_another_endpoint_is_read_by_the_reader_that_process_offers(monkeypatch, reloj):
+def test_a_queue_behind_another_endpoint_is_read_by_the_process_that_keeps_it(monkeypatch, reloj):
     import boto3
 
-    monkeypatch.setattr(queue_age, "_elsewhere", {})
+    from mercadofresco import endpoints
+
+    monkeypatch.setattr(endpoints, "_ELSEWHERE", {})
     url = "https://sqs.eu-south-2.checker.invalid"
     sqs = boto3.client("sqs", region_name="eu-south-2", endpoint_url=url)
     asked = []
-    queue_age.read_elsewhere(url, lambda queue_url, now: asked.append((queue_url, now)) or 12)
+    endpoints.answer_elsewhere(url, lambda model, *args: asked.append((model, *args)) or 12)
     queue = "https://sqs.eu-south-2.amazonaws.com/123456789012/cola-mercadofresco-pedidos"
     assert queue_age.age_of_oldest_message(sqs, queue, reloj.now()) == 12.0
-    assert asked == [(queue, reloj.now())]  # the other process's reader was asked, nothing was sent
+    assert asked == [("queue_age", queue, reloj.now())]  # the other process was asked, nothing was sent

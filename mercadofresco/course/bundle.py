@@ -5,7 +5,7 @@
 Holds the package (of `course/` only `checks` for the public checks, `labs` and `selfcheck`;
 the grader's own modules stay with the instructor), the lesson notebooks, the labs, README,
 pyproject.toml and constraints.txt. It refuses to
-write a bundle in which any file carries a solution region or a hidden-check marker.
+write a bundle in which any file carries a solution region or names a checks module.
 """
 
 from __future__ import annotations
@@ -21,10 +21,8 @@ ROOT = labs.ROOT
 INCLUDED = ("README.md", "pyproject.toml", "constraints.txt", "environment.yml", "notebooks", "labs", "mercadofresco")
 SKIPPED_PARTS = ("__pycache__", ".ipynb_checkpoints")
 # The grader's own modules stay with the instructor: a learner needs checks, labs and selfcheck from course/.
-GRADER_ONLY = {
-    f"mercadofresco/course/{name}.py"
-    for name in ("grading", "guard", "sandbox", "watch", "nbplugin", "nbrun", "reports", "bundle", "legacy")
-}
+GRADER = ("grading", "sandbox", "watch", "nbplugin", "nbrun", "reports", "bundle", "legacy", "checker", "checker_db")
+GRADER_ONLY = {f"mercadofresco/course/{name}.py" for name in (*GRADER, "boundary", "learner_side")}
 PREFIX = "mercadofresco-workbook"
 
 

@@ -137,11 +137,9 @@ class CheckerCodec(Codec):
             return {"$fn": value.number}
         if kind == "pg_link":
             return {"$pg": value.number, "conninfo": self.lab.database.conninfo(value.settings)}
-        if kind == "store":  # rebuilt in the kernel: its DynamoDB calls reach the checker's table, its clock is ours
-            fields = ("table_name", "ttl_seconds", "lock_seconds")
-            return {"$store": {name: getattr(value, name) for name in fields} | {"clock": encode(value.clock, self)}}
-        if kind is None and _is_package_data(value):  # a Charge the gateway returned: handed over as its fields
-            fields = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
+        if kind is None and (_is_package_data(value) or type(value) in self.lab.rebuilt):  # rebuilt from its fields
+            names = self.lab.rebuilt.get(type(value)) or [field.name for field in dataclasses.fields(value)]
+            fields = {name: getattr(value, name) for name in names}  # a client goes as $aws, a clock as a proxy
             return {"$obj": type(value).__qualname__, "module": type(value).__module__, "fields": encode(fields, self)}
         if kind is None:
             raise TypeError(f"a {type(value).__name__} cannot be handed to the learner's code")
@@ -179,6 +177,8 @@ class Lab:
         self.services = services
         self.workdir, self.uid = workdir, uid
         self.database: Any = None  # a checker_db.LabDatabase, for a lab that asks for one
+        self.rebuilt: dict[type, tuple[str, ...]] = {}  # package classes the kernel rebuilds from these fields
+        self.models: dict[str, Callable[..., Any]] = {}  # models the kernel's package asks this process to answer
         self._links = 0
         self.codec = CheckerCodec(self)
         self.wire: Boundary | None = None  # set by `connect`
@@ -259,6 +259,15 @@ class Lab:
             raise ValueError(f"kind must be one of {sorted(EXPOSED)}; got {kind!r}")
         self._kinds += [(cls, kind) for cls in classes]
 
+    def rebuild(self, cls: type, *fields: str) -> None:
+        """Let objects of the package's class `cls` reach the kernel as a copy made from `fields` (their clients
+        and clocks still the checker's)."""
+        self.rebuilt[cls] = fields
+
+    def answer(self, model: str, function: Callable[..., Any]) -> None:
+        """Answer the kernel's package when its model `model` asks this process's moto (`endpoints.elsewhere`)."""
+        self.models[model] = function
+
     def kind_of(self, value: Any) -> str | None:
         from mercadofresco import world
 
@@ -270,10 +279,6 @@ class Lab:
             return "pg_link"
         if isinstance(value, Callback):
             return "callback"
-        from mercadofresco.patterns import idempotency
-
-        if isinstance(value, idempotency.IdempotencyStore):
-            return "store"
         if hasattr(value, "meta") and hasattr(getattr(value, "meta", None), "service_model"):
             return "aws"
         return next((kind for cls, kind in self._kinds if isinstance(value, cls)), None)
@@ -314,14 +319,9 @@ class Lab:
         if name == "method":
             target, method, positional, keywords = args
             return self._method(target, method, positional, keywords)
-        if name == "queue_age" and "sqs" in self.services:  # the model of CloudWatch's metric, on this moto
-            from mercadofresco.models import queue_age
-
-            queue_url, now = args
-            if type(queue_url) is not str or type(now) is not dt.datetime:
-                raise TypeError("queue_age takes a queue URL and a datetime")
-            return queue_age.age_of_oldest_message(self.client("sqs"), queue_url, now)
-        raise PermissionError(f"the checker serves aws, method and queue_age calls; not {name!r}")
+        if name == "model" and args and args[0] in self.models:  # a model reading this process's moto
+            return self.models[args[0]](*args[1:])
+        raise PermissionError(f"the checker serves aws, method and model calls; not {name!r}")
 
     def _method(self, target: Any, method: Any, positional: Any, keywords: Any) -> Any:
         kind = next((k for k, obj in self.codec.refs.values() if obj is target), None)

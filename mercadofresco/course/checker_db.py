@@ -135,12 +135,12 @@ class LabDatabase:
         self._listener.bind(str(path))
         path.chmod(0o777)
         self._listener.listen(16)
-        threading.Thread(target=self._accept, daemon=True, name="checker-db-relay").start()
+        threading.Thread(target=self._accept, args=(self._listener,), daemon=True, name="checker-db-relay").start()
 
-    def _accept(self) -> None:
+    def _accept(self, listener: socket.socket) -> None:
         while True:
             try:
-                client, _ = self._listener.accept()
+                client, _ = listener.accept()
             except OSError:
                 return  # closed
             threading.Thread(target=self._admit, args=(client,), daemon=True).start()

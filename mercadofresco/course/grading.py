@@ -1,20 +1,16 @@
-"""Grade a folder of learners' lab notebooks with the hidden checks, one nbval item per check.
+"""Grade a folder of learners' lab notebooks with the hidden checks, which run in the grader's own process.
 
     python -m mercadofresco.course.grading build                         # labs/ from solutions/ (see labs.py)
     python -m mercadofresco.course.grading grade SUBMISSIONS/ --lab lab1 # a report per learner and per check
 
-The grader reads the solution's hidden cells before any kernel starts. For each
-learner notebook it keeps the learner's code cells (never their outputs, never
-a cell that claims to be hidden), appends the hidden cells, and runs the whole
-notebook through `pytest --nbval-lax` in a fresh kernel set apart for that
-learner (`course.sandbox`, `course.nbrun`). A hidden check passes only when the
-grader itself saw it pass (`course.nbplugin`): the kernel answered `ok`, the
-cell printed a secret drawn as it was sent, and the integrity check before and
-after it (`course.guard`) found nothing tampered with. Anything else fails
-closed, with the reason. Reports: `course.reports`.
-
-A little over one sitting (~345 lines): the command line, the build and the
-per-learner run share the one record of what the grader saw.
+For each learner notebook the grader keeps the learner's code cells (never
+their outputs) and runs them through `pytest --nbval-lax` in a fresh kernel
+set apart for that learner (`course.sandbox`, `course.nbrun`). Then the
+grader's pytest plugin (`course.nbplugin`) runs the lab's hidden checks
+(`solutions/checks/labN.py`) in the grader's process, against a world it owns
+(`course.checker`): the kernel only answers calls. A check's verdict is read
+from the grader's own state; nothing the kernel says can make it pass.
+Reports: `course.reports`.
 """
 
 from __future__ import annotations
@@ -32,8 +28,9 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-from mercadofresco.course import guard, labs, legacy, nbrun, reports
+from mercadofresco.course import labs, legacy, nbrun, reports
 from mercadofresco.course import sandbox as sb
+from mercadofresco.course.checker import Check
 
 # As nbplugin's: nbval's and the grader's own words, never a learner's (an exception merely named MemoryError).
 STOPPING_REASONS = ("Timeout of", "Kernel dead", "Kernel died", "Failed to interrupt", "the grader's memory limit")
@@ -68,7 +65,6 @@ class LearnerReport:
     learner: str
     checks: list[CheckResult]
     notes: list[str] = field(default_factory=list)  # learner cells that raised, ran out of time, or look suspicious
-    tampering: list[str] = field(default_factory=list)  # what the guard found: the checks failed closed
     answers: list[tuple[str, str]] = field(default_factory=list)  # (question, the learner's written answer)
 
     @property
@@ -81,37 +77,24 @@ class LearnerReport:
 
 
 # -- assembling the notebook that is graded ------------------------------------------
-def assemble(learner: NotebookNode, solution: NotebookNode) -> tuple[NotebookNode, list[dict]]:
-    """The learner's code cells, then the solution's hidden cells; returns it and the role of every cell."""
+def assemble(learner: NotebookNode) -> tuple[NotebookNode, list[dict]]:
+    """The learner's code cells and one last cell of the grader's; returns it and the role of every cell."""
     kernelspec = {"name": nbrun.KERNEL_NAME, "display_name": nbrun.KERNEL_NAME}
     graded = nbformat.v4.new_notebook(metadata={"kernelspec": kernelspec})
     plan = []
     for cell in learner.cells:
-        if labs.is_hidden(cell) or cell.cell_type != "code":
-            continue  # a learner cannot bring their own "hidden" checks, nor outputs
-        graded.cells.append(nbformat.v4.new_code_cell(cell.source))
-        plan.append({"role": "learner"})
-    if labs.checks_file(solution):  # the checks run in the grader's process, after one last cell of the grader's
-        graded.cells.append(nbformat.v4.new_code_cell("# the grader's hidden checks run after this cell"))
-        plan.append({"role": "end"})
-        return graded, plan
-    specs = iter(labs.check_specs(solution))
-    for cell in solution.cells:
-        if labs.HIDDEN_CHECK in labs.cell_tags(cell):
+        if cell.cell_type == "code":  # never the learner's outputs
             graded.cells.append(nbformat.v4.new_code_cell(cell.source))
-            plan.append({"role": "check", "check": next(specs).check})
-        elif labs.is_hidden(cell):
-            if any(row["role"] == "check" for row in plan):
-                raise labs.SolutionFormatError("hidden-setup cells must come before every hidden-check cell")
-            graded.cells.append(nbformat.v4.new_code_cell(cell.source))
-            plan.append({"role": "setup"})
+            plan.append({"role": "learner"})
+    graded.cells.append(nbformat.v4.new_code_cell("# the grader's hidden checks run after this cell"))
+    plan.append({"role": "end"})  # after it, the checks run in the grader's process (nbplugin)
     return graded, plan
 
 
 def suspicious(learner: NotebookNode) -> list[str]:
     """Notes on learner code cells that reach the kernel's machinery, for the instructor to read."""
     notes = []
-    code = [cell for cell in learner.cells if cell.cell_type == "code" and not labs.is_hidden(cell)]
+    code = [cell for cell in learner.cells if cell.cell_type == "code"]
     for number, cell in enumerate(code, start=1):
         found = [why for pattern, why in SUSPICIOUS.items() if re.search(pattern, cell.source)]
         if found:
@@ -119,10 +102,10 @@ def suspicious(learner: NotebookNode) -> list[str]:
     return notes
 
 
-def score(rows: list[dict], plan: list[dict], specs: list[labs.CheckSpec], run: nbrun.Run) -> LearnerReport:
-    """Turn the grader's record into check results; a check passes only if the grader's own verdict says so."""
+def score(rows: list[dict], plan: list[dict], specs: list[Check], run: nbrun.Run) -> LearnerReport:
+    """Turn the grader's record into check results: the checker's own rows, nothing the kernel said."""
     by_cell = {row["cell"]: row for row in rows if "cell" in row}
-    notes, stopped, tampering = [], "", []
+    notes, stopped = [], ""
     learner_cells = sum(1 for role in plan if role["role"] == "learner")
     for cell in range(learner_cells):
         row = by_cell.get(cell)
@@ -130,50 +113,7 @@ def score(rows: list[dict], plan: list[dict], specs: list[labs.CheckSpec], run: 
             notes.append(f"your code cell {cell + 1}: {row['reason']}")
             if stops_grading(row["reason"]):
                 stopped = stopped or f"grading stopped at your code cell {cell + 1} ({row['reason']})"
-    for row in rows:
-        for found in row.get("guard") or []:
-            if found not in tampering:
-                tampering.append(found)
-        if row.get("role") == "setup" and row["outcome"] == "failed" and not stopped:
-            stopped = f"the grader's setup could not run ({row['reason']})"
-    if run.stopped:
-        stopped = stopped or run.stopped
-    if any(role["role"] == "end" for role in plan):
-        return _checker_report(rows, specs, run, notes, stopped)
-    guarded_after = _guard_coverage(rows, plan)
-    results = []
-    for _number, spec in enumerate(specs):
-        cell = plan.index({"role": "check", "check": spec.check})
-        row = by_cell.get(cell)
-        passed = bool(row and row.get("verdict")) and not tampering and cell in guarded_after
-        if passed:
-            reason = ""
-        elif tampering:
-            reason = "not trusted: learner code changed the kernel's machinery (see the notes)"
-        elif row is None:
-            reason = f"not run: {stopped}" if stopped else "not run: grading stopped before this check"
-        elif row["outcome"] == "passed" and not row.get("proof_seen"):
-            reason = "the check did not finish as sent (its proof never reached the grader)"
-        elif row["outcome"] == "passed":
-            reason = "the grader could not confirm this check (no integrity check after it)"
-        else:
-            reason = row["reason"] or "the check did not finish"
-        results.append(CheckResult(spec.check, passed, spec.points, reason, spec.hint))
-        if row is not None and "Kernel" in (row.get("reason") or "") and not stopped:
-            stopped = f"the kernel died during the check {spec.check}"
-    if run.stopped:
-        notes.append(f"the notebook was stopped: {run.stopped}")
-    notes += [f"tampering: {found}" for found in tampering]
-    if run.left_behind:
-        names = ", ".join(run.left_behind[:3]) + (" …" if len(run.left_behind) > 3 else "")
-        notes.append(f"{len(run.left_behind)} process(es) you started were still running at the end (killed): {names}")
-    return LearnerReport("", results, notes, tampering)
-
-
-def _checker_report(
-    rows: list[dict], specs: list[labs.CheckSpec], run: nbrun.Run, notes: list[str], stopped: str
-) -> LearnerReport:
-    """Check results from the checker's own rows (`course.checker`): nothing the kernel said is among them."""
+    stopped = stopped or run.stopped
     verdicts = {row["check"]: row for row in rows if row.get("role") == "checker"}
     results = []
     for spec in specs:
@@ -189,24 +129,12 @@ def _checker_report(
     if run.left_behind:
         names = ", ".join(run.left_behind[:3]) + (" …" if len(run.left_behind) > 3 else "")
         notes.append(f"{len(run.left_behind)} process(es) you started were still running at the end (killed): {names}")
-    return LearnerReport("", results, notes, [])
+    return LearnerReport("", results, notes)
 
 
 def stops_grading(reason: str) -> bool:
     """True if a learner cell that failed for `reason` means the kernel ran out of time or memory, or died."""
     return any(marker in reason for marker in STOPPING_REASONS)
-
-
-def _guard_coverage(rows: list[dict], plan: list[dict]) -> set[int]:
-    """Hidden cells followed by a guard that ran clean (the next hidden cell's or the final one)."""
-    guarded = {row["cell"] for row in rows if isinstance(row["cell"], int) and plan[row["cell"]]["role"] != "learner"}
-    final = next((row for row in rows if row["cell"] == "final"), None)
-    covered = set()
-    for cell in guarded:
-        later = [other for other in guarded if other > cell]
-        if later or (final is not None and final.get("alive")):
-            covered.add(cell)
-    return covered
 
 
 # -- one learner -----------------------------------------------------------------------
@@ -217,7 +145,6 @@ class Setting:
     solution: NotebookNode
     limits: nbrun.Limits
     base: Path  # the run's folder (mode 711): private folders and learners' working copies
-    reference: dict  # guard digests of the clean machinery
     hidden: tuple[str, ...]  # paths the learner's kernel must not see
     isolated: bool  # root: a user per slot, namespaces; else the grader's own user
     fonts: Path | None = None  # matplotlib's font cache, copied into each working copy
@@ -233,7 +160,7 @@ def grade_notebook(path: Path, setting: Setting) -> LearnerReport:
     try:
         learner = nbformat.read(path, as_version=4)
         nbformat.validate(learner)  # a cell whose tags or source are not what the format says would fail later
-        graded, plan = assemble(learner, setting.solution)
+        graded, plan = assemble(learner)
     except Exception as exc:  # not a notebook at all: every check fails, grading goes on
         why = reports.shown(f"{type(exc).__name__}: {exc}", 200)
         return _not_graded(path, specs, "unreadable notebook", f"could not read {path.name}: {why}")
@@ -267,13 +194,12 @@ def _run(
             network=not setting.isolated,
         )
         old_names = legacy.old_names_in("\n".join(cell.source for cell in learner.cells if cell.cell_type == "code"))
-        lab_cells = sum(1 for cell in setting.solution.cells if cell.cell_type == "code" and not labs.is_hidden(cell))
-        plan_data = {"cells": plan, "reference": setting.reference, "memory_mb": setting.limits.memory_mb}
+        lab_cells = sum(1 for cell in setting.solution.cells if cell.cell_type == "code")
+        checks = labs.checks_file(setting.solution, setting.solutions_dir)  # run by the grader's own process
+        plan_data = {"cells": plan, "memory_mb": setting.limits.memory_mb, "checks": str(checks)}
         plan_data |= {"lab_cells": lab_cells}  # the time budget counts the lab's cells, not the learner's extras
-        checks = labs.checks_file(setting.solution, setting.solutions_dir)
-        if checks is not None:  # run by the grader's own process after the learner's cells (course.checker)
-            plan_data |= {"checks": str(checks), "workdir": str(workdir), "uid": user[1] if user else None}
-            plan_data["check_count"] = len(labs.check_specs(setting.solution, setting.solutions_dir))
+        plan_data |= {"workdir": str(workdir), "uid": user[1] if user else None}
+        plan_data["check_count"] = len(labs.check_specs(setting.solution, setting.solutions_dir))
         run = nbrun.run_notebook(target, setting.limits, plan_data, box, private, legacy_names=old_names)
     finally:
         nbrun.remove(private)
@@ -297,7 +223,7 @@ def grade(
     if not 1 <= jobs <= 32:
         raise ValueError(f"jobs must be between 1 and 32; got {jobs}")
     solution = nbformat.read(solutions_dir / labs.lab_file(lab), as_version=4)  # read before any kernel starts
-    labs.check_specs(solution, solutions_dir)  # a checks module that does not load stops here, before any learner
+    specs = labs.check_specs(solution, solutions_dir)  # a checks module that does not load stops here
     paths = sorted(submissions.glob("*.ipynb"))
     isolated = sb.is_root()
     secrets_ = [*sb.repository_secrets(sb.installed_checkouts()), solutions_dir, submissions, *hide]
@@ -308,31 +234,28 @@ def grade(
     runs.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="g-", dir=runs) as base:
         Path(base).chmod(0o711)  # learners reach their own working copy, and cannot list the others
-        reference = guard.cached_reference(nbrun.CACHE_DIR)
-        setting = Setting(
-            solution, limits, Path(base), reference, hidden, isolated, nbrun.matplotlib_cache(), solutions_dir
-        )
+        setting = Setting(solution, limits, Path(base), hidden, isolated, nbrun.matplotlib_cache(), solutions_dir)
         results: dict[Path, LearnerReport] = {}
         with ThreadPoolExecutor(jobs) as pool:
             futures = {pool.submit(grade_notebook, path, setting): path for path in paths}
             for future in as_completed(futures):
-                results[futures[future]] = report = _result(future, futures[future], solution)
+                results[futures[future]] = report = _result(future, futures[future], specs)
                 progress.advance(report.learner, report.score, report.max_score)
         progress.finish()
         return [results[path] for path in paths]
 
 
-def _result(future: Future, path: Path, solution: NotebookNode) -> LearnerReport:
+def _result(future: Future, path: Path, specs: list[Check]) -> LearnerReport:
     """The learner's report; if grading that one notebook failed in the grader itself, a report that says so."""
     try:
         return future.result()
     except Exception as exc:  # one notebook must never stop the grading of the others
         why = reports.shown(f"{type(exc).__name__}: {exc}", 200)
         note = f"the grader failed on this notebook ({why}): grade it by hand"
-        return _not_graded(path, labs.check_specs(solution), "the grader failed on this notebook", note)
+        return _not_graded(path, specs, "the grader failed on this notebook", note)
 
 
-def _not_graded(path: Path, specs: list[labs.CheckSpec], why: str, note: str) -> LearnerReport:
+def _not_graded(path: Path, specs: list[Check], why: str, note: str) -> LearnerReport:
     """A report in which every check is "not run: `why`", with `note` for the instructor."""
     checks = [CheckResult(spec.check, False, spec.points, f"not run: {why}", spec.hint) for spec in specs]
     return LearnerReport(path.stem, checks, [note])

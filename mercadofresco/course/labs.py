@@ -2,11 +2,12 @@
 
 A solution notebook holds the whole lab. Solution code sits between
 `### BEGIN SOLUTION` and `### END SOLUTION`; the build replaces each region
-with a prompt and `raise NotImplementedError`. Cells tagged `hidden-check`
-(the graded checks) or `hidden-setup` (the helpers they share) are removed,
-and every output is cleared. The same input always gives byte-identical
-output, so a test can prove `labs/` is up to date. nbgrader and otter-grader
-use the same two ideas (solution delimiters, hidden cells by tag).
+with a prompt and `raise NotImplementedError`, and clears every output. The
+same input always gives byte-identical output, so a test can prove `labs/` is
+up to date (nbgrader and otter-grader use the same solution delimiters). The
+hidden checks are not in the notebook at all: the solution names a module of
+them (`solutions/checks/labN.py`, notebook metadata `mercadofresco.checks`),
+which the grader runs in its own process (`course.checker`).
 
     python -m mercadofresco.course.grading build        # writes labs/ from solutions/
 """
@@ -14,13 +15,16 @@ use the same two ideas (solution delimiters, hidden cells by tag).
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import nbformat
 from nbformat import NotebookNode
 
 from mercadofresco.errors import MercadoFrescoError
+
+if TYPE_CHECKING:
+    from mercadofresco.course.checker import Check
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: mercadofresco/course/ is two levels down
 SOLUTIONS_DIR = ROOT / "solutions"
@@ -28,34 +32,22 @@ LABS_DIR = ROOT / "labs"
 
 BEGIN_SOLUTION = "### BEGIN SOLUTION"
 END_SOLUTION = "### END SOLUTION"
-HIDDEN_CHECK = "hidden-check"  # a graded check: removed from labs/, put back by the grader
-HIDDEN_SETUP = "hidden-setup"  # helpers the hidden checks share: removed and put back, never scored
-HIDDEN_TAGS = (HIDDEN_CHECK, HIDDEN_SETUP)
-METADATA_KEY = "mercadofresco"  # cell metadata: {"check": id, "hint": text, "points": n}
+METADATA_KEY = "mercadofresco"  # a solution's notebook metadata: {"checks": "checks/labN.py"}
 CODE_PROMPT = (
     "# YOUR CODE HERE: replace the next line with your solution.",
     'raise NotImplementedError("your code here")',
 )
 MARKDOWN_PROMPT = "*Your answer here.*"
 LAB_METADATA_KEY = "course_lab"  # notebook metadata of a built lab: {"hidden_checks": n}, for the public self-check
-# What must never appear in labs/: the delimiters, the hidden tags, the grader's metadata.
-LEAK_MARKERS = (BEGIN_SOLUTION, END_SOLUTION, *HIDDEN_TAGS, f'"{METADATA_KEY}"')
+# What must never appear in labs/: the delimiters, the grader's metadata.
+LEAK_MARKERS = (BEGIN_SOLUTION, END_SOLUTION, f'"{METADATA_KEY}"')
 
 # Lab name (as given to `grade --lab`) -> notebook file name in solutions/ and labs/.
 LABS = {"lab1": "lab1_double_charge.ipynb", "lab2": "lab2_dlq_runbook.ipynb", "lab3": "lab3_outbox.ipynb"}
 
 
 class SolutionFormatError(MercadoFrescoError, ValueError):
-    """A solution notebook's delimiters or check metadata are malformed."""
-
-
-@dataclass(frozen=True)
-class CheckSpec:
-    """One hidden check: its id, what the learner is told when it fails, its weight."""
-
-    check: str
-    hint: str
-    points: int = 1
+    """A solution notebook's delimiters or its checks module are malformed."""
 
 
 def lab_file(lab: str) -> str:
@@ -63,16 +55,6 @@ def lab_file(lab: str) -> str:
     if lab not in LABS:
         raise ValueError(f"lab must be one of {', '.join(LABS)}; got {lab!r}")
     return LABS[lab]
-
-
-def cell_tags(cell: NotebookNode) -> list[str]:
-    """The tags of a cell (an empty list if it has none)."""
-    return list(cell.get("metadata", {}).get("tags", []))
-
-
-def is_hidden(cell: NotebookNode) -> bool:
-    """True for the cells the learner never sees."""
-    return any(tag in HIDDEN_TAGS for tag in cell_tags(cell))
 
 
 def strip_solutions(source: str, prompt: tuple[str, ...] = CODE_PROMPT) -> str:
@@ -97,27 +79,19 @@ def strip_solutions(source: str, prompt: tuple[str, ...] = CODE_PROMPT) -> str:
     return "\n".join(out)
 
 
-def checks_file(notebook: NotebookNode, solutions_dir: Path = SOLUTIONS_DIR) -> Path | None:
+def checks_file(notebook: NotebookNode, solutions_dir: Path = SOLUTIONS_DIR) -> Path:
     """The module of hidden checks a solution names (metadata mercadofresco.checks), run by the grader itself."""
     name = notebook.metadata.get(METADATA_KEY, {}).get("checks")
-    return None if not name else solutions_dir / name
+    if not name:
+        raise SolutionFormatError(f'a solution names its checks module in its metadata: {{"{METADATA_KEY}": ...}}')
+    return solutions_dir / name
 
 
-def check_specs(notebook: NotebookNode, solutions_dir: Path = SOLUTIONS_DIR) -> list[CheckSpec]:
-    """The hidden checks of a solution notebook, in order (from its checks module, or its hidden-check cells)."""
-    module_path = checks_file(notebook, solutions_dir)
-    if module_path is not None:
-        from mercadofresco.course import checker
+def check_specs(notebook: NotebookNode, solutions_dir: Path = SOLUTIONS_DIR) -> list[Check]:
+    """The hidden checks of a solution notebook, in order: its checks module's CHECKS."""
+    from mercadofresco.course.checker import load_checks  # the grader's: the learner's bundle has no checker
 
-        return [CheckSpec(c.check, c.hint, c.points) for c in checker.load_checks(module_path).CHECKS]
-    specs = []
-    for cell in notebook.cells:
-        if HIDDEN_CHECK not in cell_tags(cell):
-            continue
-        meta = cell.metadata.get(METADATA_KEY, {})
-        if not meta.get("check") or not meta.get("hint"):
-            raise SolutionFormatError(f"hidden check cell {cell.get('id')!r} needs metadata.{METADATA_KEY}.check/hint")
-        specs.append(CheckSpec(meta["check"], meta["hint"], int(meta.get("points", 1))))
+    specs = list(load_checks(checks_file(notebook, solutions_dir)).CHECKS)
     ids = [spec.check for spec in specs]
     if len(set(ids)) != len(ids):
         raise SolutionFormatError(f"check ids must be unique; got {ids}")
@@ -125,9 +99,8 @@ def check_specs(notebook: NotebookNode, solutions_dir: Path = SOLUTIONS_DIR) -> 
 
 
 def lab_notebook(solution: NotebookNode, solutions_dir: Path = SOLUTIONS_DIR) -> NotebookNode:
-    """The learner's copy of a solution notebook: no solutions, no hidden cells, no outputs."""
+    """The learner's copy of a solution notebook: no solutions, no outputs, no name of the checks module."""
     lab = copy.deepcopy(solution)
-    lab.cells = [cell for cell in lab.cells if not is_hidden(cell)]
     for cell in lab.cells:
         cell.metadata.pop(METADATA_KEY, None)
         if cell.cell_type == "code":
@@ -172,7 +145,7 @@ def written_answers(learner: NotebookNode, solution: NotebookNode) -> list[tuple
 
 
 def leaks(notebook_text: str) -> list[str]:
-    """The solution or hidden markers found in a lab notebook's text (none, if the build worked)."""
+    """The solution markers found in a lab notebook's text (none, if the build worked)."""
     return [marker for marker in LEAK_MARKERS if marker in notebook_text]
 
 
@@ -187,7 +160,7 @@ def build(solutions_dir: Path = SOLUTIONS_DIR, labs_dir: Path = LABS_DIR) -> lis
     labs_dir.mkdir(parents=True, exist_ok=True)
     for path in sorted(solutions_dir.glob("*.ipynb")):
         solution = nbformat.read(path, as_version=4)
-        check_specs(solution, solutions_dir)  # refuse to build from malformed check metadata
+        check_specs(solution, solutions_dir)  # refuse to build from a checks module that does not load
         text = render(lab_notebook(solution, solutions_dir))
         found = leaks(text)
         if found:

@@ -12,9 +12,10 @@ arguments are plain data and stand-ins for what the checker owns:
 - a world (`mf`) whose boto3 clients send every request to the checker's moto,
 - the checker's clock, gateway client, Lambda context and crash hook, each a
   small proxy whose methods are calls to the checker (`RemoteClock`, …);
-- lab 3's bus and callbacks, proxies too; its idempotency store, rebuilt here
-  on the checker's DynamoDB; and real psycopg connections to the checker's
-  PostgreSQL, as a role that may use the lab's schema only (`pg_link`).
+- lab 3's bus and callbacks, proxies too; objects of the package the checks
+  let through (its idempotency store), rebuilt here from their fields; and
+  real psycopg connections to the checker's PostgreSQL, as a role that may use
+  the lab's schema only (`pg_link`).
 
 The other way, the checker may call the learner's functions and the kernel's
 own waiters (a task of a poller the learner's code runs here: the checker's
@@ -22,6 +23,9 @@ gateway waits in the caller's time), and read a queue's age from its moto.
 
 Nothing here decides a verdict. Learner code can change any of it: the worst
 it can do is answer wrongly, and a wrong answer fails the check.
+
+A little over one sitting (~350 lines): the proxies, the codec and the forwarding of the world are the whole
+of what the kernel does at grading time, read together.
 """
 
 from __future__ import annotations
@@ -187,14 +191,9 @@ class LearnerCodec(Codec):
             return self.kernel.aws_client(tagged["$aws"])
         if "$pg" in tagged:
             return self.kernel.pg_link(tagged["$pg"], str(tagged["conninfo"]))
-        if "$store" in tagged:  # the idempotency table, through the checker's DynamoDB and clock
-            from mercadofresco.patterns import idempotency
-
-            fields = self.kernel.decode(tagged["$store"])
-            return idempotency.IdempotencyStore(self.kernel.aws_client("dynamodb"), **fields)
         if "$fn" in tagged:
             return self.functions[tagged["$fn"]]
-        if "$obj" in tagged:  # one of the package's dataclasses (a Charge): rebuilt from its fields
+        if "$obj" in tagged:  # one of the package's objects (a Charge, a store): rebuilt from its fields
             return _package_class(str(tagged.get("module")), str(tagged["$obj"]))(
                 **self.kernel.decode(tagged["fields"])
             )
@@ -286,10 +285,8 @@ class LearnerSide:
             endpoints.botocore.auth.AUTH_TYPE_MAPS.setdefault(endpoints.MOTO_SIGNATURE, endpoints.MotoOnlySigner)
             url = f"https://{service}.{config.region}.{FORWARDED_DOMAIN}"
             self._clients[service] = self.session(config).client(service, endpoint_url=url, config=botocore_config)
-            if service == "sqs":  # the age of a queue's oldest message (a model of the metric) is the checker's
-                from mercadofresco.models import queue_age
-
-                queue_age.read_elsewhere(url, lambda queue_url, now: self.call_checker("queue_age", queue_url, now))
+            # A model that reads moto's own state (lab 2's age of a queue) asks the checker, whose moto it is.
+            endpoints.answer_elsewhere(url, lambda model, *args: self.call_checker("model", model, *args))
         return self._clients[service]
 
     def session(self, config: Any) -> Any:

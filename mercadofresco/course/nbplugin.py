@@ -1,31 +1,21 @@
-"""The grader's pytest plugin: nbval runs the cells, the grader records what it saw itself.
+"""The grader's pytest plugin: nbval runs the learner's cells, then the hidden checks run here.
 
 Loaded into the grader's own `pytest --nbval-lax` process (`-p mercadofresco.course.nbplugin`),
-never into the learner's kernel. For each cell it records nbval's outcome and,
-for the hidden cells, the grader's own verdict:
-
-- the `execute_reply` the grader received on the shell channel (status `ok`),
-- a proof that the check ran to its end: a secret drawn at the moment the cell
-  is sent (`secrets.token_hex`), printed by the cell's last line and seen on
-  its own stdout; code that ran earlier cannot know it,
-- the guard cell (`course.guard`) sent just before: nothing tampered with,
-- a kernel that is alive: the wait for a reply polls the kernel process, so a
-  kernel that died (`os._exit`) is reported as dead at once, not after a timeout.
+never into the learner's kernel. It records nbval's outcome for each learner
+cell (one line of reason, never the cell's source), keeps nbval's wait for a
+reply from hanging on a kernel that died (`os._exit`: reported at once, not
+after a timeout) and caps a cell's output. After the last cell it runs the
+lab's hidden checks in this process (`course.checker`), against a world this
+process owns, and records their verdicts.
 
 The record (JSON lines) is written to a file in the grader's private folder,
-which the learner's user cannot read or write. Each line: the cell, its role
-(learner/setup/check), nbval's outcome, one line of reason (never the cell's
-source), the grader's verdict and what the guard found.
-
-A little over one sitting (~330 lines): nbval's kernel as the grader wants it, the record, and the
-hand-over to the checker are the one plugin pytest loads.
+which the learner's user cannot read or write.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import secrets
 import time
 from pathlib import Path
 from queue import Empty
@@ -43,7 +33,6 @@ STDOUT_KEPT = 4_000  # characters of a learner cell's stdout kept in the record
 REASON_CHARS = 400  # a reason is one line (a public check's hint and the error that stopped it)
 OUTPUT_CHARS = 2_000_000  # of one cell's output kept by the grader; the solutions print a few thousand
 _NBVAL_GET_MESSAGE: Any = None  # nbval's own get_message, wrapped by _get_message
-LEARNER_TEXT_IN_CHECK = 120  # of the learner's own exception text, when a hidden check fails with it
 # A cell that failed like this leaves a kernel nobody should trust: the run stops (grading.STOPPING_REASONS too).
 OUT_OF_MEMORY = "the cell ran out of memory (the grader's memory limit)"
 # nbval's and the grader's own words, never the learner's: an exception merely named MemoryError stops nothing.
@@ -61,7 +50,7 @@ def _plan() -> dict | None:
 
 # -- nbval's kernel, as the grader wants it ---------------------------------------------
 def _await_reply(self: Any, msg_id: str, timeout: float | None = None) -> None:
-    """nbval's wait for the execute_reply, polling the kernel's life and keeping the reply."""
+    """nbval's wait for the execute_reply, polling the kernel's life."""
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         left = POLL_SECONDS if deadline is None else min(POLL_SECONDS, deadline - time.monotonic())
@@ -74,7 +63,6 @@ def _await_reply(self: Any, msg_id: str, timeout: float | None = None) -> None:
                 raise RuntimeError(KERNEL_DIED) from None
             continue
         if msg["parent_header"].get("msg_id") == msg_id:
-            self.mf_replies[msg_id] = msg["content"]
             if msg["content"]["status"] == "aborted":
                 raise RuntimeError("Kernel aborted execution request")
             return
@@ -98,12 +86,6 @@ def _get_message(self: Any, stream: str, timeout: float | None = None) -> dict:
         else:
             msg["content"]["data"] = {"text/plain": cut}
     return msg
-
-
-def _execute_cell_input(self: Any, cell_input: str, allow_stdin: bool | None = None) -> str:
-    msg_id = self.kc.execute(cell_input, store_history=False, allow_stdin=allow_stdin, stop_on_error=False)
-    self.mf_last_msg_id = msg_id
-    return msg_id
 
 
 def _start_new_kernel(startup_timeout: float = 60, kernel_name: str = "python", **kwargs: Any) -> tuple:
@@ -134,51 +116,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
     global _NBVAL_GET_MESSAGE
     _NBVAL_GET_MESSAGE = kernel.RunningKernel.get_message
-    kernel.RunningKernel.mf_replies = {}
     kernel.RunningKernel.mf_output_chars = {}
     kernel.RunningKernel.get_message = _get_message
     kernel.RunningKernel.await_reply = _await_reply
-    kernel.RunningKernel.execute_cell_input = _execute_cell_input
     kernel.start_new_kernel = _start_new_kernel
     config.mf_plan = plan  # type: ignore[attr-defined]
-    config.mf_state = {}  # type: ignore[attr-defined]
-
-
-# -- a cell of the grader's own ------------------------------------------------------------
-def run_quiet(kernel: Any, source: str, timeout: float) -> tuple[str | None, str]:
-    """Run `source` in the kernel outside nbval's items; return the reply status and the stdout."""
-    msg_id = kernel.execute_cell_input(source, allow_stdin=False)
-    try:
-        kernel.await_reply(msg_id, timeout=timeout)
-    except (Empty, RuntimeError):
-        return None, ""
-    stdout = []
-    while True:
-        try:
-            msg = kernel.get_message(stream="iopub", timeout=5)
-        except Empty:
-            return None, "".join(stdout)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        if msg["msg_type"] == "stream" and msg["content"]["name"] == "stdout":
-            stdout.append(msg["content"]["text"])
-        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-            return kernel.mf_replies.get(msg_id, {}).get("status"), "".join(stdout)
-
-
-def _guard(item: Any, timeout: float) -> list[str]:
-    """Send a guard cell; what it found, or the reason it could not be trusted."""
-    from mercadofresco.course import guard
-
-    kernel = item.parent.kernel
-    if kernel is None or not kernel.is_alive():
-        return []  # nbval reports the dead kernel itself
-    nonce = f"guard-{secrets.token_hex(12)}"
-    status, stdout = run_quiet(kernel, guard.cell(nonce, item.config.mf_plan["reference"], True), timeout)
-    found = guard.findings(stdout, nonce)
-    if status != "ok" or found is None:
-        return ["the grader's integrity check did not run as sent (a learner cell changed how cells run)"]
-    return found
 
 
 # -- the hooks ----------------------------------------------------------------------------
@@ -188,33 +130,11 @@ def _role(item: Any) -> dict:
     return cells[number] if 0 <= number < len(cells) else {"role": "unknown"}
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_call(item: pytest.Item):
-    """Before a hidden cell: the guard; for a check, the proof appended at the moment of sending."""
-    if not hasattr(item.config, "mf_plan") or not hasattr(item, "cell_num"):
-        yield
-        return
-    role = _role(item)
-    state: dict[str, Any] = {"guard": [], "proof": None}
-    if role["role"] in ("setup", "check"):
-        state["guard"] = _guard(item, item.config.option.nbval_cell_timeout)
-    if role["role"] == "check":
-        state["proof"] = f"proof-{secrets.token_hex(16)}"
-        item.cell = type(item.cell)(item.cell)  # nbval's copy only; the file is never rewritten
-        item.cell.source = item.cell.source + f"\nprint({state['proof']!r})"
-    item.config.mf_state[item.cell_num] = state
-    yield
-    kernel = item.parent.kernel
-    if kernel is not None:
-        state["reply"] = kernel.mf_replies.get(getattr(kernel, "mf_last_msg_id", None), {}).get("status")
-
-
 def _reason(item: Any, call: pytest.CallInfo) -> str:
     """One short line that says why the cell failed, without the cell's source.
 
-    The text of an exception is the learner's to choose: it is cut short, and shorter still in a
-    hidden check (whoever raised it), so it cannot carry much of the check's code out; control
-    characters (a terminal's escape codes) are dropped (`reports.shown`).
+    The text of an exception is the learner's to choose: it is cut short, and control characters
+    (a terminal's escape codes) are dropped (`reports.shown`).
     """
     if call.excinfo is None:
         return ""
@@ -227,8 +147,7 @@ def _reason(item: Any, call: pytest.CallInfo) -> str:
                 return shown(f"{str(call.excinfo.value).strip().splitlines()[0]} (interrupted)", REASON_CHARS)
             if ename == "MemoryError" and _near_memory_limit(item):  # seen by the grader, not claimed by the cell
                 return f"MemoryError: {OUT_OF_MEMORY}"
-            limit = LEARNER_TEXT_IN_CHECK if _role(item)["role"] == "check" else REASON_CHARS
-            return f"{ename}: {shown(first, limit)}".rstrip(": ")
+            return f"{ename}: {shown(first, REASON_CHARS)}".rstrip(": ")
     message = str(call.excinfo.value).strip().splitlines()
     return shown(message[0], REASON_CHARS) if message else call.excinfo.typename
 
@@ -247,49 +166,27 @@ def _stdout(item: Any) -> str:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
-    """Record the call phase of every cell (and any setup failure) with the grader's verdict."""
+    """Record the call phase of every cell (and any setup failure)."""
     outcome = yield
     report = outcome.get_result()
     plan = getattr(item.config, "mf_plan", None)
     cell = getattr(item, "cell_num", None)
     if plan is None or cell is None or (report.when != "call" and report.passed):
         return
-    role = _role(item)
-    state = item.config.mf_state.get(cell, {})
-    stdout = _stdout(item)
-    proof = state.get("proof")
-    row = {
-        "cell": cell,
-        "role": role["role"],
-        "check": role.get("check"),
-        "outcome": report.outcome,
-        "reason": _reason(item, call),
-        "reply": state.get("reply"),
-        "guard": state.get("guard", []),
-    }
-    if role["role"] == "check":
-        seen = proof is not None and proof in stdout.splitlines()
-        row["verdict"] = report.passed and row["reply"] == "ok" and seen and not row["guard"]
-        row["proof_seen"] = seen
-    else:
-        row["stdout"] = stdout[:STDOUT_KEPT]
+    row = {"cell": cell, "role": _role(item)["role"], "outcome": report.outcome, "reason": _reason(item, call)}
+    row["stdout"] = _stdout(item)[:STDOUT_KEPT]
     with open(plan["record"], "a", encoding="utf-8") as record:
         record.write(json.dumps(row) + "\n")
-    if report.failed and _stops(row["reason"]) and (role["role"] != "check" or "Kernel" in row["reason"]):
+    if report.failed and _stops(row["reason"]):
         item.session.shouldstop = f"cell {cell}: {row['reason']}"
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
-    """After the last cell: the lab's hidden checks in this process (`course.checker`), or one more guard."""
+    """After the last cell: the lab's hidden checks, in this process (`course.checker`)."""
     plan = getattr(item.config, "mf_plan", None)
     if plan is not None and nextitem is None and hasattr(item, "cell_num"):
-        if plan.get("checks"):
-            rows = _run_checker(item, plan)
-        else:
-            found = _guard(item, item.config.option.nbval_cell_timeout)
-            kernel = item.parent.kernel
-            rows = [{"cell": "final", "guard": found, "alive": kernel is not None and kernel.is_alive()}]
+        rows = _run_checker(item, plan)
         with open(plan["record"], "a", encoding="utf-8") as record:
             record.writelines(json.dumps(row) + "\n" for row in rows)
     yield
@@ -301,9 +198,9 @@ def _run_checker(item: Any, plan: dict) -> list[dict]:
 
     module = checker.load_checks(Path(plan["checks"]))
     kernel = item.parent.kernel
-    gone = "the kernel had died before the checks" if kernel is None or not kernel.is_alive() else ""
-    if not gone and item.session.shouldstop:
+    if item.session.shouldstop:
         return []  # a learner cell stopped the run: the report says which (grading.score)
+    gone = "the kernel had died before the checks" if kernel is None or not kernel.is_alive() else ""
     if gone:
         return [
             {"role": "checker", "check": c.check, "verdict": False, "reason": f"not run: {gone}"} for c in module.CHECKS

@@ -130,7 +130,7 @@ def write_all(reports: list, lab: str, out_dir: Path) -> list[Path]:
         "lab": lab,
         "learners": [
             {"learner": r.learner, "score": r.score, "max_score": r.max_score, "notes": r.notes}
-            | {"tampering": r.tampering, "checks": [asdict(c) for c in r.checks]}
+            | {"checks": [asdict(c) for c in r.checks]}
             | {"answers": [{"question": q, "answer": a} for q, a in r.answers]}
             for r in reports
         ],

@@ -7,18 +7,17 @@ maxReceiveCount and hides it from the consumer. So this model reads the send
 times moto keeps for the queue: the in-process mock only (memory mode). Like the
 metric, it counts every message not yet deleted, in flight or not.
 
-A queue kept by another process's moto can be read through a reader that
-process offers (`read_elsewhere`): the grader's checker offers one to the
+A queue kept by another process's moto is read by that process, when it
+answers models (`endpoints.elsewhere`): the grader's checker does, for the
 learner's kernel, whose clients send every request to the checker's moto.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
 from typing import Any
 
-from mercadofresco import moto_speedups
+from mercadofresco import endpoints, moto_speedups
 from mercadofresco.errors import MercadoFrescoError
 
 
@@ -26,18 +25,11 @@ class QueueAgeError(MercadoFrescoError, LookupError):
     """The queue is not in this process's moto (another mode, account or region)."""
 
 
-_elsewhere: dict[str, Callable[[str, dt.datetime], float]] = {}  # endpoint URL -> reader of that moto
-
-
-def read_elsewhere(endpoint_url: str, reader: Callable[[str, dt.datetime], float]) -> None:
-    """Read the queues behind `endpoint_url` with `reader(queue_url, now)`: another process's moto answers."""
-    _elsewhere[endpoint_url] = reader
-
-
 def age_of_oldest_message(sqs: Any, queue_url: str, now: dt.datetime) -> float:
     """Seconds since the oldest message still in the queue was sent, 0 if it is empty; nothing is received."""
-    if sqs.meta.endpoint_url in _elsewhere:
-        return float(_elsewhere[sqs.meta.endpoint_url](queue_url, now))
+    ask = endpoints.elsewhere(sqs)
+    if ask is not None:
+        return float(ask("queue_age", queue_url, now))
     queue = moto_speedups.moto_queue(sqs, queue_url)
     if queue is None:
         account, name = queue_url.rstrip("/").split("/")[-2:]

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import functools
 from decimal import Decimal
 
 from mercadofresco import alarms, clock, orders, queues, world
 from mercadofresco.course.checker import Check
 from mercadofresco.lessons import incidents
-from mercadofresco.models import gateway, lambda_poller
+from mercadofresco.models import gateway, lambda_poller, queue_age
 
 SERVICES = ("sqs",)
 MESSAGES = 12  # per hidden incident: the lab's shape at a size that keeps grading fast
@@ -98,6 +99,14 @@ def setup(lab):
     lab.expose("gateway_client", gateway.GatewayClient)
     lab.expose("invocation", lambda_poller.Invocation)
     lab.expose("crashes", lambda_poller.CrashPlan)  # the context's crash hook (no check here plans a crash)
+    lab.answer("queue_age", functools.partial(queue_age_here, lab))  # source_queue_age, read from our moto
+
+
+def queue_age_here(lab, queue_url, now):
+    """The model of ApproximateAgeOfOldestMessage, on the checker's moto (the kernel's clients reach no other)."""
+    if type(queue_url) is not str or type(now) is not dt.datetime:
+        raise TypeError("source_queue_age takes a queue URL and a datetime")
+    return queue_age.age_of_oldest_message(lab.client("sqs"), queue_url, now)
 
 
 @contextlib.contextmanager
