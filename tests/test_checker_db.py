@@ -29,7 +29,7 @@ def test_the_relay_admits_the_learners_role_in_the_labs_schema_only(database, le
     assert (user, path) == (checker_db.ROLE, "lab3_test")
     with pytest.raises(psycopg.OperationalError, match="only the role mf_learner may connect here"):
         psycopg.connect(database.conninfo().replace(f"user={checker_db.ROLE}", "user=postgres"))
-    assert "only the role mf_learner may connect here" in database.refused
+    assert "only the role mf_learner may connect here" in database.relay.refused
 
 
 def test_the_learners_role_cannot_leave_its_schema_or_raise_itself(learner):

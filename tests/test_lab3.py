@@ -67,3 +67,18 @@ def test_multiple_choice_options_do_not_put_the_answer_first():
     for options, answer in (("CONSUMER_NEEDS", "idempotent"), ("OPERATIONS", "publisher_monitoring")):
         block = source[source.index(f"{options} = {{") :]
         assert block.split('"')[1] != answer
+
+
+def test_there_are_at_least_twelve_mistakes_among_them_the_dual_write_inside_the_database():
+    assert len(lab3_variants.NAMES) >= 12
+    assert {"two_transactions", "no_transaction", "claim_ignores_order", "ignores_failed_entries"} <= set(
+        lab3_variants.NAMES
+    )
+
+
+def test_lab_3_asks_for_its_reasoning_in_words_and_the_report_exports_it(reports):
+    questions = labs.answer_questions(lab3_variants.solution())
+    assert len(questions) == 5  # (a) to (e)
+    answers = dict(reports["solution"].answers)
+    assert len(answers) == 5 and all(len(text) > 100 for text in answers.values())
+    assert all(text == "" for _, text in reports["blank"].answers)

@@ -179,6 +179,7 @@ class Lab:
         self.database: Any = None  # a checker_db.LabDatabase, for a lab that asks for one
         self.rebuilt: dict[type, tuple[str, ...]] = {}  # package classes the kernel rebuilds from these fields
         self.models: dict[str, Callable[..., Any]] = {}  # models the kernel's package asks this process to answer
+        self.aws_hooks: dict[str, Callable[[dict, Callable], tuple[int, dict]]] = {}  # action -> model (serve_aws)
         self._links = 0
         self.codec = CheckerCodec(self)
         self.wire: Boundary | None = None  # set by `connect`
@@ -331,27 +332,35 @@ class Lab:
         return attribute(*positional, **keywords) if callable(attribute) else attribute
 
     def serve_aws(self, method: str, url: str, headers: dict, body: bytes) -> list:
-        """One AWS request from the kernel, answered by this process's moto; the call is kept in `aws_calls`."""
-        from botocore.awsrequest import AWSPreparedRequest
-        from botocore.compat import HTTPHeaders
-        from moto.core.models import botocore_stubber
+        """One AWS request from the kernel, answered by this process's moto; the call is kept in `aws_calls`.
 
+        A hook for its action (`aws_hooks`, set by a lab's checks: a model of what moto does not do) gets the
+        request as data and a way to serve a request to moto, and returns the status and the answer.
+        """
         host = urlparse(str(url)).hostname or ""
         domain = next((d for d in FORWARDED_DOMAINS if host.endswith(d)), None)
         service = host.split(".")[0]
         if domain is None or service not in self.services or type(headers) is not dict or type(body) is not bytes:
             raise PermissionError(f"the lab's world has no {service or host} (it has {', '.join(self.services)})")
         real = str(url).replace(host, host[: -len(domain)] + ".amazonaws.com", 1)
-        request = AWSPreparedRequest(str(method), real, HTTPHeaders(), body, stream_output=False)
-        for key, value in headers.items():
-            request.headers[str(key)] = str(value)
-        answer = botocore_stubber.process_request(request)
-        if answer is None:
-            raise PermissionError(f"moto does not serve {real}")
-        status, answer_headers, answer_body = answer
-        answer_body = answer_body.encode() if isinstance(answer_body, str) else bytes(answer_body)
-        self.aws_calls.append(_aws_call(service, request.headers.get("X-Amz-Target", ""), body, answer_body))
-        return [int(status), {str(k): str(v) for k, v in dict(answer_headers).items()}, answer_body]
+        headers = {str(key): str(value) for key, value in headers.items()}
+        target = headers.get("X-Amz-Target", "")
+        hook = self.aws_hooks.get(target.split(".")[-1])
+        if hook is None:
+            status, answer_headers, answer = _moto(str(method), real, headers, body)
+        else:
+            served: dict = {}
+
+            def serve(request: dict) -> tuple[int, dict]:
+                status, served["headers"], answer = _moto(str(method), real, headers, json.dumps(request).encode())
+                return status, json.loads(answer or b"{}")
+
+            status, data = hook(json.loads(body or b"{}"), serve)
+            answer = json.dumps(data).encode()
+            answer_headers = served.get("headers") or {"content-type": "application/x-amz-json-1.1"}
+            answer_headers = {k: v for k, v in answer_headers.items() if k.lower() != "content-length"}
+        self.aws_calls.append(_aws_call(service, target, body, answer))
+        return [int(status), answer_headers, answer]
 
     # -- life cycle ------------------------------------------------------------------
     def connect(self, listener: socket.socket, uid: int | None, timeout: float = CONNECT_SECONDS) -> None:
@@ -381,6 +390,23 @@ class Lab:
         if self.database is not None:
             self.database.close()
             self.database = None
+
+
+def _moto(method: str, url: str, headers: dict, body: bytes) -> tuple[int, dict, bytes]:
+    """A request answered by this process's moto: status, headers, body."""
+    from botocore.awsrequest import AWSPreparedRequest
+    from botocore.compat import HTTPHeaders
+    from moto.core.models import botocore_stubber
+
+    request = AWSPreparedRequest(method, url, HTTPHeaders(), body, stream_output=False)
+    for key, value in headers.items():
+        request.headers[key] = value
+    answer = botocore_stubber.process_request(request)
+    if answer is None:
+        raise PermissionError(f"moto does not serve {url}")
+    status, answer_headers, answer_body = answer
+    answer_body = answer_body.encode() if isinstance(answer_body, str) else bytes(answer_body)
+    return int(status), {str(k): str(v) for k, v in dict(answer_headers).items()}, answer_body
 
 
 def _is_package_data(value: Any) -> bool:

@@ -1,0 +1,108 @@
+"""What EventBridge's PutEvents does that moto does not: a request over 256 KB refused, some entries failed.
+
+Measured on this machine (moto 5): moto refuses more than 10 entries in one
+call (ValidationException), as EventBridge does, and reports a malformed
+Detail as a failed entry. It accepts a 300 KB request that EventBridge would
+refuse, and it never fails part of a call, which EventBridge may do: the
+answer then has `FailedEntryCount` > 0, and each failed entry an `ErrorCode`
+instead of an `EventId`. A publisher that reads the answer as all-or-nothing
+marks events published that never reached the bus.
+
+This is a model of those two behaviours, in front of moto: `refusal` says why
+a whole call is refused, `PartialFailures` decides which entries fail,
+`split`/`merged` cut a request and join the two answers, and `FaultyEvents`
+wraps an events client with all of it (notebook 13).
+The grader applies the same functions to the requests it serves.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+MAX_ENTRIES = 10  # entries in one PutEvents call (moto refuses more too; checked here before any entry fails)
+MAX_REQUEST_BYTES = 256 * 1024  # EventBridge's limit for one PutEvents request, every entry together
+FAILED = {"ErrorCode": "InternalFailure", "ErrorMessage": "Internal failure"}  # what EventBridge says, per entry
+
+
+def request_bytes(entries: list[dict[str, Any]]) -> int:
+    """The size EventBridge counts: each entry's Source, DetailType, Detail and Resources (UTF-8), 14 for a Time."""
+    size = 0
+    for entry in entries:
+        size += 14 if entry.get("Time") is not None else 0
+        for name in ("Source", "DetailType", "Detail"):
+            size += len(str(entry.get(name, "")).encode())
+        size += sum(len(str(resource).encode()) for resource in entry.get("Resources", []))
+    return size
+
+
+def refusal(entries: list[dict[str, Any]]) -> str:
+    """Why EventBridge refuses this whole call (too many entries, too many bytes), in its words; "" if it does not."""
+    if not 1 <= len(entries) <= MAX_ENTRIES:
+        return f"Value at 'entries' failed to satisfy constraint: Member must have length between 1 and {MAX_ENTRIES}"
+    size = request_bytes(entries)
+    if size > MAX_REQUEST_BYTES:
+        return f"Total size of the entries in the request is over the limit ({size:,} of {MAX_REQUEST_BYTES:,} bytes)"
+    return ""
+
+
+@dataclass
+class PartialFailures:
+    """Which entries of each PutEvents call fail: each with `probability`, seeded; `calls` counts the calls."""
+
+    probability: float = 0.0
+    seed: int = 0
+    calls: int = 0
+    rng: random.Random = field(init=False)
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.probability <= 1:
+            raise ValueError(f"probability must be between 0 and 1; got {self.probability}")
+        self.rng = random.Random(self.seed)
+
+    def failed(self, count: int) -> set[int]:
+        """The positions that fail in the next call of `count` entries."""
+        self.calls += 1
+        return {index for index in range(count) if self.rng.random() < self.probability}
+
+
+def split(entries: list[dict[str, Any]], failed: set[int]) -> list[dict[str, Any]]:
+    """The entries that go on to the bus."""
+    return [entry for index, entry in enumerate(entries) if index not in failed]
+
+
+def merged(answer: dict[str, Any], failed: set[int], count: int) -> dict[str, Any]:
+    """The answer to the whole call: the bus's answer for the entries sent, FAILED at the failed positions."""
+    sent = iter(answer.get("Entries", []))
+    entries = [dict(FAILED) if index in failed else next(sent) for index in range(count)]
+    failures = sum("ErrorCode" in entry for entry in entries)
+    return {key: value for key, value in answer.items() if key != "Entries"} | {
+        "FailedEntryCount": failures,
+        "Entries": entries,
+    }
+
+
+class FaultyEvents:
+    """An events client whose PutEvents behaves like EventBridge's where moto's does not (see the module)."""
+
+    def __init__(self, events: Any, failures: PartialFailures | None = None) -> None:
+        self.events = events
+        self.failures = failures or PartialFailures()
+        self.accepted: list[dict[str, Any]] = []  # the Detail of every entry the bus took
+
+    def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:  # boto3's argument name
+        why = refusal(Entries)
+        if why:
+            raise ClientError({"Error": {"Code": "ValidationException", "Message": why}}, "PutEvents")
+        failed = self.failures.failed(len(Entries))
+        going = split(Entries, failed)
+        answer = self.events.put_events(Entries=going) if going else {"FailedEntryCount": 0, "Entries": []}
+        whole = merged(answer, failed, len(Entries))
+        for entry, result in zip(Entries, whole["Entries"], strict=True):
+            if "EventId" in result:
+                self.accepted.append(json.loads(entry["Detail"]))
+        return whole

@@ -1,0 +1,55 @@
+"""What the grader's EventBridge does that moto does not, and that moto does: each behaviour can fail."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from botocore.exceptions import ClientError
+
+from mercadofresco import world
+from mercadofresco.models import event_faults
+
+
+def _entries(count, size=20):
+    detail = json.dumps({"pedido_id": "PED-2026-084417", "relleno": "x" * size})
+    entry = {"Source": world.ORDER_SOURCE, "DetailType": "PedidoCreado", "Detail": detail, "EventBusName": world.BUS}
+    return [entry] * count
+
+
+@pytest.fixture
+def events(mf):
+    client = mf.client("events")
+    if world.BUS not in [bus["Name"] for bus in client.list_event_buses()["EventBuses"]]:
+        client.create_event_bus(Name=world.BUS)
+    return client
+
+
+def test_moto_itself_refuses_eleven_entries_as_eventbridge_does(events):
+    with pytest.raises(ClientError, match="ValidationException"):
+        events.put_events(Entries=_entries(11))
+    assert event_faults.refusal(_entries(11)).startswith("Value at 'entries' failed")
+    assert event_faults.refusal(_entries(10)) == ""
+
+
+def test_the_model_refuses_a_request_over_256_kb_which_moto_takes(events):
+    big = _entries(1, size=300_000)
+    assert events.put_events(Entries=big)["FailedEntryCount"] == 0  # moto takes it: the model is needed
+    with pytest.raises(ClientError, match="over the limit"):
+        event_faults.FaultyEvents(events).put_events(Entries=big)
+
+
+def test_a_partly_failed_call_answers_an_error_code_where_an_entry_failed_and_sends_only_the_others(events):
+    faulty = event_faults.FaultyEvents(events, event_faults.PartialFailures(0.5, seed=3))
+    entries = [dict(entry, Detail=json.dumps({"n": n})) for n, entry in enumerate(_entries(10))]
+    answer = faulty.put_events(Entries=entries)
+    failed = [n for n, result in enumerate(answer["Entries"]) if "ErrorCode" in result]
+    assert 0 < answer["FailedEntryCount"] == len(failed) < 10
+    assert all(answer["Entries"][n]["ErrorCode"] == "InternalFailure" for n in failed)
+    assert [detail["n"] for detail in faulty.accepted] == [n for n in range(10) if n not in failed]
+
+
+def test_no_failure_asked_means_the_bus_takes_every_entry(events):
+    faulty = event_faults.FaultyEvents(events)
+    assert faulty.put_events(Entries=_entries(3))["FailedEntryCount"] == 0
+    assert len(faulty.accepted) == 3
