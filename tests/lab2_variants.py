@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "solutions" / "lab2_dlq_runbook.ipynb"
 LAB = ROOT / "labs" / "lab2_dlq_runbook.ipynb"
 
-INSPECT, CLASSIFY, FIX, REDRIVE, RUNBOOK, SAFEGUARD = "m03", "m13", "m22", "m26", "m28", "m31"
+INSPECT, CONTAIN, CLASSIFY, FIX, REDRIVE, RUNBOOK, SAFEGUARD = "m03", "m05", "m13", "m22", "m26", "m28", "m31"
 FIXED_HANDLER = "    return handlers.ChargeOrders(client, versions=(1, 2))\n"
 # A fixed consumer of the learner's own: reads version 1 and 2 itself, then charges with `charge(...)`.
 OWN_HANDLER = """    import json as _json
@@ -119,6 +119,34 @@ EDITS: dict[str, list[tuple[str, str, str]]] = {
     ],
     # An alarm that looks once an hour: it would have woken Marta at 23:04, not 22:09.
     "hourly_alarm": [(SAFEGUARD, "period_seconds=300,", "period_seconds=3600,")],
+    # Issue 22's four more, as a learner who half-read the runbook would write them.
+    # The age of the live queue measured by receiving from it: every look spends a receive of a real order.
+    "contain_receives_source": [
+        (
+            CONTAIN,
+            "    oldest = source_queue_age(mf.sqs, mf.orders.url, reloj)",
+            "    peek = mf.sqs.receive_message(QueueUrl=mf.orders.url, WaitTimeSeconds=0, VisibilityTimeout=1,"
+            ' MessageSystemAttributeNames=["All"]).get("Messages", [])\n'
+            '    oldest = reloj.timestamp() - int(peek[0]["Attributes"]["SentTimestamp"]) / 1000 if peek else 0.0',
+        )
+    ],
+    # Paced per batch, but a batch is always 10: at 5 a second, ten arrive within one second.
+    "batch_of_ten_at_any_rate": [(REDRIVE, "MaxNumberOfMessages=min(10, max_per_second),", "MaxNumberOfMessages=10,")],
+    # An empty receive taken for an empty DLQ: the messages an inspection hid for 5 s stay behind.
+    "stops_at_first_empty_receive": [
+        (
+            REDRIVE,
+            '            if not queues.queue_counts(mf.sqs, mf.orders.dlq_url)["in_flight"]:\n'
+            "                return moved\n"
+            "            reloj.advance(1)  # some are still hidden by an inspection: wait for them\n"
+            "            continue\n",
+            "            return moved\n",
+        )
+    ],
+    # The alarm on the source queue, whose 12 s looked normal all night: it never fires.
+    "alarm_on_source_queue": [
+        (SAFEGUARD, '(("QueueName", world.ORDERS_DLQ),)', '(("QueueName", world.ORDERS_QUEUE),)')
+    ],
 }
 
 EXPECTED_FAILURES = {
@@ -132,6 +160,10 @@ EXPECTED_FAILURES = {
     "redrive_not_idempotent": {"redrive_idempotent"},
     "redrive_drops_unreadable": {"redrive_loses_nothing"},
     "inspect_by_resending": {"inspection_keeps_evidence"},
+    "contain_receives_source": {"contain_measures"},
+    "batch_of_ten_at_any_rate": {"redrive_rate_limited"},
+    "stops_at_first_empty_receive": {"runbook_end_to_end"},
+    "alarm_on_source_queue": {"safeguard"},
 }
 
 

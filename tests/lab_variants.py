@@ -72,6 +72,32 @@ EDITS: dict[str, list[tuple[str, str, str]]] = {
     ],
     # A transient failure that keeps the claim: the next delivery finds EN_CURSO and cannot charge.
     "transient_keeps_lock": [(HANDLER_CELL, "            release(clave)\n", "")],
+    # Issue 22's four more, as a learner who half-read the section would write them.
+    # A declined card treated like a 503: the claim is released and the gateway asked again on every delivery.
+    "declined_retried": [
+        (
+            HANDLER_CELL,
+            "        except gateway.CardDeclinedError as exc:\n"
+            '            finish(clave, "FALLIDO", str(exc), int(context.now().timestamp()))\n'
+            "            return True\n",
+            "        except gateway.CardDeclinedError:\n            release(clave)\n            return False\n",
+        )
+    ],
+    # A copy that finds COMPLETADO is reported as failed: it comes back until the DLQ takes it.
+    "completed_reported_failed": [
+        (HANDLER_CELL, '            return held.get("estado", {}).get("S") != "EN_CURSO"', "            return False")
+    ],
+    # A lock that lasts a day: a consumer that died after claiming holds the order until tomorrow.
+    "lock_for_a_day": [(HANDLER_CELL, "LOCK_SECONDS = 90", "LOCK_SECONDS = 24 * 3600")],
+    # COMPLETADO written before the charge: a death in between leaves an order marked done and never charged.
+    "completed_before_charge": [
+        (
+            HANDLER_CELL,
+            '        context.crashes.reached("after_lock")\n',
+            '        finish(clave, "COMPLETADO", "pendiente", int(context.now().timestamp()))\n'
+            '        context.crashes.reached("after_lock")\n',
+        )
+    ],
 }
 
 EXPECTED_FAILURES = {
@@ -83,6 +109,10 @@ EXPECTED_FAILURES = {
     "visibility_only": {"fix_order", "config_relations", "crash_recovery", "producer_resends", "incident_replay"},
     "ttl_trusted": {"expired_record_ignored"},
     "transient_keeps_lock": {"transient_releases"},
+    "declined_retried": {"permanent_failure_kept"},
+    "completed_reported_failed": {"producer_resends"},
+    "lock_for_a_day": {"lock_expires"},
+    "completed_before_charge": {"lock_expires"},
 }
 
 LOOP = "    xs = []\n    while True:\n        xs.append(1)\n"
