@@ -24,6 +24,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from mercadofresco.errors import check_range
+
 MAX_ENTRIES = 10  # entries in one PutEvents call (moto refuses more too; checked here before any entry fails)
 MAX_REQUEST_BYTES = 256 * 1024  # EventBridge's limit for one PutEvents request, every entry together
 FAILED = {"ErrorCode": "InternalFailure", "ErrorMessage": "Internal failure"}  # what EventBridge says, per entry
@@ -60,8 +62,7 @@ class PartialFailures:
     rng: random.Random = field(init=False)
 
     def __post_init__(self) -> None:
-        if not 0 <= self.probability <= 1:
-            raise ValueError(f"probability must be between 0 and 1; got {self.probability}")
+        check_range("probability", self.probability, 0, 1)
         self.rng = random.Random(self.seed)
 
     def failed(self, count: int) -> set[int]:
