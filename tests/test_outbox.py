@@ -149,6 +149,14 @@ def test_the_consumer_deduplicates_by_outbox_id(db, mf, reloj):
     assert result["orders prepared"] == 25 and result["prepared twice"] == 0
 
 
+def test_a_partly_refused_put_events_loses_orders_only_when_the_answer_is_read_as_all_or_nothing(db, mf, reloj):
+    found = {row["design"]: row for row in outbox_publishers.partial_failures(db, mf, reloj.now(), 0.05, 100)}
+    ignoring, rolled_back, accepted = (found[design] for design in outbox_publishers.PARTIAL_DESIGNS)
+    assert ignoring["orders lost"] > 0 and ignoring["polls"] == 1
+    assert rolled_back["orders lost"] == 0 and rolled_back["events repeated"] > 100
+    assert accepted["orders lost"] == accepted["events repeated"] == 0 and accepted["events on the bus"] == 100
+
+
 def test_polling_every_second_adds_under_a_second_of_latency(db, mf):
     latencies = outbox_publishers.publish_latency(db, mf.client("events"))
     assert len(latencies) == 120 and max(latencies) <= 1.0 and 0.3 < sum(latencies) / 120 < 0.7

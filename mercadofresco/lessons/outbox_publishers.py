@@ -6,11 +6,14 @@
 - `publish_latency`: orders arrive at seeded instants, a publisher polls every second;
 - `deliver_and_consume`: the SQS variant end to end, a publisher that dies between
   publishing and marking, and the idempotent consumer keyed by the outbox id;
-- `cleanup_demo`: which rows the daily cleanup deletes.
+- `cleanup_demo`: which rows the daily cleanup deletes;
+- `partial_failures`: the same orders through an EventBridge that refuses some entries of a call (a model of
+  what moto lacks, `models.event_faults`), published three ways.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import random
@@ -23,10 +26,13 @@ import psycopg
 from mercadofresco import clock, orders, queues, world
 from mercadofresco.database import Database
 from mercadofresco.lessons.outbox_experiments import fresh_tables
+from mercadofresco.models import event_faults
 from mercadofresco.patterns import idempotency, outbox
 
 LOCK_WAIT_MS = 50  # how long the second publisher waits before we call it blocked
 CONTEND_MODES = ("skip_locked", "for_update", "no_lock")
+PARTIAL_DESIGNS = ("answer read as all-or-nothing", "batch rolled back on any failure", "only the accepted marked")
+MAX_POLLS = 60
 
 
 def add_rows(conn: Any, pending: int, published: int = 0, now: dt.datetime = clock.LESSON_START) -> None:
@@ -212,3 +218,54 @@ def cleanup_demo(db: Database, now: dt.datetime) -> list[dict[str, Any]]:
         {"row": label, "pedido_id": pedido_id, "after cleanup": "kept" if pedido_id in kept else "deleted"}
         for (label, _, _), pedido_id in zip(ages, ids, strict=True)
     ]
+
+
+def partial_failures(
+    db: Database, mf: world.World, now: dt.datetime, probability: float = 0.05, count: int = 100, seed: int = 13
+) -> list[dict[str, Any]]:
+    """The same orders published through an EventBridge that refuses each entry with `probability`, three ways.
+
+    Reading the answer as all-or-nothing marks refused entries published: their orders are lost. Rolling the
+    whole batch back on any failure (the package's `Publisher`) loses nothing, but sends the accepted entries
+    again and needs more polls. Marking only the entries the bus accepted loses nothing and repeats nothing.
+    """
+    found = []
+    for design in PARTIAL_DESIGNS:
+        events = event_faults.FaultyEvents(mf.client("events"), event_faults.PartialFailures(probability, seed))
+        with db.connect() as conn:
+            fresh_tables(conn)
+            placed = [(orders.Order(orders.order_id(500_001 + n), Decimal("48.20")), now) for n in range(count)]
+            outbox.place_orders(conn, placed)
+            polls = 0
+            while polls < MAX_POLLS and conn.execute("SELECT count(*) FROM outbox WHERE NOT publicado").fetchone()[0]:
+                conn.commit()
+                polls += 1
+                _publish(design, conn, events, now)
+            conn.commit()
+        announced = Counter(detail["pedido_id"] for detail in events.accepted)
+        found.append(
+            {
+                "design": design,
+                "polls": polls,
+                "events on the bus": len(events.accepted),
+                "orders lost": count - len(announced),
+                "events repeated": len(events.accepted) - len(announced),
+            }
+        )
+    return found
+
+
+def _publish(design: str, conn: Any, events: event_faults.FaultyEvents, now: dt.datetime) -> None:
+    sink = outbox.EventBusSink(events)
+    if design == PARTIAL_DESIGNS[1]:
+        with contextlib.suppress(outbox.PublishError):  # rolled back: the whole batch goes again at the next poll
+            outbox.Publisher(conn, sink).run_once(now)
+        return
+    rows, accepted = outbox.claim(conn), []
+    for start in range(0, len(rows), outbox.ENTRIES_PER_CALL):
+        batch = rows[start : start + outbox.ENTRIES_PER_CALL]
+        answer = events.put_events(Entries=[sink.entry(row) for row in batch])
+        accepted += [row.id for row, result in zip(batch, answer["Entries"], strict=True) if "EventId" in result]
+    marked = [row.id for row in rows] if design == PARTIAL_DESIGNS[0] else accepted
+    outbox.mark_published(conn, marked, now)
+    conn.commit()
