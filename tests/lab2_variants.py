@@ -13,7 +13,6 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "solutions" / "lab2_dlq_runbook.ipynb"
-LAB = ROOT / "labs" / "lab2_dlq_runbook.ipynb"
 
 INSPECT, CONTAIN, CLASSIFY, FIX, REDRIVE, RUNBOOK, SAFEGUARD = "m03", "m05", "m13", "m22", "m26", "m28", "m31"
 FIXED_HANDLER = "    return handlers.ChargeOrders(client, versions=(1, 2))\n"

@@ -14,7 +14,6 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "solutions" / "lab3_outbox.ipynb"
-LAB = ROOT / "labs" / "lab3_outbox.ipynb"
 
 SCHEMA, PUBLISHER, CONSUMER, OPERATE = "o06", "o10", "o14", "o18"
 ENTRY = '{"Source": world.ORDER_SOURCE, "DetailType": "PedidoCreado", "Detail": detail, "EventBusName": world.BUS}'

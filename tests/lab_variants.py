@@ -13,7 +13,6 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "solutions" / "lab1_double_charge.ipynb"
-LAB = ROOT / "labs" / "lab1_double_charge.ipynb"
 
 HANDLER_CELL = "l16"
 KEY_LINE = 'clave = f"cobro:{order.pedido_id}"'

@@ -22,7 +22,6 @@ from mercadofresco.course import boundary, checker, grading, labs
 ROOT = labs.ROOT
 CHECKS = ROOT / "solutions" / "checks" / "lab1.py"
 SOLUTION = ROOT / "solutions" / labs.lab_file("lab1")
-BLANK = ROOT / "labs" / labs.lab_file("lab1")
 STAND_IN = Path(__file__).parent / "kernel_stand_in.py"
 # Checks whose verdict is a value the learner chose (an answer judged as data): a stub may answer them.
 ANSWER_CHECKS = {"more_likely", "fix_order", "config_relations"}
@@ -162,7 +161,9 @@ def test_a_kernel_that_replays_the_solutions_answers_fails_every_check_that_read
 
 
 def test_the_blank_lab_fails_every_check(tmp_path):
-    rows = _checks_against(BLANK, tmp_path)
+    blank = tmp_path / "blank.ipynb"
+    nbformat.write(labs.handed_out("lab1"), blank)  # as handed out: labs/ may hold a learner's work
+    rows = _checks_against(blank, tmp_path)
     assert not any(row["verdict"] for row in rows.values())
 
 
@@ -256,7 +257,7 @@ def create_schema(conn):
 
 
 def _grade_hostile(lab: str, folder: Path) -> dict:
-    blank = nbformat.read(ROOT / "labs" / labs.lab_file(lab), as_version=4)
+    blank = labs.handed_out(lab)
     attacks = {name: HOSTILE[name] for name in ATTACKS[lab]} | (LAB3_ATTACKS if lab == "lab3" else {})
     attacks["exits_mid_check"] = EXITS_MID_CHECK.format(name=FIRST_FUNCTION[lab])
     for name, source in attacks.items():

@@ -9,7 +9,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from mercadofresco.course import grading, nbrun
+from mercadofresco.course import grading, labs, nbrun
 
 CELL_TIMEOUT = 10
 ALWAYS_EQUAL = """class Yes(str):
@@ -36,7 +36,7 @@ def mistakes(tmp_path_factory):
         lab_variants.write(lab_variants.variant(name), folder / f"{name}.ipynb")
     hangs = lab_variants.edited(lab_variants.HANGS_ON_ONE_ORDER, "hangs_on_one_order")
     lab_variants.write(hangs, folder / "hangs_on_one_order.ipynb")
-    blank = nbformat.read(lab_variants.LAB, as_version=4)  # no answer known, only objects that agree with anything
+    blank = labs.handed_out("lab1")  # no answer known, only objects that agree with anything
     blank.cells.append(nbformat.v4.new_code_cell(ALWAYS_EQUAL))
     lab_variants.write(blank, folder / "always_equal.ipynb")
     reports = grading.grade(folder, "lab1", nbrun.Limits(cell_timeout_seconds=CELL_TIMEOUT), jobs=2)

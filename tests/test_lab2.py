@@ -16,7 +16,7 @@ def reports(tmp_path_factory):
     """Grade the solution, the blank lab and every variant of tests/lab2_variants.py; {learner: report}."""
     folder = tmp_path_factory.mktemp("lab2")
     lab_variants.write(lab2_variants.solution(), folder / "solution.ipynb")
-    (folder / "blank.ipynb").write_bytes(lab2_variants.LAB.read_bytes())
+    lab_variants.write(labs.handed_out("lab2"), folder / "blank.ipynb")
     for name in lab2_variants.EDITS:
         lab_variants.write(lab2_variants.variant(name), folder / f"{name}.ipynb")
     graded = grading.grade(folder, "lab2", nbrun.Limits(cell_timeout_seconds=CELL_TIMEOUT), jobs=2)

@@ -17,7 +17,7 @@ def reports(tmp_path_factory):
     """Grade the solution, the blank lab and every variant of tests/lab3_variants.py; {learner: report}."""
     folder = tmp_path_factory.mktemp("lab3")
     lab_variants.write(lab3_variants.solution(), folder / "solution.ipynb")
-    (folder / "blank.ipynb").write_bytes(lab3_variants.LAB.read_bytes())
+    lab_variants.write(labs.handed_out("lab3"), folder / "blank.ipynb")
     for name in lab3_variants.NAMES:
         lab_variants.write(lab3_variants.variant(name), folder / f"{name}.ipynb")
     graded = grading.grade(folder, "lab3", nbrun.Limits(cell_timeout_seconds=CELL_TIMEOUT), jobs=2)

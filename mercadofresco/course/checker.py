@@ -16,7 +16,7 @@ the learner's functions returned, judged as data. Nothing the kernel says
 about a check counts; a kernel that dies, hangs or answers out of turn fails
 the call it was in, and every check after it.
 
-A little over one sitting (~380 lines): the proxies' codec, what the kernel may call and the
+A little over one sitting (~500 lines): the proxies' codec, what the kernel may call and the
 checks' runner decide together what a verdict rests on, so they are read together.
 """
 

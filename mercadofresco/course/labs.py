@@ -116,6 +116,11 @@ def lab_notebook(solution: NotebookNode, solutions_dir: Path = SOLUTIONS_DIR) ->
     return lab
 
 
+def handed_out(lab: str, solutions_dir: Path = SOLUTIONS_DIR) -> NotebookNode:
+    """`lab` as the build hands it out, made from its solution: never the copy in labs/ a learner may be editing."""
+    return lab_notebook(nbformat.read(solutions_dir / lab_file(lab), as_version=4), solutions_dir)
+
+
 def answer_questions(solution: NotebookNode) -> list[tuple[str, str]]:
     """(cell id, question) of each written answer a lab asks for: markdown cells with a solution region."""
     found = []
