@@ -71,6 +71,19 @@ EDITS: dict[str, list[tuple[str, str, str]]] = {
     ],
     # A transient failure that keeps the claim: the next delivery finds EN_CURSO and cannot charge.
     "transient_keeps_lock": [(HANDLER_CELL, "            release(clave)\n", "")],
+    # No table at all: the handler charges each record, with the order's key for the gateway (issue 23).
+    "no_table": [
+        (
+            HANDLER_CELL,
+            "    def handler(event, context):\n        failures = []\n",
+            "    def handler(event, context):\n"
+            "        for record in event['Records']:\n"
+            "            order = orders.parse_order(record['body'])\n"
+            "            client.charge(order.pedido_id, order.importe, f'cobro:{order.pedido_id}', context)\n"
+            "        return {'batchItemFailures': []}\n\n"
+            "    def unused(event, context):\n        failures = []\n",
+        )
+    ],
     # Issue 22's four more, as a learner who half-read the section would write them.
     # A declined card treated like a 503: the claim is released and the gateway asked again on every delivery.
     "declined_retried": [
@@ -108,6 +121,7 @@ EXPECTED_FAILURES = {
     "visibility_only": {"fix_order", "config_relations", "crash_recovery", "producer_resends", "incident_replay"},
     "ttl_trusted": {"expired_record_ignored"},
     "transient_keeps_lock": {"transient_releases"},
+    "no_table": {"record_contract", "parallel_duplicates", "producer_resends"},
     "declined_retried": {"permanent_failure_kept"},
     "completed_reported_failed": {"producer_resends"},
     "lock_for_a_day": {"lock_expires"},

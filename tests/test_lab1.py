@@ -86,3 +86,13 @@ def test_answers_that_claim_to_equal_anything_score_nothing(mistakes):
     reasons = {result.check: result.reason for result in report.checks}
     assert "`more_likely` is a Yes object, not plain data" in reasons["more_likely"]
     assert "what visibility_mechanism returns is a FakeRun object" in reasons["mechanism_visibility"]
+
+
+@pytest.mark.parametrize("name", ["no_table", "messageid_key", "consumer_uuid", "bare_order_key"])
+def test_the_public_check_of_d_fails_the_classic_mistakes_and_says_what_it_saw(tmp_path, name):
+    from mercadofresco.course import selfcheck
+
+    path = lab_variants.write(lab_variants.variant(name), tmp_path / f"{name}.ipynb")
+    problems, _ = selfcheck.run(path)
+    seen = [line for line in problems if "CheckFailed" in line and ("got charges" in line or "it holds" in line)]
+    assert seen, problems

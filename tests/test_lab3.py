@@ -82,3 +82,12 @@ def test_lab_3_asks_for_its_reasoning_in_words_and_the_report_exports_it(reports
     answers = dict(reports["solution"].answers)
     assert len(answers) == 5 and all(len(text) > 100 for text in answers.values())
     assert all(text == "" for _, text in reports["blank"].answers)
+
+
+@pytest.mark.parametrize("name", ["no_lock", "no_skip_locked", "publish_outside_transaction"])
+def test_the_public_check_of_c_runs_two_publishers_and_says_what_it_saw(tmp_path, name):
+    from mercadofresco.course import selfcheck
+
+    path = lab_variants.write(lab3_variants.variant(name), tmp_path / f"{name}.ipynb")
+    problems, _ = selfcheck.run(path)
+    assert any("CheckFailed" in line and ("waited" in line or "B sent" in line) for line in problems), problems
