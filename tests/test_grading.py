@@ -114,6 +114,16 @@ def test_check_ids_are_unique_and_every_check_has_a_hint():
 
 
 # -- pieces of the grader ------------------------------------------------------------------
+def test_expect_says_what_it_saw_only_when_it_fails():
+    asked = []
+    checks.expect(lambda: True, "unused", seen=lambda: asked.append(1))
+    assert asked == []
+    with pytest.raises(checks.CheckFailed, match=r"^count the charges \(seen: \{'PED-2026-084417': 2\}\)$"):
+        checks.expect(False, "count the charges", seen=lambda: {"PED-2026-084417": 2})
+    with pytest.raises(checks.CheckFailed, match=r"seen: nothing readable \(NameError\)"):
+        checks.expect(False, "count the charges", seen=lambda: undefined_name)  # noqa: F821
+
+
 def test_expect_turns_a_false_condition_or_an_error_into_the_hint():
     checks.expect(lambda: True, "unused")
     with pytest.raises(checks.CheckFailed, match=r"^count the charges$"):
@@ -358,7 +368,7 @@ def test_lab1_lock_is_shorter_than_the_queue_visibility_as_notebook_03_says():
 def test_the_learners_own_check_says_how_many_hidden_checks_remain(tmp_path, capsys):
     from mercadofresco.course import selfcheck
 
-    notebook = lab_variants.variant("messageid_key")  # public checks pass; hidden ones would not
+    notebook = lab_variants.variant("transient_keeps_lock")  # public checks pass; hidden ones would not
     notebook.metadata[labs.LAB_METADATA_KEY] = {"hidden_checks": 16}
     path = lab_variants.write(notebook, tmp_path / "mine.ipynb")
     assert selfcheck.main([str(path)]) == 0
