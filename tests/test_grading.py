@@ -365,6 +365,18 @@ def test_lab1_lock_is_shorter_than_the_queue_visibility_as_notebook_03_says():
     assert 2 * 30 < lock < 120  # longer than one delivery of the fixed configuration, shorter than the visibility
 
 
+def test_the_learners_own_check_names_a_cell_as_jupyterlab_numbers_it_and_the_answers_still_blank(tmp_path, capsys):
+    from mercadofresco.course import selfcheck
+
+    notebook = labs.handed_out("lab1")
+    path = lab_variants.write(notebook, tmp_path / "lab1_double_charge.ipynb")
+    assert selfcheck.main([str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "  cell [2] (" in out and "NotImplementedError" in out  # [N]: the number after Run All
+    assert "2 written answer(s) still blank" in out
+    assert "WARNING" not in out
+
+
 def test_the_learners_own_check_says_how_many_hidden_checks_remain(tmp_path, capsys):
     from mercadofresco.course import selfcheck
 
@@ -372,7 +384,9 @@ def test_the_learners_own_check_says_how_many_hidden_checks_remain(tmp_path, cap
     notebook.metadata[labs.LAB_METADATA_KEY] = {"hidden_checks": 16}
     path = lab_variants.write(notebook, tmp_path / "mine.ipynb")
     assert selfcheck.main([str(path)]) == 0
-    assert capsys.readouterr().out == "public checks passed; 16 hidden checks run at grading\n"
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith(f"checking {path} as saved (save it in JupyterLab first)")
+    assert lines[1:] == ["public checks passed; 16 hidden checks run at grading"]  # no warning, no blank answer
     lab = labs.handed_out("lab1")
     assert lab.metadata[labs.LAB_METADATA_KEY] == {"hidden_checks": 16}
 

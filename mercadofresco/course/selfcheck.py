@@ -1,15 +1,23 @@
-"""A learner's own check before handing a lab in: run the notebook top to bottom, report the public checks.
+"""A learner's own check before handing a lab in: run the saved notebook top to bottom, report the public checks.
 
-    python -m mercadofresco.course.selfcheck labs/lab1_double_charge.ipynb
+    .venv/bin/python -m mercadofresco.course.selfcheck labs/lab1_double_charge.ipynb            # save first
+    .venv/bin/python -m mercadofresco.course.selfcheck labs/lab1_double_charge.ipynb --hidden   # + the grader
 
-It says "public checks passed; N hidden checks run at grading" when every cell
-ran, never "all passed": the hidden checks are the instructor's.
+It reads the notebook as saved (save it in JupyterLab first), runs it in a
+fresh kernel and names each failing cell by the number JupyterLab shows after
+"Restart Kernel and Run All Cells" ([13]) and its first line. It says "public
+checks passed; N hidden checks run at grading" when every cell ran, never "all
+passed", and lists the written answers still blank. With `--hidden`, and only
+where the whole repository is (solutions/ beside labs/), it also runs the
+instructor's hidden checks with the real grader, labelled as such.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
@@ -22,7 +30,8 @@ def run(path: Path, timeout: int = 120) -> tuple[list[str], int]:
     """The problems found (one line each) and the number of hidden checks the lab announces."""
     notebook = nbformat.read(path, as_version=4)
     hidden = int(notebook.metadata.get(labs.LAB_METADATA_KEY, {}).get("hidden_checks", 0))
-    client = NotebookClient(notebook, timeout=timeout, kernel_name="python3", allow_errors=True)
+    quiet = ["--IPKernelApp.log_level=ERROR"]  # no warning about the kernel's local TCP transport
+    client = NotebookClient(notebook, timeout=timeout, kernel_name="python3", allow_errors=True, extra_arguments=quiet)
     client.execute(cwd=str(path.parent))
     problems = []
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
@@ -30,8 +39,35 @@ def run(path: Path, timeout: int = 120) -> tuple[list[str], int]:
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error":
                 first = (str(output.get("evalue", "")).strip().splitlines() or [""])[0]
-                problems.append(f"code cell {number}: {output.get('ename')}: {first}")
+                problems.append(f"cell [{number}] ({_first_line(cell)}): {output.get('ename')}: {first}")
     return problems, hidden
+
+
+def blank_answers(path: Path) -> list[str]:
+    """The written answers still to write: the question of each markdown cell that still holds the prompt."""
+    notebook = nbformat.read(path, as_version=4)
+    cells = [cell for cell in notebook.cells if cell.cell_type == "markdown" and labs.MARKDOWN_PROMPT in cell.source]
+    return [_first_line(cell) for cell in cells]
+
+
+def hidden_report(path: Path, lab: str) -> str:
+    """The instructor's hidden checks on this notebook, by the real grader (needs solutions/)."""
+    from mercadofresco.course import grading, reports
+
+    with tempfile.TemporaryDirectory() as folder:
+        copy = Path(folder) / path.name
+        copy.write_bytes(path.read_bytes())
+        graded = grading.grade(Path(folder), lab, progress=reports.Progress(1, stream=io.StringIO()))
+    return reports.summary_table(graded)
+
+
+def _first_line(cell: nbformat.NotebookNode) -> str:
+    line = next((text.strip() for text in cell.source.splitlines() if text.strip()), "")
+    return line[:60] + ("…" if len(line) > 60 else "")
+
+
+def _lab_of(path: Path) -> str | None:
+    return next((name for name, file in labs.LABS.items() if file == path.name), None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,14 +75,26 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m mercadofresco.course.selfcheck", description=__doc__.split("\n")[0]
     )
     parser.add_argument("notebook", type=Path)
+    parser.add_argument("--hidden", action="store_true", help="also run the hidden checks (needs solutions/)")
     args = parser.parse_args(argv)
+    print(f"checking {args.notebook} as saved (save it in JupyterLab first); [N] is the cell's number after Run All")
     problems, hidden = run(args.notebook)
     if problems:
         print(f"{len(problems)} cell(s) failed; fix them from the first one down:")
         print("\n".join(f"  {line}" for line in problems))
-        return 1
-    print(f"public checks passed; {hidden} hidden checks run at grading")
-    return 0
+    else:
+        print(f"public checks passed; {hidden} hidden checks run at grading")
+    blank = blank_answers(args.notebook)
+    if blank:
+        print(f"{len(blank)} written answer(s) still blank, after: " + "; ".join(blank))
+    if args.hidden:
+        lab = _lab_of(args.notebook)
+        if lab is None or not (labs.SOLUTIONS_DIR / labs.LABS[lab]).exists():
+            print("the hidden checks are your instructor's: they need solutions/, which is not here")
+        else:
+            print("\nhidden checks, by the instructor's grader (you have the whole repository):")
+            print(hidden_report(args.notebook, lab))
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
