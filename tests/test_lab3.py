@@ -91,3 +91,11 @@ def test_the_public_check_of_c_runs_two_publishers_and_says_what_it_saw(tmp_path
     path = lab_variants.write(lab3_variants.variant(name), tmp_path / f"{name}.ipynb")
     problems, _ = selfcheck.run(path)
     assert any("CheckFailed" in line and ("waited" in line or "B sent" in line) for line in problems), problems
+
+
+def test_lab_3_states_everything_its_checks_expect():
+    text = "\n".join(cell.source for cell in labs.handed_out("lab3").cells if cell.cell_type == "markdown")
+    for stated in ("every second", "100 rows", "more than 500 rows", "older than 60 s", "db.reset()"):
+        assert stated in text, stated
+    for stated in ("partial index", "idempotency.run_once", "with conn.transaction():", "at most 10 entries"):
+        assert stated in text, stated
