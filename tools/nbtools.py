@@ -2,6 +2,7 @@
 
     python tools/nbtools.py execute notebooks/01_delivery_guarantees.ipynb   # refresh outputs
     python tools/nbtools.py execute notebooks/*.ipynb
+    python tools/nbtools.py links                                            # previous/next links, restart note
 
 Learners never need this: the committed notebooks already carry their outputs.
 """
@@ -52,7 +53,65 @@ def execute(path: Path, timeout: int = 120) -> float:
     return elapsed
 
 
+NAV_ID = "nav-links"
+RESTART = (
+    "*After a kernel restart, run every cell again from the top (Run → Run All Cells): "
+    "each panel and each experiment needs the cells above it.*"
+)
+# Where each lab fits in the course: after the notebook that teaches what it needs.
+LAB_AFTER = {
+    "04": ("lab1_double_charge.ipynb", "Lab 1, the double charge of 48.20 € (exercise 1)"),
+    "11": ("lab2_dlq_runbook.ipynb", "Lab 2, 340 messages in the DLQ on a Monday (exercise 2)"),
+    "13": ("lab3_outbox.ipynb", "Lab 3, the outbox for 1 order in 900 without an event (exercise 3)"),
+}
+
+
+def title(notebook: object) -> str:
+    """A notebook's first heading, without the #."""
+    return notebook.cells[0].source.splitlines()[0].lstrip("# ").strip()
+
+
+def nav_source(paths: list[Path], index: int, titles: list[str]) -> str:
+    """The last cell of notebook `index`: previous and next, and the lab that fits after it."""
+    parts = []
+    if index > 0:
+        parts.append(f"**Previous:** [{titles[index - 1]}]({paths[index - 1].name})")
+    if index + 1 < len(paths):
+        parts.append(f"**Next:** [{titles[index + 1]}]({paths[index + 1].name})")
+    text = "---\n\n" + " · ".join(parts)
+    lab = LAB_AFTER.get(paths[index].name[:2])
+    if lab:
+        text += f"\n\n**Now the lab:** [{lab[1]}](../labs/{lab[0]}), which uses what this notebook showed."
+    return text
+
+
+def links(folder: Path = ROOT / "notebooks") -> list[Path]:
+    """Give every notebook its previous/next cell and its first cell the restart note; return what changed."""
+    import nbformat
+
+    paths = sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+    notebooks = [nbformat.read(path, as_version=4) for path in paths]
+    titles = [title(notebook) for notebook in notebooks]
+    changed = []
+    for index, (path, notebook) in enumerate(zip(paths, notebooks, strict=True)):
+        before = nbformat.writes(notebook)
+        if RESTART not in notebook.cells[0].source:
+            notebook.cells[0].source += "\n\n" + RESTART
+        notebook.cells = [cell for cell in notebook.cells if cell.get("id") != NAV_ID]
+        nav = nbformat.v4.new_markdown_cell(nav_source(paths, index, titles))
+        nav["id"] = NAV_ID
+        notebook.cells.append(nav)
+        if nbformat.writes(notebook) != before:
+            nbformat.write(notebook, path)
+            changed.append(path)
+    return changed
+
+
 def main(argv: list[str]) -> int:
+    if argv == ["links"]:
+        for path in links():
+            print(f"linked {path.name}")
+        return 0
     if len(argv) < 2 or argv[0] != "execute":
         print(__doc__)
         return 2
