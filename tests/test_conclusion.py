@@ -12,7 +12,8 @@ POINTER = re.compile(r"\[(\d\d) · ([^\]]+)\]\((\d\d_[a-z_]+\.ipynb)\)")
 
 def markdown(name: str) -> str:
     cells = json.loads((NOTEBOOKS / name).read_text())["cells"]
-    return "\n".join("".join(cell["source"]) for cell in cells if cell["cell_type"] == "markdown")
+    prose = [cell for cell in cells if cell["cell_type"] == "markdown" and cell.get("id") != "nav-links"]
+    return "\n".join("".join(cell["source"]) for cell in prose)  # the previous/next links are not claims
 
 
 def test_every_pointer_names_a_section_that_exists():
