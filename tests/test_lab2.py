@@ -52,3 +52,24 @@ def test_there_are_at_least_four_mistakes_and_each_edit_changes_the_solution():
     solution = nbformat.writes(lab2_variants.solution())
     for name in lab2_variants.EDITS:
         assert nbformat.writes(lab2_variants.variant(name)) != solution
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "contain_receives_source",
+        "inspect_by_resending",
+        "always_poison",
+        "v2_amount_as_cents",
+        "redrive_not_idempotent",
+        "batch_of_ten_at_any_rate",
+        "stops_at_first_empty_receive",
+        "alarm_on_source_queue",
+    ],
+)
+def test_the_public_checks_fail_the_runbooks_classic_mistakes_and_say_what_they_saw(tmp_path, name):
+    from mercadofresco.course import selfcheck
+
+    path = lab_variants.write(lab2_variants.variant(name), tmp_path / f"{name}.ipynb")
+    problems, _ = selfcheck.run(path)
+    assert any("CheckFailed" in line and "seen:" in line for line in problems), problems
