@@ -53,3 +53,25 @@ def test_no_failure_asked_means_the_bus_takes_every_entry(events):
     faulty = event_faults.FaultyEvents(events)
     assert faulty.put_events(Entries=_entries(3))["FailedEntryCount"] == 0
     assert len(faulty.accepted) == 3
+
+
+def test_the_graders_bus_refuses_what_eventbridge_refuses_and_fails_part_of_a_call():
+    from types import SimpleNamespace
+
+    from mercadofresco.course import checker, labs
+
+    bus_class = checker.load_checks(labs.SOLUTIONS_DIR / "checks" / "lab3.py").Bus
+    lab = SimpleNamespace(aws_hooks={}, database=SimpleNamespace(dead=False))
+    served = []
+
+    def serve(request):
+        served.append(len(request["Entries"]))
+        return 200, {"FailedEntryCount": 0, "Entries": [{"EventId": str(n)} for n in range(len(request["Entries"]))]}
+
+    bus = bus_class(lab)
+    assert bus({"Entries": _entries(11)}, serve)[0] == 400  # refused before moto is asked
+    assert bus({"Entries": _entries(1, size=300_000)}, serve)[0] == 400
+    assert served == [] and len(bus.refused) == 2
+    bus = bus_class(lab, seed=3, partial=0.5)
+    status, answer = bus({"Entries": _entries(10)}, serve)
+    assert status == 200 and 0 < answer["FailedEntryCount"] < 10 and served == [10 - answer["FailedEntryCount"]]
