@@ -89,10 +89,6 @@ def test_answers_that_claim_to_equal_anything_score_nothing(mistakes):
 
 
 @pytest.mark.parametrize("name", ["no_table", "messageid_key", "consumer_uuid", "bare_order_key"])
-def test_the_public_check_of_d_fails_the_classic_mistakes_and_says_what_it_saw(tmp_path, name):
-    from mercadofresco.course import selfcheck
-
-    path = lab_variants.write(lab_variants.variant(name), tmp_path / f"{name}.ipynb")
-    problems, _ = selfcheck.run(path)
-    seen = [line for line in problems if "CheckFailed" in line and "seen:" in line]
-    assert seen, problems
+def test_the_public_check_of_d_fails_the_classic_mistakes_and_says_what_it_saw(mistakes, name):
+    notes = mistakes[name].notes  # the learner's cells as the grader ran them: the public checks among them
+    assert any("CheckFailed" in note and "seen:" in note for note in notes), notes
