@@ -174,6 +174,16 @@ def run_process(lab, function, *args):
     return False, result
 
 
+def lock_wait(function, *args):
+    """(True, None) if the learner's function gave up waiting for another's row lock, else (False, its result)."""
+    try:
+        return False, function(*args)
+    except RemoteError as error:
+        if error.type_name != "LockNotAvailable":
+            raise
+        return True, None
+
+
 def fresh_schema(lab):
     """An empty schema with the learner's tables (made by the learner's create_schema), an empty bus; a link."""
     lab.database.reset()
@@ -305,11 +315,8 @@ def check_parallel_publishers(lab):
     def run(index):
         publisher, bus.publisher = bus.publisher, "ABC"[index]
         try:
-            publish(links[index], events, NOW, 100)
-        except RemoteError as error:
-            if error.type_name != "LockNotAvailable":
-                raise
-            blocked.append(index)
+            if lock_wait(publish, links[index], events, NOW, 100)[0]:
+                blocked.append(index)
         finally:
             bus.publisher = publisher
 
@@ -363,12 +370,8 @@ def order_seen(lab, publishers):
     bus = Bus(lab)
 
     def others():
-        for link in links[1:]:
-            try:
-                publish(link, events, NOW, 40)
-            except RemoteError as error:  # one that waits for A's rows: the parallel check's business, not this one
-                if error.type_name != "LockNotAvailable":
-                    raise
+        for link in links[1:]:  # one that waits for A's rows: the parallel check's business, not this one
+            lock_wait(publish, link, events, NOW, 40)
 
     if publishers > 1:  # B and C claim while A is inside its first call
         bus.first_call = others
@@ -448,12 +451,8 @@ def check_cleanup_published_only(lab):
     deleted, waited = [], []
 
     def clean():  # while the publisher holds its batch
-        try:
-            deleted.append(cleanup(lab.link(lock_timeout="500ms"), NOW))
-        except RemoteError as error:
-            if error.type_name != "LockNotAvailable":
-                raise
-            waited.append(error)
+        blocked, result = lock_wait(cleanup, lab.link(lock_timeout="500ms"), NOW)
+        (waited if blocked else deleted).append(result)
 
     bus.first_call = clean
     publish(link, events, NOW)
