@@ -1,0 +1,35 @@
+# The install the repository's Makefile and the learner bundle's share: the workbook into .venv, once.
+# The including Makefile sets EXTRAS first (the repository: [dev], for the tests; the bundle: nothing).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+# For tests/test_bundle.py, which installs offline into an environment that reads the repository's packages:
+# VENV_ARGS=--without-pip, PIP_ARGS="--no-index --no-deps --no-build-isolation" (added to each pip call).
+VENV_ARGS ?=
+PIP_ARGS ?=
+# The install reports its progress through a filter; pipefail keeps pip's exit status.
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
+# Checks that a Python is 3.11 or newer; prints the version it found otherwise.
+SUPPORTED := import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python " + sys.version.split()[0])
+# JupyterLab refuses to run as root (containers, Binder) unless told it is on purpose.
+ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
+
+$(STAMP): pyproject.toml constraints.txt
+	@$(PYTHON) -c '$(SUPPORTED)' || { echo "The workbook needs Python 3.11 or newer; '$(PYTHON)' is not (see above)." \
+		"Install one and run e.g. 'make PYTHON=python3.11 start'."; exit 1; }
+	@if [ -e $(BIN)/python ] && ! $(BIN)/python -c '$(SUPPORTED)' 2>/dev/null; then \
+		echo "Removing $(VENV): an unsupported Python made it."; rm -rf $(VENV); fi
+	@echo "Installing the workbook into $(VENV) (about 40 s and 750 MB; 'make clean' removes it)..."
+	$(PYTHON) -m venv $(VENV_ARGS) $(VENV)
+	@$(BIN)/python -m pip install --quiet --upgrade pip $(PIP_ARGS)
+	@$(BIN)/python -m pip install -e ".$(EXTRAS)" -c constraints.txt $(PIP_ARGS) 2>&1 | tee $(VENV)/install.log | \
+		awk '/^Collecting /{n++; printf "\r  %d packages resolved", n; fflush()} \
+		     /^Installing collected/{printf "\n  installing them...\n"; fflush()} \
+		     END{if (n) print "  done"}' \
+		|| { tail -n 30 $(VENV)/install.log; echo "The install failed; the whole log is $(VENV)/install.log."; exit 1; }
+	@touch $(STAMP)
+
+# The rule above is not the default goal: the including Makefile's first target after this file is.
+.DEFAULT_GOAL :=
