@@ -3,9 +3,11 @@
     python -m mercadofresco.course.bundle dist/mercadofresco-learner.zip
 
 Holds the package (of `course/` only `checks` for the public checks, `labs` and `selfcheck`;
-the grader's own modules stay with the instructor), the lesson notebooks, the labs, README,
-pyproject.toml and constraints.txt. It refuses to
-write a bundle in which any file carries a solution region or names a checks module.
+the grader's own modules stay with the instructor), the lesson notebooks, the labs, what the
+install and JupyterLab need (pyproject.toml, constraints.txt, install.mk, .jupyterlab-settings/),
+and, in place of the repository's, the learner's own README and Makefile from `learner/`: two
+commands that work in the bundle, `make start` and `make check LAB=labs/<lab>.ipynb`. It refuses
+to write a bundle in which any file carries a solution region or names a checks module.
 """
 
 from __future__ import annotations
@@ -18,7 +20,19 @@ from pathlib import Path
 from mercadofresco.course import labs
 
 ROOT = labs.ROOT
-INCLUDED = ("README.md", "pyproject.toml", "constraints.txt", "environment.yml", "notebooks", "labs", "mercadofresco")
+INCLUDED = (
+    "pyproject.toml",
+    "constraints.txt",
+    "environment.yml",
+    "install.mk",
+    ".jupyterlab-settings",
+    "notebooks",
+    "labs",
+    "mercadofresco",
+)
+# The bundle's own files, in place of the repository's (whose README is the instructor's and whose Makefile runs
+# tests the bundle has not): the bundle's name -> the file in the repository.
+LEARNER = {"README.md": "learner/README.md", "Makefile": "learner/Makefile"}
 SKIPPED_PARTS = ("__pycache__", ".ipynb_checkpoints")
 # The grader's own modules stay with the instructor: a learner needs checks, labs and selfcheck from course/.
 GRADER = ("grading", "sandbox", "watch", "nbplugin", "nbrun", "reports", "bundle", "legacy", "checker", "checker_db")
@@ -30,28 +44,35 @@ class LeakError(labs.SolutionFormatError):
     """A file bound for the learner bundle carries part of a solution."""
 
 
-def files(root: Path = ROOT) -> list[Path]:
-    """The files of the bundle, relative to `root`, sorted."""
-    found = []
+def sources(root: Path = ROOT) -> dict[Path, Path]:
+    """Each file of the bundle (its path in the bundle) and the file of `root` it is made from, sorted."""
+    found = {}
     for name in INCLUDED:
         path = root / name
         candidates = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-        found += [p.relative_to(root) for p in candidates if not set(p.parts) & set(SKIPPED_PARTS)]
-    found = [path for path in found if path.as_posix() not in GRADER_ONLY]
-    return sorted(found)
+        found |= {p.relative_to(root): p for p in candidates if not set(p.parts) & set(SKIPPED_PARTS)}
+    found = {member: path for member, path in found.items() if member.as_posix() not in GRADER_ONLY}
+    found |= {Path(member): root / source for member, source in LEARNER.items()}
+    return dict(sorted(found.items()))
+
+
+def files(root: Path = ROOT) -> list[Path]:
+    """The files of the bundle, as paths in the bundle, sorted."""
+    return list(sources(root))
 
 
 def write(target: Path, root: Path = ROOT) -> Path:
     """Write the zip; raise LeakError if a solution or hidden check would go into it."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    members = files(root)
-    for member in members:  # notebooks only: the package and README name the markers they strip
-        found = labs.leaks((root / member).read_text(encoding="utf-8")) if member.suffix == ".ipynb" else []
+    members = sources(root)
+    for member, source in members.items():  # not the package: it names the markers it strips
+        text = source.read_text(encoding="utf-8")
+        found = labs.leaks(text) if member.suffix == ".ipynb" or member.as_posix() in LEARNER else []
         if found or member.parts[0] == "solutions":
             raise LeakError(f"{member} carries {found or 'a solution'}: rebuild labs/ (grading build)")
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        for member in members:
-            archive.write(root / member, f"{PREFIX}/{member}")
+        for member, source in members.items():
+            archive.write(source, f"{PREFIX}/{member}")
     return target
 
 
