@@ -90,6 +90,13 @@ def test_the_public_check_of_c_runs_two_publishers_and_says_what_it_saw(reports,
     assert any("CheckFailed" in note and ("waited" in note or "B sent" in note) for note in notes), notes
 
 
+@pytest.mark.parametrize("name", ["two_transactions", "no_transaction"])
+def test_the_public_check_of_b_fails_an_order_and_its_event_saved_apart_and_says_what_it_saw(reports, name):
+    """The dual write inside the database: an INSERT that fails after the other one committed leaves half a fact."""
+    notes = reports[name].notes
+    assert any("CheckFailed" in note and "kept after the INSERT into" in note for note in notes), notes
+
+
 def test_lab_3_states_everything_its_checks_expect():
     text = "\n".join(cell.source for cell in labs.handed_out("lab3").cells if cell.cell_type == "markdown")
     for stated in ("every second", "100 rows", "more than 500 rows", "older than 60 s", "db.reset()"):

@@ -1,32 +1,99 @@
 """The public and hidden checks of the labs fail with a hint, never with a bare AssertionError.
 
+A lab's public check cell runs its checks inside `with checks.part("(d)"):` so that every check of
+the cell runs and reports: a ✓ line for each that holds, a ✗ line with the hint and what was seen for
+each that does not, and one short error at the end if any failed. Outside a part, `expect` fails
+at once (the hidden checks work that way).
+
 Kept apart from `grading` so that a lab notebook imports only this small module.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from mercadofresco.errors import MercadoFrescoError
+
+_open_parts: list[list[str]] = []  # the failures of each `part` being run, innermost last
 
 
 class CheckFailed(MercadoFrescoError, AssertionError):
     """A lab check did not hold; the message is the hint for the learner."""
 
+    def __init__(self, message: str, shown: str | None = None) -> None:
+        super().__init__(message)
+        self.shown = shown if shown is not None else f"CheckFailed: {message}"
 
-def expect(condition: Callable[[], object] | bool, hint: str, seen: Callable[[], object] | None = None) -> None:
-    """Fail with `hint` unless `condition` (or calling it) is true; errors inside it become the hint too.
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows instead of a traceback: the hint, not the checks module's internals."""
+        return [f"\x1b[0;31m{line}\x1b[0m" for line in self.shown.splitlines()]
+
+
+def expect(
+    condition: Callable[[], object] | bool,
+    hint: str,
+    seen: Callable[[], object] | None = None,
+    holds: str | None = None,
+) -> None:
+    """Check that `condition` (or calling it) is true; errors inside it become the hint too.
 
     `seen()`, when given, says what the check saw; it is asked only on a failure and added to the hint.
+    Inside a `part`, a failure is reported and the next check runs; outside one, it raises CheckFailed.
+    `holds` is what the ✓ line says when the check holds (by default the rule the hint states).
     """
+    failure = _failure(condition, hint, seen)
+    if not _open_parts:
+        if failure is not None:
+            raise CheckFailed(failure)
+        return
+    if failure is None:
+        print(f"✓ {holds or summary(hint)}")
+    else:
+        print(f"✗ {failure}")
+        _open_parts[-1].append(failure)
+
+
+@contextmanager
+def part(name: str) -> Iterator[None]:
+    """Run every check of a cell, print ✓ or ✗ for each, and fail once at the end if any failed."""
+    failures: list[str] = []
+    _open_parts.append(failures)
+    try:
+        yield
+    except CheckFailed as exc:  # a check that fails at once (e.g. a helper's own expect outside this part)
+        print(f"✗ {exc}")
+        failures.append(str(exc))
+    except Exception as exc:  # code between the checks raised: the checks after it could not run
+        failure = f"public check {name} stopped: {type(exc).__name__}: {exc}"
+        print(f"✗ {failure}")
+        failures.append(failure)
+    finally:
+        _open_parts.remove(failures)
+    if failures:
+        shown = (
+            f"CheckFailed: public check {name}: {len(failures)} failed (the ✗ lines above); fix them and run it again"
+        )
+        raise CheckFailed("\n".join(failures), shown=shown) from None
+    print(f"public check {name} passed")
+
+
+def summary(hint: str) -> str:
+    """The rule a hint states, without its advice: the text before its first ': ' or '; '."""
+    return re.split(r": |; ", hint, maxsplit=1)[0]
+
+
+def _failure(condition: Callable[[], object] | bool, hint: str, seen: Callable[[], object] | None) -> str | None:
     try:
         holds = condition() if callable(condition) else condition
-    except CheckFailed:
-        raise
+    except CheckFailed as exc:
+        return str(exc)
     except Exception as exc:  # the learner's code raised: say so, with the hint
-        raise CheckFailed(f"{hint} (the check could not run: {type(exc).__name__}: {exc})") from None
-    if not holds:
-        raise CheckFailed(f"{hint} (seen: {_seen(seen)})" if seen is not None else hint)
+        return f"{hint} (the check could not run: {type(exc).__name__}: {exc})"
+    if holds:
+        return None
+    return f"{hint} (seen: {_seen(seen)})" if seen is not None else hint
 
 
 def _seen(seen: Callable[[], object]) -> str:
