@@ -115,3 +115,9 @@ def test_sdk_retries_with_the_key_charge_once(reloj):
 def test_client_settings_are_checked(provider, settings, message):
     with pytest.raises(ValueError, match=message):
         gateway.GatewayClient(provider, **settings)
+
+
+def test_a_number_for_latency_is_refused_when_the_gateway_is_built(reloj):
+    """latency=150 used to pass silently and fail later inside the consumer, sending the order to the DLQ."""
+    with pytest.raises(TypeError, match=r"latency must be a LatencyProfile, not int 150: use gateway.spike_at"):
+        gateway.PaymentGateway(reloj, latency=150)

@@ -134,6 +134,13 @@ class PaymentGateway:
     _by_key: dict[str, Charge] = field(default_factory=dict, repr=False)
     _faults: deque[tuple[Fault, float]] = field(default_factory=deque, repr=False)
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.latency, LatencyProfile):  # latency=150 would only fail later, inside a consumer
+            raise TypeError(
+                f"latency must be a LatencyProfile, not {type(self.latency).__name__} {self.latency!r}: use "
+                "gateway.spike_at(start, minutes, latency_seconds) or gateway.LatencyProfile(baseline_seconds=...)"
+            )
+
     def fail_next(self, fault: Fault, times: int = 1, retry_after_seconds: float = 5.0) -> None:
         """Make the next `times` calls fail with `fault`."""
         self._faults.extend([(fault, retry_after_seconds)] * times)
