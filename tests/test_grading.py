@@ -391,6 +391,53 @@ def test_the_learners_own_check_says_how_many_hidden_checks_remain(tmp_path, cap
     assert lab.metadata[labs.LAB_METADATA_KEY] == {"hidden_checks": 16}
 
 
+def run_in_a_kernel(folder: Path, *sources: str) -> tuple[str, list[dict]]:
+    """Run `sources` one after the other in a fresh kernel in `folder`, as cells: its printed text and displays."""
+    import os
+
+    from jupyter_client.manager import start_new_kernel
+
+    env = {key: value for key, value in os.environ.items() if key != labs.WHOLE_RUN_ENV}  # conftest sets it
+    manager, client = start_new_kernel(cwd=str(folder), env=env, extra_arguments=["--IPKernelApp.log_level=ERROR"])
+    messages: list[dict] = []
+    try:
+        for source in sources:
+            client.execute_interactive(source, output_hook=messages.append, timeout=120)
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    text = "".join(m["content"].get("text", "") for m in messages if m["msg_type"] == "stream")
+    return text, [m["content"]["data"] for m in messages if m["msg_type"] == "display_data"]
+
+
+CHECK_CELL = 'from mercadofresco.course import selfcheck\nselfcheck.here("lab1_double_charge.ipynb")'
+
+
+def test_the_check_cell_asks_for_a_save_when_the_saved_file_lacks_the_cell_run_last(tmp_path):
+    lab_variants.write(labs.handed_out("lab1"), tmp_path / "lab1_double_charge.ipynb")
+    text, displays = run_in_a_kernel(tmp_path, "pedido = 'PED-2026-084417'  # typed, run, never saved", CHECK_CELL)
+    assert "does not hold the cell you ran last (pedido = 'PED-2026-084417'" in text
+    assert "checking" not in text  # no run of a file that is not what the learner sees
+    assert 'data-commandlinker-command="docmanager:save"' in displays[0]["text/html"]
+
+
+def test_the_check_cell_runs_the_saved_lab_when_it_holds_the_cell_run_last(tmp_path):
+    lab = labs.handed_out("lab1")
+    lab_variants.write(lab, tmp_path / "lab1_double_charge.ipynb")
+    first = next(cell.source for cell in lab.cells if cell.cell_type == "code")
+    text, _ = run_in_a_kernel(tmp_path, first, CHECK_CELL)
+    assert "checking " in text and "as saved" in text
+    assert "  cell [2] (" in text and "NotImplementedError" in text
+    assert "hidden checks" in text  # the whole repository is here: the real grader runs too, labelled
+
+
+def test_the_check_cell_idles_in_a_whole_notebook_run(tmp_path):
+    """selfcheck's own run, the grader's and a maintainer's refresh run the lab's last cell: it must not recurse."""
+    lab_variants.write(labs.handed_out("lab1"), tmp_path / "lab1_double_charge.ipynb")
+    text, _ = run_in_a_kernel(tmp_path, f"import os\nos.environ[{labs.WHOLE_RUN_ENV!r}] = '1'", CHECK_CELL)
+    assert "checks nothing from inside it" in text
+
+
 def test_the_readme_instructor_section_matches_the_grader():
     readme = (labs.ROOT / "README.md").read_text()
     section = readme.split("## For instructors", 1)[1].split("\n## ", 1)[0]

@@ -33,6 +33,7 @@ def quiet_environment() -> None:
         path.mkdir(parents=True, exist_ok=True)
         os.environ.setdefault(name, str(path))
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+    os.environ.setdefault("MERCADOFRESCO_WHOLE_RUN", "1")  # labs.WHOLE_RUN_ENV: a lab's selfcheck cell idles
 
 
 def execute(path: Path, timeout: int = 120) -> float:

@@ -38,6 +38,9 @@ CODE_PROMPT = (
     'raise NotImplementedError("your code here")',
 )
 MARKDOWN_PROMPT = "*Your answer here.*"
+# Set for a whole-notebook run (selfcheck's own, the grader's, a maintainer's refresh): a lab's
+# `selfcheck.here()` cell then does nothing instead of starting a run of its own notebook.
+WHOLE_RUN_ENV = "MERCADOFRESCO_WHOLE_RUN"
 LAB_METADATA_KEY = "course_lab"  # notebook metadata of a built lab: {"hidden_checks": n}, for the public self-check
 # What must never appear in labs/: the delimiters, the grader's metadata.
 LEAK_MARKERS = (BEGIN_SOLUTION, END_SOLUTION, f'"{METADATA_KEY}"')

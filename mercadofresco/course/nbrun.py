@@ -33,8 +33,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mercadofresco.course import labs, watch
 from mercadofresco.course import sandbox as sb
-from mercadofresco.course import watch
 from mercadofresco.errors import check_range
 
 ROOT = Path(__file__).resolve().parents[2]  # the repository: mercadofresco/course/ is two levels down
@@ -145,6 +145,7 @@ def _environment(jupyter_path: Path, private: Path, box_path: Path, ipc: str, le
     env.update({"JUPYTER_PATH": str(jupyter_path), "JUPYTER_RUNTIME_DIR": str(private / "runtime")})
     env.update({PLAN_ENV: str(private / "plan.json"), SANDBOX_ENV: str(box_path), LEGACY_ENV: ",".join(legacy_names)})
     env.update({"PYDEVD_DISABLE_FILE_VALIDATION": "1", "PYTHONNOUSERSITE": "1", "HOME": str(private)})
+    env[labs.WHOLE_RUN_ENV] = "1"  # a lab's selfcheck.here() cell starts no run of its own
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # only nbval and the grader's plugin: the others cost a second
     for name, sub in [("MPLCONFIGDIR", "matplotlib"), ("IPYTHONDIR", "ipython"), ("XDG_CACHE_HOME", "xdg")]:
         env[name] = str(private / sub)

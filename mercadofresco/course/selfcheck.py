@@ -1,5 +1,6 @@
 """A learner's own check before handing a lab in: run the saved notebook top to bottom, report the public checks.
 
+    selfcheck.here("lab1_double_charge.ipynb")     # the lab's last cell, in JupyterLab
     .venv/bin/python -m mercadofresco.course.selfcheck labs/lab1_double_charge.ipynb            # save first
     .venv/bin/python -m mercadofresco.course.selfcheck labs/lab1_double_charge.ipynb --hidden   # + the grader
 
@@ -9,13 +10,17 @@ fresh kernel and names each failing cell by the number JupyterLab shows after
 checks passed; N hidden checks run at grading" when every cell ran, never "all
 passed", and lists the written answers still blank. With `--hidden`, and only
 where the whole repository is (solutions/ beside labs/), it also runs the
-instructor's hidden checks with the real grader, labelled as such.
+instructor's hidden checks with the real grader, labelled as such. `here()`
+does the same from the lab's own last cell, after making sure the saved file
+holds the cell run last (otherwise it asks for a save, with a Save button).
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import os
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -32,14 +37,15 @@ def run(path: Path, timeout: int = 120) -> tuple[list[str], int]:
     hidden = int(notebook.metadata.get(labs.LAB_METADATA_KEY, {}).get("hidden_checks", 0))
     quiet = ["--IPKernelApp.log_level=ERROR"]  # no warning about the kernel's local TCP transport
     client = NotebookClient(notebook, timeout=timeout, kernel_name="python3", allow_errors=True, extra_arguments=quiet)
-    client.execute(cwd=str(path.parent))
+    client.execute(cwd=str(path.parent), env={**os.environ, labs.WHOLE_RUN_ENV: "1"})  # its here() cell idles
     problems = []
     code = [cell for cell in notebook.cells if cell.cell_type == "code"]
     for number, cell in enumerate(code, start=1):
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error":
-                first = (str(output.get("evalue", "")).strip().splitlines() or [""])[0]
+                first, *more = str(output.get("evalue", "")).strip().splitlines() or [""]
                 problems.append(f"cell [{number}] ({_first_line(cell)}): {output.get('ename')}: {first}")
+                problems += [f"    and: {line}" for line in more]  # every failed check of a public check cell
     return problems, hidden
 
 
@@ -59,6 +65,54 @@ def hidden_report(path: Path, lab: str) -> str:
         copy.write_bytes(path.read_bytes())
         graded = grading.grade(Path(folder), lab, progress=reports.Progress(1, stream=io.StringIO()))
     return reports.summary_table(graded)
+
+
+def here(name: str, hidden: bool = True) -> None:
+    """Check the lab `name` (in the kernel's folder) as saved, from its last cell: the save-then-check loop.
+
+    Asks for a save first when the saved file lacks the cell run last; `hidden=True` adds the
+    instructor's hidden checks where solutions/ is there.
+    """
+    if os.environ.get(labs.WHOLE_RUN_ENV):  # selfcheck's own run of this notebook, the grader's, a refresh
+        print("(a run of the whole notebook by a tool: this cell checks nothing from inside it)")
+        return
+    path = Path(name).resolve()
+    if not path.exists():
+        print(f"⚠ {name} is not in {Path.cwd()}: pass this notebook's file name, e.g. here('{labs.LABS['lab1']}')")
+        return
+    unsaved = _unsaved_cell(path)
+    if unsaved is not None:
+        _ask_for_a_save(unsaved)
+        return
+    arguments = [sys.executable, "-m", "mercadofresco.course.selfcheck", str(path)] + (["--hidden"] if hidden else [])
+    environment = {**os.environ, labs.WHOLE_RUN_ENV: "1"}
+    with subprocess.Popen(
+        arguments, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment
+    ) as run:
+        for line in run.stdout or ():
+            print(line, end="", flush=True)  # each line as it comes: a lab takes seconds, the grader a few more
+
+
+def _unsaved_cell(path: Path) -> str | None:
+    """The first line of the cell run last in this kernel, when the saved file does not hold it; else None."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    history = shell.history_manager.input_hist_raw if shell is not None else []
+    if len(history) < 3:  # [0] is empty and the last one is this very cell: nothing else ran yet
+        return None
+    last = history[-2].strip()
+    saved = {cell.source.strip() for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"}
+    return None if not last or last in saved else (last.splitlines() or [""])[0][:60]
+
+
+def _ask_for_a_save(unsaved: str) -> None:
+    from IPython.display import HTML, display
+
+    print(f"⚠ The saved file does not hold the cell you ran last ({unsaved}): the check reads the saved file.")
+    print("  Save the notebook (Ctrl+S, or File > Save Notebook), then run this cell again.")
+    button = '<button class="jp-Button jp-mod-styled jp-mod-accept" data-commandlinker-command="docmanager:save">'
+    display(HTML(f"{button}Save the notebook</button> then run this cell again."))
 
 
 def _first_line(cell: nbformat.NotebookNode) -> str:

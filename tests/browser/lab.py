@@ -60,7 +60,8 @@ class LabServer:
         return f"http://127.0.0.1:{self.port}"
 
     def environment(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "JPY_"))}
+        # Not MERCADOFRESCO_WHOLE_RUN either (the tests' conftest sets it): a lab's selfcheck cell must work here.
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "JPY_", "MERCADOFRESCO_WHOLE"))}
         for name, sub in ISOLATED.items():
             path = self.home / sub
             path.mkdir(parents=True, exist_ok=True)
