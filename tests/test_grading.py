@@ -132,6 +132,32 @@ def test_expect_turns_a_false_condition_or_an_error_into_the_hint():
         checks.expect(lambda: undefined_name, "count the charges")  # noqa: F821
 
 
+def test_a_part_runs_every_check_ticks_those_that_hold_and_fails_once_with_all_that_did_not(capsys):
+    with pytest.raises(checks.CheckFailed) as failed, checks.part("(d)"):
+        checks.expect(False, "each order charged once; look at the timeline", seen=lambda: {"PED-2026-084417": 2})
+        checks.expect(True, "the table holds cobro:<pedido_id>: read it back")
+        checks.expect(lambda: undefined_name, "the replay ran")  # noqa: F821
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [
+        "✗ each order charged once; look at the timeline (seen: {'PED-2026-084417': 2})",
+        "✓ the table holds cobro:<pedido_id>",  # the rule, without its advice
+        "✗ the replay ran (the check could not run: NameError: name 'undefined_name' is not defined)",
+    ]
+    assert str(failed.value).splitlines() == [printed[0][2:], printed[2][2:]]  # what selfcheck and the grader read
+    shown = failed.value._render_traceback_()  # what JupyterLab shows instead of a traceback: one line
+    assert len(shown) == 1 and "public check (d): 2 failed (the ✗ lines above)" in shown[0]
+
+
+def test_a_part_reports_code_that_raised_between_its_checks_and_says_passed_when_all_held(capsys):
+    with pytest.raises(checks.CheckFailed, match=r"^public check \(c\) stopped: KeyError: 'ids'$"), checks.part("(c)"):
+        checks.expect(True, "publisher A sent its batch")
+        {}["ids"]
+    assert capsys.readouterr().out.splitlines()[-1] == "✗ public check (c) stopped: KeyError: 'ids'"
+    with checks.part("(e)"):
+        checks.expect(True, "backlog: 1 pending row", holds="backlog: 1 pending row, waiting 45 s")
+    assert capsys.readouterr().out.splitlines() == ["✓ backlog: 1 pending row, waiting 45 s", "public check (e) passed"]
+
+
 @pytest.mark.parametrize(("name", "value"), [("cell_timeout_seconds", 0), ("memory_mb", 100)])
 def test_run_limits_refuse_values_out_of_range(name, value):
     with pytest.raises(ValueError, match=name):
