@@ -3,8 +3,10 @@
 EXTRAS := [dev]
 include install.mk
 # Serve the repository root (so labs/, README.md and the package are in the file browser) and read the
-# project's JupyterLab settings (.jupyterlab-settings/overrides.json: no "official Jupyter news" prompt).
-LAB := $(BIN)/jupyter lab $(ALLOW_ROOT) --ServerApp.root_dir=. --LabApp.app_settings_dir=$(CURDIR)/.jupyterlab-settings
+# project's JupyterLab settings (.jupyterlab-settings/overrides.json: no "official Jupyter news" prompt). The URL
+# it prints opens notebook 00 too (default_url), not the Launcher, for a browser on another machine.
+LAB := $(BIN)/jupyter lab $(ALLOW_ROOT) --ServerApp.root_dir=. --LabApp.app_settings_dir=$(CURDIR)/.jupyterlab-settings \
+	--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb
 
 .PHONY: start test lint notebooks benchmark clean learner-bundle
 

@@ -36,7 +36,7 @@ WIDGETS_EXTENSION = "@jupyter-widgets/jupyterlab-manager"
 
 def make_start_arguments() -> list[str]:
     """The arguments `make start` gives `jupyter lab`, read from the Makefile itself."""
-    makefile = (ROOT / "Makefile").read_text()
+    makefile = (ROOT / "Makefile").read_text().replace("\\\n", " ")  # a variable continued on the next line
     lab = re.search(r"^LAB := \$\(BIN\)/jupyter lab (.+)$", makefile, re.MULTILINE)
     start = re.search(r"^start: .*\n\t\$\(LAB\) (.+)$", makefile, re.MULTILINE)
     if not lab or not start:

@@ -71,7 +71,19 @@ def test_make_start_serves_the_root_with_the_project_settings():
     arguments = make_start_arguments()
     assert "--ServerApp.root_dir=." in arguments
     assert arguments[-1] == "notebooks/00_start_here.ipynb"
+    assert "--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb" in arguments  # the printed URL opens 00
     assert ("--allow-root" in arguments) == (os.geteuid() == 0)
     settings = next(a.split("=", 1)[1] for a in arguments if a.startswith("--LabApp.app_settings_dir="))
     overrides = json.loads((ROOT / settings / "overrides.json").read_text())
     assert overrides["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
+
+
+def test_the_url_jupyterlab_prints_opens_notebook_00(lab_server):
+    """Without a local browser a learner copies the printed URL: it must open notebook 00, not the Launcher."""
+    import urllib.request
+
+    log = (lab_server.home / "server.log").read_text()
+    printed = re.search(r"http://127\.0\.0\.1:\d+/\S+", log).group(0)
+    assert "/lab/tree/notebooks/00_start_here.ipynb?token=" in printed, printed
+    with urllib.request.urlopen(f"{lab_server.url}/?token={lab_server.token}") as answer:  # the bare address too
+        assert answer.url.split("?")[0].endswith("/lab/tree/notebooks/00_start_here.ipynb")
