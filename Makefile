@@ -24,7 +24,7 @@ notebooks: $(STAMP)
 	$(BIN)/python tools/nbtools.py execute notebooks/*.ipynb
 
 benchmark: $(STAMP)
-	$(BIN)/python benchmarks/notebook_times.py
+	$(BIN)/python benchmarks/notebook_times.py --write
 
 # Start over: remove the virtual environment and every cache the tests made.
 clean:
