@@ -195,8 +195,8 @@ def test_a_learner_cell_cut_off_by_the_time_limit_fails_every_check_after_it():
     rows = [_row(0), _row(1, "failed", "Timeout of 5 seconds exceeded executing cell (interrupted)")]
     report = grading.score(rows, PLAN, SPECS, nbrun.Run(rows))
     assert not any(result.passed for result in report.checks)
-    assert all(result.reason.startswith("not run: grading stopped at your code cell 2") for result in report.checks)
-    assert report.notes == ["your code cell 2: Timeout of 5 seconds exceeded executing cell (interrupted)"]
+    assert all(result.reason.startswith("not run: grading stopped at your code cell [2]") for result in report.checks)
+    assert report.notes == ["your code cell [2]: Timeout of 5 seconds exceeded executing cell (interrupted)"]
 
 
 def test_a_file_that_is_not_a_notebook_fails_every_check_and_grading_goes_on(tmp_path):
@@ -316,11 +316,11 @@ def test_the_looping_notebook_is_cut_off_reported_and_scores_zero_after_it(grade
     assert dani["score"] == 0
     # cut off by the time limit, or by the memory limit if the list fills it first
     assert dani["notes"][0] in (
-        f"your code cell 2: Timeout of {CELL_TIMEOUT} seconds exceeded executing cell (interrupted)",
-        "your code cell 2: MemoryError: the cell ran out of memory (the grader's memory limit)",
+        f"your code cell [2]: Timeout of {CELL_TIMEOUT} seconds exceeded executing cell (interrupted)",
+        "your code cell [2]: MemoryError: the cell ran out of memory (the grader's memory limit)",
     )
-    assert all(check["reason"].startswith("not run: grading stopped at your code cell 2") for check in dani["checks"])
-    assert "dani_loops: 0/16\n  note: your code cell 2: " in stdout
+    assert all(check["reason"].startswith("not run: grading stopped at your code cell [2]") for check in dani["checks"])
+    assert "dani_loops: 0/16\n  note: your code cell [2]: " in stdout
 
 
 def test_feedback_names_failed_checks_and_hints_but_never_shows_hidden_source(graded):

@@ -268,7 +268,7 @@ def test_os_exit_is_reported_at_once_not_after_the_cell_timeout(tmp_path):
     started = time.perf_counter()
     (report,) = grading.grade(folder, "lab1", nbrun.Limits(cell_timeout_seconds=120), solutions_dir=solutions)
     assert time.perf_counter() - started < 60
-    assert report.notes[0].startswith("your code cell 1: Kernel died")
+    assert report.notes[0].startswith("your code cell [1]: Kernel died")
 
 
 def test_memory_below_what_the_solutions_need_is_refused():
@@ -356,4 +356,4 @@ def test_files_past_the_disk_limit_stop_the_learner(tmp_path, monkeypatch):
 def test_an_exception_merely_named_memoryerror_stops_nothing_and_blames_no_limit(hostile):
     report = hostile[0]["yago_fake_memory"]
     assert report.score == 2  # the checks after it still ran
-    assert report.notes == ["your code cell 2: MemoryError: not really"]
+    assert report.notes == ["your code cell [2]: MemoryError: not really"]

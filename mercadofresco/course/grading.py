@@ -98,7 +98,7 @@ def suspicious(learner: NotebookNode) -> list[str]:
     for number, cell in enumerate(code, start=1):
         found = [why for pattern, why in SUSPICIOUS.items() if re.search(pattern, cell.source)]
         if found:
-            notes.append(f"look at your code cell {number}: it {'; '.join(found)}")
+            notes.append(f"look at your code cell [{number}]: it {'; '.join(found)}")
     return notes
 
 
@@ -110,9 +110,9 @@ def score(rows: list[dict], plan: list[dict], specs: list[Check], run: nbrun.Run
     for cell in range(learner_cells):
         row = by_cell.get(cell)
         if row and row["outcome"] == "failed":
-            notes.append(f"your code cell {cell + 1}: {row['reason']}")
+            notes.append(f"your code cell [{cell + 1}]: {row['reason']}")
             if stops_grading(row["reason"]):
-                stopped = stopped or f"grading stopped at your code cell {cell + 1} ({row['reason']})"
+                stopped = stopped or f"grading stopped at your code cell [{cell + 1}] ({row['reason']})"
     stopped = stopped or run.stopped
     verdicts = {row["check"]: row for row in rows if row.get("role") == "checker"}
     results = []
