@@ -1,4 +1,12 @@
+import math
+
 from mercadofresco.lessons import delivery, show
+
+
+def typed(slider, value):
+    """Where a log slider puts a value typed in its readout: on its nearest step (seen in the browser)."""
+    steps = round((math.log10(value) - slider.min) / slider.step)
+    return 10 ** (slider.min + steps * slider.step)
 
 
 def test_table_is_aligned_and_deterministic(capsys):
@@ -45,3 +53,29 @@ def test_a_redrive_without_failures_draws_its_axis_from_zero():
     assert paced.summary()["failed_attempts"] == 0
     right = show_dlq.mass_redrive([paced]).axes[1]
     assert right.get_ylim() == (0, 1)
+
+
+def test_an_integer_log_slider_passes_a_whole_number():
+    slider = show.log_slider("lock (s)", 60, 1, 86_399, integer=True)
+    assert (slider.base**slider.min, round(slider.base**slider.max)) == (1, 86_399)
+    seen = []
+    box = show.panel(lambda lock_seconds: seen.append(lock_seconds), {"lock_seconds": slider})
+    slider.value = typed(slider, 600)  # what typing 600 in the readout sends: 600.0something, the nearest step
+    assert slider.value != 600
+    box.button.click()
+    assert seen == [600] and type(seen[0]) is int
+    cap = show.log_slider("cap (ms)", 2000, 1, 3600)
+    cap.value = typed(cap, 3)
+    assert show.value_of(cap) == 3.0
+
+
+def test_a_panel_says_when_its_kernel_is_gone():
+    """The notice shows only under JupyterLab's mark for a widget whose kernel is gone (tests/browser proves it)."""
+    import ipywidgets as widgets
+
+    box = show.panel(lambda n: None, {"n": widgets.IntSlider(description="n")})
+    assert box.children[0] is box.gone and "mf-panel-gone" in box.gone._dom_classes
+    assert show.GONE in box.gone.value and "Run → Run All Cells" in show.GONE
+    assert ".mf-panel > .mf-panel-gone {display: none}" in box.gone.value
+    assert ".mf-panel.jupyter-widgets-disconnected > .mf-panel-gone {display: block" in box.gone.value
+    assert box.children[1].layout.width == show.WIDE  # a slider gets a track a learner can aim at
