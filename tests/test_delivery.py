@@ -42,6 +42,7 @@ def test_fifo_drops_the_producers_resend_but_not_the_consumers_redelivery(mf, re
     [
         ({"visibility_timeout_seconds": -5}, "visibility_timeout_seconds must be between 0 and 43200; got -5"),
         ({"read_timeout_seconds": 0}, "read_timeout_seconds must be between 1 and 900"),
+        ({"gateway_latency_seconds": 0}, "gateway_latency_seconds must be between 0.001 and 900; got 0"),  # 01's try 4
         ({"order_count": 500}, "order_count must be between 1 and 50"),
         ({"consumers": 1}, "consumers must be between 2 and 20"),
     ],

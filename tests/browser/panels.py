@@ -35,7 +35,7 @@ LESSON_PANELS = {
     # the message is visible again only after the 120 s visibility timeout
     "00_start_here": Interaction(Change("slider", "wait (s)", 119), "True", "False", "visible_again", figure=False),
     # five orders, latency 150 s: a visibility timeout of 200 s outlasts the call, so each order is charged once
-    "01_delivery_guarantees": Interaction(Change("slider", "visibility (s)", 200), "9", "5", "charges"),
+    "01_delivery_guarantees": Interaction(Change("text", "visibility (s)", 200), "9", "5", "charges"),
     # MessageId misses the producer's re-send; the domain key catches it
     "02_idempotency": Interaction(Change("dropdown", "key", "cobro:{pedido_id}"), "2", "1", "charges"),
     # back after 30 h, the 24 h record has expired: charged again
