@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from panels import Change, Interaction
+from try_this import TRACK_PIXELS, Scenario, scenarios
 
 RUN_SECONDS = 120  # Run All of one notebook, kernel start included
 PANEL_SECONDS = 60  # one press of a panel's button
@@ -51,6 +52,7 @@ def notebook_facts(path: Path) -> dict[str, Any]:
             i for i, c in enumerate(cells) if c["cell_type"] == "markdown" and "```mermaid" in "".join(c["source"])
         ],
         "panels": sum(1 for c in cells if c["cell_type"] == "code" and "show.panel(" in "".join(c["source"])),
+        "try_this": scenarios(path),
     }
 
 
@@ -79,7 +81,7 @@ async def check_notebook(
         facts = notebook_facts(root / relative)
         await _check_mermaid(page, report, facts["mermaid"])
         mark("checked")
-        await _check_panels(page, report, facts["panels"], interaction, artifacts / workspace)
+        await _check_panels(page, report, facts["panels"], interaction, artifacts / workspace, facts["try_this"])
         mark("panels")
     except Exception as exc:  # a timeout or a missing element is a finding, reported with the others
         report.problems.append(f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
@@ -126,7 +128,9 @@ async def _check_mermaid(page: Any, report: Report, indices: list[int]) -> None:
             )
 
 
-async def _check_panels(page: Any, report: Report, expected: int, interaction: Interaction | None, shots: Path) -> None:
+async def _check_panels(
+    page: Any, report: Report, expected: int, interaction: Interaction | None, shots: Path, tries: list[Scenario]
+) -> None:
     panels = page.locator(".mf-panel")
     found = await panels.count()
     if found != expected:
@@ -146,6 +150,8 @@ async def _check_panels(page: Any, report: Report, expected: int, interaction: I
         else:
             await _check_interaction(panel, report, interaction, before)
         await panel.screenshot(path=str(shots) + f"-panel-{number + 1}.png")
+        if number == 0 and tries:  # the "try this" speaks of the notebook's first panel (each has one)
+            await _check_try_this(page, panel, report, tries, name)
 
 
 async def _check_interaction(panel: Any, report: Report, interaction: Interaction, before: str) -> None:
@@ -167,6 +173,76 @@ async def _check_interaction(panel: Any, report: Report, interaction: Interactio
         report.problems.append("the panel drew no figure, unlike the notebook's static default")
     if "{" in after and "}" in after and re.search(r"\{'\w+': ", after):
         report.problems.append(f"the panel printed a bare dict: {after[:200]!r}")
+
+
+# A control by the label the learner reads: its kind, its slider's track in pixels, the value it shows.
+CONTROL = """(panel, label) => {
+  const labels = [...panel.querySelectorAll('.widget-label, .widget-label-basic')];
+  const box = labels.find(l => l.textContent.trim() === label)?.closest('.widget-inline-hbox');
+  if (!box) return null;
+  const kind = ['slider', 'text', 'dropdown', 'checkbox'].find(k => box.classList.contains('widget-' + k));
+  const shown = {slider: () => box.querySelector('.widget-readout').textContent.trim(),
+                 text: () => box.querySelector('input').value,
+                 dropdown: () => box.querySelector('select').selectedOptions[0]?.textContent,
+                 checkbox: () => box.querySelector('input[type=checkbox]').checked}[kind];
+  return {kind: kind ?? box.className, shown: shown ? shown() : null,
+          track: box.querySelector('.slider-container')?.getBoundingClientRect().width ?? null};
+}"""
+
+
+async def _check_try_this(page: Any, panel: Any, report: Report, tries: list[Scenario], button: str) -> None:
+    """Set every value the notebook's "try this" asks (tests/try_this.py); a value to be refused must be refused.
+
+    Nothing runs while values are set, except for a refusal: then the button is pressed and the answer must be the
+    package's rule naming the control. Before each refusal the controls go back to what they showed at the start.
+    """
+    if "<!--" in " ".join(await page.locator(".jp-MarkdownOutput").all_text_contents()):
+        report.problems.append("a <!-- try: --> comment is shown on the page as text")
+    began = time.monotonic()
+    start: dict[str, tuple[str, object]] = {}  # label -> (kind, value shown before this pass)
+    changed: set[str] = set()
+    count = refused = 0
+    for scenario in tries:
+        if any(ask.refused for ask in scenario.asks):
+            for label in sorted(changed):
+                kind, value = start[label]
+                await _set(panel, Change(kind, label, value))
+            changed.clear()
+        try:
+            for ask in scenario.asks:
+                control = await panel.evaluate(CONTROL, ask.label)
+                if control is None or control["kind"] not in ("slider", "text", "dropdown", "checkbox"):
+                    raise AssertionError(f"no control {ask.label!r} the suite can use: {control}")
+                if control["track"] is not None and control["track"] < TRACK_PIXELS:
+                    report.problems.append(
+                        f"the slider {ask.label!r} has {control['track']:.0f} px of track; the fast test assumes"
+                        f" {TRACK_PIXELS} (tests/try_this.py)"
+                    )
+                start.setdefault(ask.label, (control["kind"], _parsed(control["kind"], control["shown"])))
+                await _set(panel, Change(control["kind"], ask.label, ask.value))
+                shown = (await panel.evaluate(CONTROL, ask.label))["shown"]
+                if _parsed(control["kind"], shown) != ask.value:
+                    raise AssertionError(f"{ask.label!r} shows {shown!r} after setting {ask.value!r}")
+                changed.add(ask.label)
+                count += 1
+            for ask in (ask for ask in scenario.asks if ask.refused):
+                answer = await _press(panel, button)
+                if "⚠" not in answer or f"“{ask.label}”" not in answer:
+                    raise AssertionError(f"{ask.label!r} = {ask.value!r} was not refused by its rule: {answer[:200]!r}")
+                refused += 1
+        except AssertionError as exc:
+            report.problems.append(f"try this {scenario.item[:50]!r}: {exc}")
+    report.panels.append(
+        f"try this: {count} value(s) set, {refused} refused with the rule ({time.monotonic() - began:.1f} s)"
+    )
+
+
+def _parsed(kind: str, shown: object) -> object:
+    """A control's shown value as the try-this comments write it: a number, an option, true or false."""
+    if kind in ("slider", "text"):
+        number = float(str(shown).replace(",", ""))
+        return int(number) if number.is_integer() else number
+    return shown
 
 
 # Counts the button's returns from disabled to enabled: the panel disables it while its experiment runs.
