@@ -15,7 +15,7 @@ import nbtools  # noqa: E402
 
 nbtools.quiet_environment()  # kernels started by nbval inherit it: nothing is written to $HOME
 logging.getLogger("werkzeug").setLevel(logging.ERROR)
-collect_ignore_glob = ["fixtures/*"]  # learner notebooks the grading tests use, not notebooks to test
+collect_ignore_glob = ["fixtures/*", "browser/artifacts/*"]  # learner notebooks the tests use or write, not to test
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(ROOT.glob("notebooks/*.ipynb"))
 # Notebooks with a panel whose "try this" asks nothing of it, and why.
 ASKS_NOTHING = {
-    "00_start_here": "not annotated yet (owned apart): it asks for the smallest wait, 0-3,600 s at 12 s a pixel",
     "06_what_to_retry": "its items ask for code (gateway.spike_at, botocore's codes, budget_comparison)",
 }
 

@@ -135,6 +135,7 @@ def _stop(step: int, kind: str, path: Path, times: dict[str, float]) -> Stop:
     notebook = nbformat.read(path, as_version=4)
     prose = " ".join(c.source for c in notebook.cells if c.cell_type == "markdown")
     prose = re.sub(r"```.*?```", " ", prose, flags=re.DOTALL)  # a diagram is looked at, not read word by word
+    prose = re.sub(r"<!--.*?-->", " ", prose, flags=re.DOTALL)  # comments for the tests, which JupyterLab hides
     code = [c for c in notebook.cells if c.cell_type == "code"]
     title = notebook.cells[0].source.splitlines()[0].lstrip("# ").strip()
     return Stop(
