@@ -80,6 +80,8 @@ async def check_notebook(
         await _check_outputs(page, report, lab)
         facts = notebook_facts(root / relative)
         await _check_mermaid(page, report, facts["mermaid"])
+        if not lab:
+            await _check_nav_links(page, report, root, relative)
         mark("checked")
         await _check_panels(page, report, facts["panels"], interaction, artifacts / workspace, facts["try_this"])
         mark("panels")
@@ -109,6 +111,22 @@ async def _check_outputs(page: Any, report: Report, lab: bool) -> None:
             report.problems.append(f"the lab failed before its first exercise: {errors[0][:300]}")
     elif errors:
         report.problems.append(f"{len(errors)} error or stderr output(s); the first: {errors[0][:300]}")
+
+
+async def _check_nav_links(page: Any, report: Report, root: Path, relative: str) -> None:
+    """The last cell's previous/next links, as JupyterLab renders them, point at notebooks that are there."""
+    source = json.loads((root / relative).read_text())["cells"][-1]["source"]
+    wanted = re.findall(r"\]\(([^)]+\.ipynb)\)", "".join(source))
+    cell = page.locator(".jp-Notebook .jp-MarkdownCell", has_text=re.compile("Next:|Previous:"))
+    await cell.scroll_into_view_if_needed()
+    hrefs = await cell.locator("a").evaluate_all("anchors => anchors.map(a => a.href)")
+    if len(hrefs) != len(wanted):
+        report.problems.append(f"the last cell shows {len(hrefs)} link(s), the notebook has {len(wanted)}: {wanted}")
+    for href in hrefs:  # JupyterLab resolves a link to a file as /files/<path>; a click opens it in a tab
+        path = re.search(r"/files/([^?#]+)", href)
+        if not path or not (root / path.group(1)).is_file():
+            report.problems.append(f"a previous/next link leads nowhere: {href}")
+    report.steps.append(f"links {len(hrefs)}")
 
 
 async def _check_mermaid(page: Any, report: Report, indices: list[int]) -> None:

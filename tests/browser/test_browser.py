@@ -87,3 +87,21 @@ def test_the_url_jupyterlab_prints_opens_notebook_00(lab_server):
     assert "/lab/tree/notebooks/00_start_here.ipynb?token=" in printed, printed
     with urllib.request.urlopen(f"{lab_server.url}/?token={lab_server.token}") as answer:  # the bare address too
         assert answer.url.split("?")[0].endswith("/lab/tree/notebooks/00_start_here.ipynb")
+
+
+def test_a_click_on_next_opens_the_next_notebook(lab_server):
+    """The links at a notebook's end work as links in JupyterLab: a click on 00's Next opens 01 in a tab."""
+    from driver import KERNEL_IDLE
+    from lab import CHROMIUM
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM)
+        page = browser.new_page(viewport={"width": 1366, "height": 768})
+        page.goto(f"{lab_server.url}/lab/workspaces/next/tree/notebooks/00_start_here.ipynb?token={lab_server.token}")
+        page.wait_for_function(KERNEL_IDLE, timeout=60_000, polling=250)
+        nav = page.locator(".jp-Notebook .jp-MarkdownCell", has_text="Next:")
+        nav.scroll_into_view_if_needed()
+        nav.get_by_role("link").first.click()
+        page.locator(".lm-TabBar-tabLabel", has_text="01_delivery_guarantees.ipynb").wait_for(timeout=30_000)
+        browser.close()
