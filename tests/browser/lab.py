@@ -81,6 +81,11 @@ class LabServer:
 
     def start(self, timeout: float = 90) -> LabServer:
         self.port = free_port()
+        # The suite clears and reruns the repository's own notebooks: JupyterLab must never save them back (its
+        # autosave runs every 120 s). A test that saves on purpose works on a copy of its own (test_learner_loop).
+        settings = self.home / ISOLATED["JUPYTER_CONFIG_DIR"] / "lab/user-settings/@jupyterlab/docmanager-extension"
+        settings.mkdir(parents=True, exist_ok=True)
+        (settings / "plugin.jupyterlab-settings").write_text('{"autosave": false}')
         log = open(self.home / "server.log", "w")  # noqa: SIM115 (closed with the process)
         self.process = subprocess.Popen(
             [

@@ -105,3 +105,13 @@ def test_a_click_on_next_opens_the_next_notebook(lab_server):
         nav.get_by_role("link").first.click()
         page.locator(".lm-TabBar-tabLabel", has_text="01_delivery_guarantees.ipynb").wait_for(timeout=30_000)
         browser.close()
+
+
+def test_the_suites_jupyterlab_never_saves_the_repositorys_notebooks(lab_server):
+    """The suite clears outputs and runs notebooks in place: an autosave would write them back changed."""
+    import json
+    import urllib.request
+
+    url = f"{lab_server.url}/lab/api/settings/@jupyterlab/docmanager-extension:plugin?token={lab_server.token}"
+    with urllib.request.urlopen(url) as answer:
+        assert json.loads(answer.read())["settings"]["autosave"] is False  # what the page reads on load
