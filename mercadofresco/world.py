@@ -38,6 +38,7 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError, EndpointConnectionError
 from moto import mock_aws
+from moto.moto_api._internal import mock_random
 
 from mercadofresco import billing, cleanup, endpoints, moto_speedups, queues
 from mercadofresco.errors import MercadoFrescoError, check_range
@@ -59,6 +60,7 @@ ORDER_SOURCE = "mercadofresco.tienda"
 MAX_VISIBILITY_SECONDS = 43_200  # SQS: 12 hours
 MIN_RETENTION_SECONDS, MAX_RETENTION_SECONDS = 60, 1_209_600  # SQS: 1 minute to 14 days
 DAY = 86_400
+MOTO_SEED = 705  # lesson 07-05: moto's own generator (MessageIds, receipt handles) starts here in every world
 
 
 class WorldConfigError(MercadoFrescoError, ValueError):
@@ -308,6 +310,7 @@ def build(config: WorldConfig | None = None) -> World:
     if config.mode == "memory":
         mock = mock_aws()
         mock.start()
+        mock_random.seed(MOTO_SEED)  # MessageIds and receipt handles the same on every run, as the rest is
         speedups = moto_speedups.apply()
     ledger = None if config.mode == "memory" else cleanup.Ledger()
     try:
