@@ -15,14 +15,14 @@ Reports: `course.reports`.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
+import hashlib
 import os
 import re
 import sys
 import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -31,6 +31,7 @@ from nbformat import NotebookNode
 from mercadofresco.course import labs, legacy, nbrun, reports
 from mercadofresco.course import sandbox as sb
 from mercadofresco.course.checker import Check
+from mercadofresco.course.results import CheckResult, LearnerReport
 
 # As nbplugin's: nbval's and the grader's own words, never a learner's (an exception merely named MemoryError).
 STOPPING_REASONS = ("Timeout of", "Kernel dead", "Kernel died", "Failed to interrupt", "the grader's memory limit")
@@ -45,35 +46,6 @@ SUSPICIOUS = {
     r"subprocess|multiprocessing|os\.fork|Popen|os\.system": "starts processes",
     r"\bsocket\b|urllib|requests\.": "opens network connections",
 }
-
-
-@dataclass
-class CheckResult:
-    """One check for one learner."""
-
-    check: str
-    passed: bool
-    points: int
-    reason: str
-    hint: str
-
-
-@dataclass
-class LearnerReport:
-    """Everything the grader found in one notebook."""
-
-    learner: str
-    checks: list[CheckResult]
-    notes: list[str] = field(default_factory=list)  # learner cells that raised, ran out of time, or look suspicious
-    answers: list[tuple[str, str]] = field(default_factory=list)  # (question, the learner's written answer)
-
-    @property
-    def score(self) -> int:
-        return sum(result.points for result in self.checks if result.passed)
-
-    @property
-    def max_score(self) -> int:
-        return sum(result.points for result in self.checks)
 
 
 # -- assembling the notebook that is graded ------------------------------------------
@@ -149,6 +121,7 @@ class Setting:
     isolated: bool  # root: a user per slot, namespaces; else the grader's own user
     fonts: Path | None = None  # matplotlib's font cache, copied into each working copy
     solutions_dir: Path = labs.SOLUTIONS_DIR  # where the lab's checks module lives (solutions/checks/)
+    only: tuple[str, ...] = ()  # run only these checks (a regrade); every check when empty
 
 
 def grade_notebook(path: Path, setting: Setting) -> LearnerReport:
@@ -199,12 +172,20 @@ def _run(
         plan_data = {"cells": plan, "memory_mb": setting.limits.memory_mb, "checks": str(checks)}
         plan_data |= {"lab_cells": lab_cells}  # the time budget counts the lab's cells, not the learner's extras
         plan_data |= {"workdir": str(workdir), "uid": user[1] if user else None}
-        plan_data["check_count"] = len(labs.check_specs(setting.solution, setting.solutions_dir))
+        plan_data["check_count"] = len(setting.only or labs.check_specs(setting.solution, setting.solutions_dir))
+        plan_data["only"] = list(setting.only)
         run = nbrun.run_notebook(target, setting.limits, plan_data, box, private, legacy_names=old_names)
     finally:
         nbrun.remove(private)
         nbrun.remove(workdir)
     return run
+
+
+def in_shard(name: str, k: int, n: int) -> bool:
+    """True if the file `name` belongs to shard k of n: by a digest of its name, so any listing order agrees."""
+    if not 1 <= k <= n:
+        raise ValueError(f"a shard is k/n with 1 <= k <= n; got {k}/{n}")
+    return int(hashlib.sha256(name.encode()).hexdigest(), 16) % n == k - 1
 
 
 def grade(
@@ -215,8 +196,15 @@ def grade(
     jobs: int = 1,
     progress: reports.Progress | None = None,
     hide: tuple[Path, ...] = (),
+    shard: tuple[int, int] = (1, 1),
+    learners: tuple[str, ...] = (),
+    only: tuple[str, ...] = (),
 ) -> list[LearnerReport]:
-    """Grade every notebook in `submissions` with `lab`'s hidden checks, `jobs` at a time (sorted by name)."""
+    """Grade every notebook in `submissions` with `lab`'s hidden checks, `jobs` at a time (sorted by name).
+
+    `shard=(k, n)` grades only the k-th of n deterministic parts of the folder (see `in_shard`);
+    `learners` only those learners (file names without .ipynb); `only` runs only those checks.
+    """
     limits = limits or nbrun.Limits()
     if not submissions.is_dir():
         raise ValueError(f"submissions must be a folder of .ipynb files; got {submissions}")
@@ -224,7 +212,15 @@ def grade(
         raise ValueError(f"jobs must be between 1 and 32; got {jobs}")
     solution = nbformat.read(solutions_dir / labs.lab_file(lab), as_version=4)  # read before any kernel starts
     specs = labs.check_specs(solution, solutions_dir)  # a checks module that does not load stops here
-    paths = sorted(submissions.glob("*.ipynb"))
+    unknown = set(only) - {spec.check for spec in specs}
+    if unknown:
+        raise ValueError(f"{lab} has no check {sorted(unknown)}; its checks: {[spec.check for spec in specs]}")
+    paths = [path for path in sorted(submissions.glob("*.ipynb")) if in_shard(path.name, *shard)]
+    if learners:
+        missing = set(learners) - {path.stem for path in paths}
+        if missing:
+            raise ValueError(f"no notebook in {submissions} for {sorted(missing)}")
+        paths = [path for path in paths if path.stem in learners]
     isolated = sb.is_root()
     secrets_ = [*sb.repository_secrets(sb.installed_checkouts()), solutions_dir, submissions, *hide]
     hidden = tuple(sorted({str(path.resolve()) for path in secrets_ if path.exists() and _hideable(path)}))
@@ -234,15 +230,15 @@ def grade(
     runs.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="g-", dir=runs) as base:
         Path(base).chmod(0o711)  # learners reach their own working copy, and cannot list the others
-        setting = Setting(solution, limits, Path(base), hidden, isolated, nbrun.matplotlib_cache(), solutions_dir)
-        results: dict[Path, LearnerReport] = {}
+        setting = Setting(solution, limits, Path(base), hidden, isolated, nbrun.matplotlib_cache(), solutions_dir, only)
+        by_path: dict[Path, LearnerReport] = {}
         with ThreadPoolExecutor(jobs) as pool:
             futures = {pool.submit(grade_notebook, path, setting): path for path in paths}
             for future in as_completed(futures):
-                results[futures[future]] = report = _result(future, futures[future], specs)
+                by_path[futures[future]] = report = _result(future, futures[future], specs)
                 progress.advance(report.learner, report.score, report.max_score)
         progress.finish()
-        return [results[path] for path in paths]
+        return [by_path[path] for path in paths]
 
 
 def _result(future: Future, path: Path, specs: list[Check]) -> LearnerReport:
@@ -268,35 +264,10 @@ def _hideable(path: Path) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mercadofresco.course.grading", description=__doc__.split("\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    build = commands.add_parser("build", help="write labs/ from solutions/")
-    build.add_argument("--solutions", type=Path, default=labs.SOLUTIONS_DIR)
-    build.add_argument("--labs", type=Path, default=labs.LABS_DIR)
-    grade_ = commands.add_parser("grade", help="grade a folder of learner notebooks")
-    grade_.add_argument("submissions", type=Path)
-    grade_.add_argument("--lab", required=True, choices=sorted(labs.LABS))
-    grade_.add_argument("--out", type=Path, help="where the reports go (default grading-report-LAB)")
-    grade_.add_argument("--cell-timeout", type=float, default=nbrun.Limits.cell_timeout_seconds)
-    grade_.add_argument("--memory-mb", type=int, default=nbrun.Limits.memory_mb)
-    grade_.add_argument("--jobs", type=int, default=1, help="notebooks graded at the same time")
-    grade_.add_argument("--solutions", type=Path, default=labs.SOLUTIONS_DIR)
-    args = parser.parse_args(argv)
+    """The command line: build, grade (whole or one shard), merge, regrade (course.commands)."""
+    from mercadofresco.course import commands
 
-    if args.command == "build":
-        for path in labs.build(args.solutions, args.labs):
-            print(f"wrote {path}")
-        return 0
-    try:
-        limits = nbrun.Limits(cell_timeout_seconds=args.cell_timeout, memory_mb=args.memory_mb)
-    except ValueError as exc:
-        parser.error(str(exc))
-    out = args.out or Path(f"grading-report-{args.lab}")
-    graded = grade(args.submissions, args.lab, limits, args.solutions, args.jobs, hide=(out,))
-    print(reports.summary_table(graded))
-    written = reports.write_all(graded, args.lab, out)
-    print(f"\nwrote {', '.join(str(path) for path in written)}")
-    return 0
+    return commands.main(argv)
 
 
 if __name__ == "__main__":

@@ -218,7 +218,8 @@ def _run_checker(item: Any, plan: dict) -> list[dict]:
             except checker.BoundaryError as exc:
                 why = f"not run: {exc}"
                 return [{"role": "checker", "check": c.check, "verdict": False, "reason": why} for c in module.CHECKS]
-            rows = list(checker.run_checks(module, lab, item.config.option.nbval_cell_timeout))
+            only = tuple(plan.get("only", ()))
+            rows = list(checker.run_checks(module, lab, item.config.option.nbval_cell_timeout, only))
             lab.hang_up()
     finally:
         listener.close()

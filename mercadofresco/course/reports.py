@@ -107,9 +107,16 @@ def feedback_reason(reason: str) -> str:
     return f"{kind if known else 'an error'} (the instructor's report has the details)"
 
 
-def feedback(report: Any, lab: str) -> str:
-    """One learner's feedback, in Markdown: score, each check with its reason and hint, the notes."""
+def feedback(report: Any, lab: str, total: Any = None) -> str:
+    """One learner's feedback, in Markdown: score, each check with its reason and hint, the notes.
+
+    `total` (a gradebook line) adds the points a person gave the written answers, their comments and a late penalty.
+    """
     lines = [f"# {lab}: feedback for {report.learner}", "", f"**Score: {report.score}/{report.max_score}**", ""]
+    if total is not None:
+        lines[-2] = f"**Score: {total.final:g}/{total.maximum:g}** (checks {total.checks}/{total.checks_max}"
+        lines[-2] += f", written answers {total.written:g}/{total.written_max:g}"
+        lines[-2] += f", {total.penalty_percent:g} % off for {total.days_late} day(s) late)" if total.days_late else ")"
     for result in report.checks:
         if result.passed:
             lines.append(f"- passed: `{result.check}` ({result.points} point{'s' * (result.points != 1)})")
@@ -118,24 +125,32 @@ def feedback(report: Any, lab: str) -> str:
                 f"- **not passed: `{result.check}`**: {feedback_reason(result.reason)}",
                 f"  - hint: {result.hint}",
             ]
+    if total is not None and total.comments:
+        lines += ["", "## Your written answers", ""]
+        lines += [f"- *{shown(question, 120)}*: {comment}" for question, comment in total.comments]
     if report.notes:
         lines += ["", "## Notes", "", *(f"- {note}" for note in report.notes)]
     return "\n".join(lines) + "\n"
 
 
-def write_all(reports: list, lab: str, out_dir: Path) -> list[Path]:
-    """report.json, report.csv (a gradebook), answers.csv and feedback/<learner>.md; returns what was written."""
+def write_all(reports: list, lab: str, out_dir: Path, totals: dict[str, Any] | None = None) -> list[Path]:
+    """report.json, report.csv (a gradebook) and feedback/<learner>.md; returns what was written.
+
+    `totals` ({learner: gradebook line}) adds the written answers' points and the late penalty to the totals.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
+    totals = totals or {}
     data = {
         "lab": lab,
         "learners": [
             {"learner": r.learner, "score": r.score, "max_score": r.max_score, "notes": r.notes}
+            | _total_fields(totals.get(r.learner))
             | {"checks": [asdict(c) for c in r.checks]}
             | {"answers": [{"question": q, "answer": a} for q, a in r.answers]}
             for r in reports
         ],
     }
-    json_path, csv_path, answers_path = out_dir / "report.json", out_dir / "report.csv", out_dir / "answers.csv"
+    json_path, csv_path = out_dir / "report.json", out_dir / "report.csv"
     json_path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     with csv_path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
@@ -144,21 +159,30 @@ def write_all(reports: list, lab: str, out_dir: Path) -> list[Path]:
             for c in r.checks:
                 row = [r.learner, c.check, c.points if c.passed else 0, c.points, int(c.passed), c.reason, c.hint]
                 writer.writerow([spreadsheet_safe(value) for value in row])
-            total = [r.learner, "TOTAL", r.score, r.max_score, int(r.score == r.max_score), "; ".join(r.notes), ""]
-            writer.writerow([spreadsheet_safe(value) for value in total])
-    with answers_path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["learner", "question", "answer", "score", "max_score"])
-        for r in reports:
-            for question, answer in r.answers:
-                row = [r.learner, question, answer, r.score, r.max_score]
+            total = totals.get(r.learner)
+            if total is not None and total.written_max:
+                row = [r.learner, "WRITTEN", f"{total.written:g}", f"{total.written_max:g}", "", "marked by hand", ""]
                 writer.writerow([spreadsheet_safe(value) for value in row])
+            if total is not None and total.days_late:
+                why = f"{total.days_late} day(s) late"
+                row = [r.learner, "LATE", f"-{total.penalty_percent:g}%", "", "", why, ""]
+                writer.writerow([spreadsheet_safe(value) for value in row])
+            score, top = (f"{total.final:g}", f"{total.maximum:g}") if total else (r.score, r.max_score)
+            row = [r.learner, "TOTAL", score, top, int(str(score) == str(top)), "; ".join(r.notes), ""]
+            writer.writerow([spreadsheet_safe(value) for value in row])
     folder = out_dir / "feedback"
     folder.mkdir(exist_ok=True)
     taken: set[str] = set()
-    written = [json_path, csv_path, answers_path]
+    written = [json_path, csv_path]
     for r in reports:
         path = folder / f"{file_name(r.learner, taken)}.md"
-        path.write_text(feedback(r, lab), encoding="utf-8")
+        path.write_text(feedback(r, lab, totals.get(r.learner)), encoding="utf-8")
         written.append(path)
     return written
+
+
+def _total_fields(total: Any) -> dict:
+    if total is None:
+        return {}
+    fields = {"written": total.written, "written_max": total.written_max, "days_late": total.days_late}
+    return fields | {"penalty_percent": total.penalty_percent, "total": total.final, "total_max": total.maximum}

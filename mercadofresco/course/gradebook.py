@@ -1,0 +1,289 @@
+"""The gradebook of a class, built from a folder of results: points a person gave, late days, the LMS files.
+
+    python -m mercadofresco.course.grading merge RESULTS/ --lab lab1 --out REPORT/
+        [--answers answers.csv]                      # the instructor's points and comments, filled in
+        [--roster roster.csv]                        # learner -> LMS ids, and when each handed in
+        [--deadline 2026-12-10T23:59+01:00 --late-penalty 10 --late-cap 50]
+
+The written answers are graded by a person: `answers.csv` comes out with empty `points` and `comment`
+columns and the maximum of each question (the lab's metadata, `answer_points`); filled in and given
+back to `merge`, it is checked row by row (a learner or a question that is not in the results, points
+that are not a number or are over the maximum, an answer whose text changed) and its points join
+the totals, its comments the feedback. The late policy takes a percentage of the total per day late
+(each day begun counts), up to a cap. `canvas.csv` follows Canvas's gradebook import (Student, ID,
+SIS User ID, SIS Login ID, Section, then the assignment, with a Points Possible row); `moodle.csv`
+Moodle's CSV grade import (an identifier column to map, the grade, and its feedback).
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mercadofresco.course import reports, results
+from mercadofresco.course.reports import spreadsheet_safe
+
+ANSWER_COLUMNS = ["learner", "question_number", "question", "answer", "max_points", "points", "comment"]
+ROSTER_COLUMNS = ["learner", "name", "lms_id", "sis_user_id", "sis_login_id", "section", "email", "submitted_at"]
+
+
+class GradebookError(ValueError):
+    """A filled-in answers file or a roster that cannot be used; the message names the row."""
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A person's points and comment for one written answer."""
+
+    points: float
+    comment: str
+
+
+@dataclass(frozen=True)
+class LatePolicy:
+    """A percentage of the total per day late (each day begun), at most `cap_percent`."""
+
+    deadline: dt.datetime
+    percent_per_day: float = 10.0
+    cap_percent: float = 100.0
+
+    def __post_init__(self) -> None:
+        if self.deadline.tzinfo is None:
+            raise GradebookError("the deadline needs its time zone, e.g. 2026-12-10T23:59+01:00")
+        if not 0 <= self.percent_per_day <= 100 or not 0 <= self.cap_percent <= 100:
+            raise GradebookError("the late penalty and its cap are percentages between 0 and 100")
+
+    def days_late(self, submitted: dt.datetime | None) -> int:
+        if submitted is None or submitted <= self.deadline:
+            return 0
+        return math.ceil((submitted - self.deadline).total_seconds() / 86_400)
+
+    def penalty_percent(self, submitted: dt.datetime | None) -> float:
+        return min(self.cap_percent, self.percent_per_day * self.days_late(submitted))
+
+
+@dataclass
+class Total:
+    """One learner's line of the gradebook."""
+
+    learner: str
+    checks: int
+    checks_max: int
+    written: float
+    written_max: float
+    days_late: int = 0
+    penalty_percent: float = 0.0
+    comments: list[tuple[str, str]] = field(default_factory=list)  # (question, comment)
+
+    @property
+    def before_penalty(self) -> float:
+        return self.checks + self.written
+
+    @property
+    def final(self) -> float:
+        return round(self.before_penalty * (1 - self.penalty_percent / 100), 2)
+
+    @property
+    def maximum(self) -> float:
+        return self.checks_max + self.written_max
+
+
+def answer_maxima(solution_metadata: dict, questions: int) -> list[float]:
+    """The maximum of each written answer, from the lab's metadata (`answer_points`: one number or one a question)."""
+    declared = solution_metadata.get("mercadofresco", {}).get("answer_points", 0)
+    maxima = [float(declared)] * questions if isinstance(declared, int | float) else [float(p) for p in declared]
+    if len(maxima) != questions:
+        raise GradebookError(f"answer_points lists {len(maxima)} maxima for {questions} written answers")
+    return maxima
+
+
+def answer_rows(results: list[dict], maxima: list[float]) -> list[list[object]]:
+    """The rows of answers.csv, points and comments left for the instructor."""
+    rows = []
+    for data in results:
+        for number, item in enumerate(data["answers"], start=1):
+            top = maxima[number - 1] if number <= len(maxima) else 0
+            rows.append([data["learner"], number, item["question"], item["answer"], _number(top), "", ""])
+    return rows
+
+
+def write_answers(path: Path, results: list[dict], maxima: list[float]) -> Path:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(ANSWER_COLUMNS)
+        for row in answer_rows(results, maxima):
+            writer.writerow([spreadsheet_safe(value) for value in row])
+    return path
+
+
+def read_marks(path: Path, results: list[dict], maxima: list[float]) -> dict[tuple[str, int], Mark]:
+    """The instructor's points and comments from a filled-in answers.csv, each row checked against the results."""
+    expected = {(r[0], r[1]): r for r in answer_rows(results, maxima)}
+    marks: dict[tuple[str, int], Mark] = {}
+    seen: set[tuple[str, int]] = set()
+    with path.open(newline="", encoding="utf-8-sig") as handle:  # a spreadsheet may add a byte-order mark
+        reader = csv.DictReader(handle)
+        missing = set(ANSWER_COLUMNS) - set(reader.fieldnames or [])
+        if missing:
+            raise GradebookError(f"{path.name} lacks the columns {sorted(missing)} (it is answers.csv, filled in)")
+        for line, row in enumerate(reader, start=2):
+            where = f"{path.name}, row {line}"
+            learner = _unsafe(row["learner"])
+            try:
+                number = int(row["question_number"])
+            except ValueError:
+                raise GradebookError(f"{where}: question_number {row['question_number']!r} is not a number") from None
+            key = (learner, number)
+            if key not in expected:
+                known = learner in {k[0] for k in expected}
+                what = f"question {number} of {learner}" if known else f"learner {learner!r}"
+                raise GradebookError(f"{where}: {what} is not in the results")
+            if row["answer"] != spreadsheet_safe(expected[key][3]):
+                what = f"the answer of {learner} to question {number}"
+                raise GradebookError(f"{where}: {what} differs from the one graded (answers.csv is for points)")
+            if key in seen:
+                raise GradebookError(f"{where}: question {number} of {learner} is marked twice")
+            seen.add(key)
+            if not row["points"].strip():
+                continue  # not marked yet: no written points
+            try:
+                points = float(row["points"].replace(",", "."))
+            except ValueError:
+                raise GradebookError(f"{where}: points {row['points']!r} is not a number") from None
+            top = maxima[number - 1]
+            if not 0 <= points <= top:
+                raise GradebookError(f"{where}: {points:g} points for question {number}, whose maximum is {top:g}")
+            marks[key] = Mark(points, _unsafe(row["comment"]).strip())
+    return marks
+
+
+def read_roster(path: Path) -> dict[str, dict[str, str]]:
+    """{learner: their row}: `learner` is the notebook's file name without .ipynb; other columns optional."""
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        reader = csv.DictReader(handle)
+        if "learner" not in (reader.fieldnames or []):
+            raise GradebookError(f"{path.name} needs a 'learner' column (the notebook's file name without .ipynb)")
+        roster: dict[str, dict[str, str]] = {}
+        for line, row in enumerate(reader, start=2):
+            if row["learner"] in roster:
+                raise GradebookError(f"{path.name}, row {line}: {row['learner']!r} is listed twice")
+            if row.get("submitted_at"):
+                try:
+                    submitted_at(row)
+                except ValueError:
+                    raise GradebookError(
+                        f"{path.name}, row {line}: submitted_at {row['submitted_at']!r} is not an ISO time with zone"
+                    ) from None
+            roster[row["learner"]] = {key: value or "" for key, value in row.items()}
+    return roster
+
+
+def submitted_at(row: dict[str, str]) -> dt.datetime | None:
+    text = row.get("submitted_at", "")
+    if not text:
+        return None
+    moment = dt.datetime.fromisoformat(text)
+    if moment.tzinfo is None:
+        raise ValueError("no time zone")
+    return moment
+
+
+def totals(
+    results: list[dict],
+    maxima: list[float],
+    marks: dict[tuple[str, int], Mark],
+    roster: dict[str, dict[str, str]],
+    policy: LatePolicy | None,
+) -> list[Total]:
+    """Each learner's checks, written points, late days and final total."""
+    found = []
+    for data in results:
+        learner = data["learner"]
+        checks = sum(c["points"] for c in data["checks"] if c["passed"])
+        total = Total(learner, checks, sum(c["points"] for c in data["checks"]), 0.0, sum(maxima))
+        for number, item in enumerate(data["answers"], start=1):
+            mark = marks.get((learner, number))
+            if mark:
+                total.written += mark.points
+                if mark.comment:
+                    total.comments.append((item["question"], mark.comment))
+        if policy is not None:
+            when = submitted_at(roster.get(learner, {}))
+            total.days_late, total.penalty_percent = policy.days_late(when), policy.penalty_percent(when)
+        found.append(total)
+    return found
+
+
+def write_canvas(path: Path, found: list[Total], roster: dict[str, dict[str, str]], assignment: str) -> Path:
+    """Canvas's gradebook import: the identity columns, then the assignment; a Points Possible row first."""
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", assignment])
+        writer.writerow(["Points Possible", "", "", "", "", _number(found[0].maximum if found else 0)])
+        for total in found:
+            row = roster.get(total.learner, {})
+            identity = [row.get("name") or total.learner, row.get("lms_id", ""), row.get("sis_user_id", "")]
+            identity += [row.get("sis_login_id", ""), row.get("section", "")]
+            writer.writerow([spreadsheet_safe(value) for value in [*identity, _number(total.final)]])
+    return path
+
+
+def write_moodle(path: Path, found: list[Total], roster: dict[str, dict[str, str]], item: str) -> Path:
+    """Moodle's CSV grade import: map "Email address" (or "ID number") to the user, the grade to the grade item."""
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["ID number", "Email address", "Full name", f"{item} (Real)", f"{item} (Feedback)"])
+        for total in found:
+            row = roster.get(total.learner, {})
+            feedback = f"{_number(total.final)}/{_number(total.maximum)}" + (
+                f", {total.penalty_percent:g} % off for {total.days_late} day(s) late" if total.days_late else ""
+            )
+            line = [row.get("lms_id", ""), row.get("email", ""), row.get("name") or total.learner]
+            writer.writerow([spreadsheet_safe(value) for value in [*line, _number(total.final), feedback]])
+    return path
+
+
+def _number(value: float) -> str:
+    return f"{value:g}"
+
+
+def _unsafe(text: str) -> str:
+    """A cell as written before spreadsheet_safe added its apostrophe."""
+    return text[1:] if text.startswith("'") and text[1:].startswith(("=", "+", "-", "@", "\t", "\r")) else text
+
+
+def merge(
+    found: list[dict],
+    lab: str,
+    out: Path,
+    maxima: list[float],
+    marked: Path | None = None,
+    roster_file: Path | None = None,
+    policy: LatePolicy | None = None,
+    assignment: str | None = None,
+) -> list[Path]:
+    """Every file an instructor reads, from a list of results: reports, answers.csv, canvas.csv, moodle.csv."""
+    marks = read_marks(marked, found, maxima) if marked else {}
+    roster = read_roster(roster_file) if roster_file else {}
+    unknown = sorted(set(roster) - {data["learner"] for data in found})
+    if roster and unknown:
+        raise GradebookError(f"{roster_file.name} lists learners with no result: {unknown[:5]}")
+    lines = totals(found, maxima, marks, roster, policy)
+    written = reports.write_all([results.report_of(d) for d in found], lab, out, {t.learner: t for t in lines})
+    written.append(write_answers(out / "answers.csv", found, maxima))
+    name = assignment or lab
+    written.append(write_canvas(out / "canvas.csv", lines, roster, name))
+    written.append(write_moodle(out / "moodle.csv", lines, roster, name))
+    regraded = [d["learner"] for d in found if d.get("regraded")]
+    if regraded:
+        lines_ = [
+            f"{d['learner']}: {r['checks']} with checks {r['checks_sha256'][:12]}"
+            for d in found
+            for r in d.get("regraded", [])
+        ]
+        (out / "regraded.txt").write_text("\n".join(lines_) + "\n", encoding="utf-8")
+        written.append(out / "regraded.txt")
+    return written

@@ -1,0 +1,293 @@
+"""A class's grading end to end: results per learner, shards in separate processes, merge, regrade, the gradebook.
+
+One folder of 12 notebooks is graded once whole and once as 3 shards, each its own process (as pods of a
+Kubernetes Indexed Job or jobs of a CI matrix would be), and the merges must agree file for file. The lab is a
+tiny one (two checks and a written answer, run by the real grader and checker) so the class costs seconds; the
+real labs' grading is what tests/test_grading.py and the lab tests check.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from mercadofresco.course import commands, gradebook, grading, labs, results
+
+GRADING = [sys.executable, "-m", "mercadofresco.course.grading"]
+QUESTION = "**In your words**, why is x one?"
+CHECKS = """from mercadofresco.course.checker import Check
+
+SERVICES = ()
+CHECKS = [Check("x_is_one", "x must be one: " * 4), Check("x_plus_one", "x + 1 must be two: " * 4)]
+
+
+def setup(lab):
+    pass
+
+
+def check_x_is_one(lab):
+    assert lab.value("x") == 1, f"x is {lab.value('x')!r}"
+
+
+def check_x_plus_one(lab):
+    assert lab.value("x") + 1 == 2
+"""
+
+
+def tiny_lab(folder: Path) -> Path:
+    """A solutions folder whose lab1 is one line of code and one written answer (2 points), with its checks."""
+    (folder / "checks").mkdir(parents=True)
+    (folder / "checks" / "tiny.py").write_text(CHECKS)
+    cells = [
+        nbformat.v4.new_code_cell("### BEGIN SOLUTION\nx = 1\n### END SOLUTION"),
+        nbformat.v4.new_markdown_cell(f"{QUESTION}\n\n### BEGIN SOLUTION\nBecause.\n### END SOLUTION"),
+    ]
+    metadata = {"mercadofresco": {"checks": "checks/tiny.py", "answer_points": 2}}
+    nbformat.write(nbformat.v4.new_notebook(cells=cells, metadata=metadata), folder / labs.lab_file("lab1"))
+    return folder
+
+
+def learner(folder: Path, name: str, x: str, answer: str) -> None:
+    cells = [nbformat.v4.new_code_cell(f"x = {x}"), nbformat.v4.new_markdown_cell(f"{QUESTION}\n\n{answer}")]
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), folder / f"{name}.ipynb")
+
+
+def command(*arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*GRADING, *arguments], capture_output=True, text=True, check=False)
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    """The same 12 notebooks graded whole, then as 3 shards in 3 processes at once, each merged."""
+    solutions = tiny_lab(tmp_path_factory.mktemp("solutions"))
+    folder = tmp_path_factory.mktemp("submissions")
+    for n in range(6):
+        learner(folder, f"ana_{n}", "1", f"Because the lab says so ({n}).")
+    for name, x in [("blanca", "2"), ("=formula", "'1'"), ("bruno", "0"), ("carmen", "1 +"), ("diego", "None")]:
+        learner(folder, name, x, "=SUM(A1)" if name == "=formula" else "")
+    learner(folder, "elena", "1.0", "One, as a float.")
+    whole, shards = tmp_path_factory.mktemp("whole"), tmp_path_factory.mktemp("shards")
+    tiny = ["--lab", "lab1", "--solutions", str(solutions)]
+    done = command("grade", str(folder), *tiny, "--out", str(whole), "--jobs", "2")
+    assert done.returncode == 0, done.stderr
+    pods = [
+        subprocess.Popen(
+            [*GRADING, "grade", str(folder), *tiny, "--shard", f"{k}/3", "--results", str(shards / "results")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for k in (1, 2, 3)
+    ]
+    outputs = [pod.communicate() for pod in pods]
+    assert all(pod.returncode == 0 for pod in pods), [err for _, err in outputs]
+    merged = command("merge", str(shards / "results"), *tiny, "--out", str(shards))
+    assert merged.returncode == 0, merged.stderr
+    return folder, whole, shards, outputs, solutions
+
+
+def test_twelve_notebooks_graded_whole_or_as_three_shards_give_the_same_gradebook(graded):
+    _, whole, shards, outputs, _ = graded
+    assert sum(out.count(" result(s) in ") for out, _ in outputs) == 3
+    for name in ("report.csv", "report.json", "answers.csv", "canvas.csv", "moodle.csv"):
+        assert (whole / name).read_bytes() == (shards / name).read_bytes(), name
+    feedback = sorted(p.name for p in (whole / "feedback").iterdir())
+    assert len(feedback) == 12 and feedback == sorted(p.name for p in (shards / "feedback").iterdir())
+    for name in feedback:
+        assert (whole / "feedback" / name).read_bytes() == (shards / "feedback" / name).read_bytes(), name
+    scores = {r["learner"]: r["score"] for r in json.loads((whole / "report.json").read_text())["learners"]}
+    assert scores == {f"ana_{n}": 2 for n in range(6)} | {"elena": 2} | dict.fromkeys(
+        ["blanca", "=formula", "bruno", "carmen", "diego"], 0
+    )
+
+
+def test_a_shard_is_the_same_files_in_any_listing_order_and_the_shards_cover_the_class_once():
+    names = [f"learner_{n}.ipynb" for n in range(1_000)]
+    parts = [{name for name in names if grading.in_shard(name, k, 8)} for k in range(1, 9)]
+    assert sum(len(part) for part in parts) == 1_000 and set().union(*parts) == set(names)
+    assert all(90 <= len(part) <= 160 for part in parts), [len(part) for part in parts]
+    assert {n for n in reversed(names) if grading.in_shard(n, 3, 8)} == parts[2]
+    for wrong in ("0/8", "9/8", "3", "a/b", "3/0"):
+        with pytest.raises(ValueError, match=r"--shard takes k/n"):
+            commands.parse_shard(wrong)
+
+
+def test_each_result_is_self_contained(graded):
+    folder, whole, _, _, solutions = graded
+    found = results.read_folder(whole / "results", "lab1")
+    assert len(found) == 12
+    one = next(data for data in found if data["learner"] == "=formula")
+    assert one["submission"] == "=formula.ipynb"
+    assert one["submission_sha256"] == results.sha256(folder / "=formula.ipynb")
+    assert one["checks_sha256"] == results.checks_version("lab1", solutions) and one["grader_version"] != "unknown"
+    assert [c["check"] for c in one["checks"]] == ["x_is_one", "x_plus_one"] and one["regraded"] == []
+    assert one["answers"] == [{"question": QUESTION, "answer": "=SUM(A1)"}]
+
+
+def test_regrading_one_check_for_one_learner_changes_that_outcome_only(graded, tmp_path):
+    folder, whole, _, _, solutions = graded
+    kept = tmp_path / "results"
+    kept.mkdir()
+    for path in (whole / "results").iterdir():
+        (kept / path.name).write_bytes(path.read_bytes())
+    # the check was wrong and passed bruno (x = 0): his kept result says x_plus_one passed
+    target = kept / results.file_name("bruno")
+    data = json.loads(target.read_text())
+    data["checks"][1]["passed"], data["checks"][1]["reason"] = True, ""
+    target.write_text(json.dumps(data))
+    before = {d["learner"]: d for d in results.read_folder(kept)}
+    tiny = ["--lab", "lab1", "--solutions", str(solutions), "--results", str(kept)]
+    done = command("regrade", str(folder), *tiny, "--check", "x_plus_one", "--learner", "bruno")
+    assert done.returncode == 0, done.stderr
+    assert "regraded bruno: x_plus_one" in done.stdout
+    after = {d["learner"]: d for d in results.read_folder(kept)}
+    assert {n: d for n, d in after.items() if n != "bruno"} == {n: d for n, d in before.items() if n != "bruno"}
+    old, new = before["bruno"], after["bruno"]
+    assert new["checks"][0] == old["checks"][0]  # x_is_one: not run again, kept as it was
+    assert not new["checks"][1]["passed"] and new["checks"][1]["reason"].startswith("AssertionError")
+    assert new["regraded"] == [{"checks": ["x_plus_one"], "checks_sha256": results.checks_version("lab1", solutions)}]
+    assert {k: v for k, v in new.items() if k not in ("checks", "regraded")} == {
+        k: v for k, v in old.items() if k not in ("checks", "regraded")
+    }
+    merged = command("merge", str(kept), "--lab", "lab1", "--solutions", str(solutions), "--out", str(tmp_path / "r"))
+    assert merged.returncode == 0, merged.stderr
+    assert "bruno: ['x_plus_one']" in (tmp_path / "r" / "regraded.txt").read_text()
+
+
+def test_a_regrade_refuses_a_submission_that_changed_since_it_was_graded(graded, tmp_path):
+    _, whole, _, _, solutions = graded
+    changed = tmp_path / "submissions"
+    changed.mkdir()
+    learner(changed, "blanca", "1", "Now I know.")
+    tiny = ["--lab", "lab1", "--solutions", str(solutions), "--results", str(whole / "results")]
+    done = command("regrade", str(changed), *tiny, "--learner", "blanca")
+    assert done.returncode == 2 and "blanca.ipynb changed since it was graded" in done.stderr
+
+
+# -- the written answers, marked by a person ------------------------------------------------
+def filled(whole: Path, tmp_path: Path, edit) -> Path:
+    """answers.csv as the instructor saves it from a spreadsheet, after `edit(rows)`."""
+    with (whole / "answers.csv").open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    edit(rows)
+    path = tmp_path / "answers-marked.csv"
+    with path.open("w", newline="", encoding="utf-8-sig") as handle:  # a spreadsheet's byte-order mark
+        writer = csv.DictWriter(handle, fieldnames=gradebook.ANSWER_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def merge(whole: Path, solutions: Path, out: Path, *more: str) -> subprocess.CompletedProcess:
+    return command(
+        "merge", str(whole / "results"), "--lab", "lab1", "--solutions", str(solutions), "--out", str(out), *more
+    )
+
+
+def test_answers_csv_leaves_points_and_comments_to_the_instructor_with_each_questions_maximum(graded):
+    _, whole, _, _, _ = graded
+    with (whole / "answers.csv").open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == gradebook.ANSWER_COLUMNS and len(rows) == 12
+    assert {row["max_points"] for row in rows} == {"2"} and {row["points"] + row["comment"] for row in rows} == {""}
+    formula = next(row for row in rows if row["learner"] == "'=formula")  # what a spreadsheet would run, escaped
+    assert formula["answer"] == "'=SUM(A1)"
+
+
+def test_the_instructors_points_join_the_totals_and_the_comments_the_feedback(graded, tmp_path):
+    _, whole, _, _, solutions = graded
+
+    def mark(rows):
+        for row in rows:
+            if row["learner"] == "ana_0":
+                row["points"], row["comment"] = "2", "Clear and short."
+            if row["learner"] == "'=formula":
+                row["points"] = "0,5"  # a decimal comma, as a Spanish spreadsheet writes it
+
+    out = tmp_path / "report"
+    done = merge(whole, solutions, out, "--answers", str(filled(whole, tmp_path, mark)))
+    assert done.returncode == 0, done.stderr
+    rows = list(csv.DictReader((out / "report.csv").open()))
+    total = {r["learner"]: (r["points"], r["max_points"]) for r in rows if r["check"] == "TOTAL"}
+    assert total["ana_0"] == ("4", "4") and total["ana_1"] == ("2", "4") and total["'=formula"] == ("0.5", "4")
+    feedback = (out / "feedback" / "ana_0.md").read_text()
+    assert "**Score: 4/4** (checks 2/2, written answers 2/2)" in feedback and "Clear and short." in feedback
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda rows: rows[0].update(learner="nadie"), r"row 2: learner 'nadie' is not in the results"),
+        (lambda rows: rows[0].update(question_number="7"), r"row 2: question 7 of \S+ is not in the results"),
+        (lambda rows: rows[1].update(points="3"), r"row 3: 3 points for question 1, whose maximum is 2"),
+        (lambda rows: rows[1].update(points="-1"), r"row 3: -1 points for question 1, whose maximum is 2"),
+        (lambda rows: rows[2].update(points="dos"), r"row 4: points 'dos' is not a number"),
+        (lambda rows: rows[3].update(answer=rows[3]["answer"] + " (edited)"), r"row 5: the answer of .* differs"),
+        (lambda rows: rows.append(dict(rows[0])), r"row 14: question 1 of \S+ is marked twice"),
+    ],
+    ids=["unknown learner", "unknown question", "over the maximum", "negative", "not a number", "changed", "twice"],
+)
+def test_a_marked_answers_file_with_a_mistake_is_refused_naming_its_row(graded, tmp_path, edit, message):
+    _, whole, _, _, solutions = graded
+    done = merge(whole, solutions, tmp_path / "report", "--answers", str(filled(whole, tmp_path, edit)))
+    assert done.returncode == 2 and not (tmp_path / "report").exists()
+    assert re.search(message, done.stderr), done.stderr
+
+
+# -- the LMS files, a roster and a late policy ------------------------------------------------
+def write_roster(path: Path, rows: list[dict]) -> Path:
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=gradebook.ROSTER_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+def test_canvas_and_moodle_files_follow_their_import_formats_with_late_days_taken_off(graded, tmp_path):
+    _, whole, _, _, solutions = graded
+    learners = [d["learner"] for d in results.read_folder(whole / "results", "lab1")]
+    rows = [
+        {"learner": name, "name": f"Learner {n}", "lms_id": str(1000 + n), "sis_user_id": f"SIS{n}"}
+        | {"sis_login_id": f"l{n}", "section": "A", "email": f"l{n}@example.org", "submitted_at": ""}
+        for n, name in enumerate(learners)
+    ]
+    n = learners.index("ana_1")
+    rows[n]["submitted_at"] = "2026-12-12T10:00:00+01:00"  # a day and ten minutes late: two days begun
+    late = ["--deadline", "2026-12-11T09:50:00+01:00", "--late-penalty", "10", "--late-cap", "30"]
+    out = tmp_path / "report"
+    roster = write_roster(tmp_path / "roster.csv", rows)
+    done = merge(whole, solutions, out, "--roster", str(roster), *late, "--assignment", "Lab 1: the double charge")
+    assert done.returncode == 0, done.stderr
+    canvas = list(csv.reader((out / "canvas.csv").open()))
+    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Lab 1: the double charge"]
+    assert canvas[1] == ["Points Possible", "", "", "", "", "4"] and len(canvas) == 2 + 12
+    assert canvas[2 + n] == [f"Learner {n}", str(1000 + n), f"SIS{n}", f"l{n}", "A", "1.6"]  # 2 points less 20 %
+    moodle = list(csv.reader((out / "moodle.csv").open()))
+    item = "Lab 1: the double charge"
+    assert moodle[0] == ["ID number", "Email address", "Full name", f"{item} (Real)", f"{item} (Feedback)"]
+    assert moodle[1 + n] == [
+        str(1000 + n),
+        f"l{n}@example.org",
+        f"Learner {n}",
+        "1.6",
+        "1.6/4, 20 % off for 2 day(s) late",
+    ]
+    assert "20 % off for 2 day(s) late" in (out / "feedback" / "ana_1.md").read_text()
+    assert [row[5] for row in canvas[2:]].count("2") == 6  # the other five who passed, and elena: on time
+
+
+def test_a_roster_naming_a_learner_without_a_result_or_a_time_without_zone_is_refused(graded, tmp_path):
+    _, whole, _, _, solutions = graded
+    roster = write_roster(tmp_path / "roster.csv", [{"learner": "fantasma"}])
+    done = merge(whole, solutions, tmp_path / "r", "--roster", str(roster))
+    assert done.returncode == 2 and "roster.csv lists learners with no result: ['fantasma']" in done.stderr
+    roster = write_roster(tmp_path / "roster.csv", [{"learner": "ana_0", "submitted_at": "2026-12-01T10:00"}])
+    done = merge(whole, solutions, tmp_path / "r", "--roster", str(roster))
+    assert done.returncode == 2 and "row 2: submitted_at '2026-12-01T10:00' is not an ISO time with zone" in done.stderr
