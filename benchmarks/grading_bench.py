@@ -1,9 +1,11 @@
 """Seconds per learner when grading copies of lab 1's solution, `--jobs` at a time (issue 21's budget: 5 s).
 
     PYTHONPATH=$PWD python benchmarks/grading_bench.py --copies 20 --jobs 2
+    PYTHONPATH=$PWD python benchmarks/grading_bench.py --copies 100 --jobs 2   # a class of 100 (about 5 minutes)
 
 Prints the machine's load average too: on a shared machine the number moves with it. Then the cost of one
-AWS call from the learner's kernel through the boundary to the checker's moto, beside the same call in process.
+AWS call from the learner's kernel through the boundary to the checker's moto, beside the same call in process,
+and the time to merge 1,000 results into a gradebook (issue 24's budget: 5 s).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 
-from mercadofresco.course import checker, grading, labs, nbrun
+from mercadofresco.course import checker, gradebook, grading, labs, nbrun, results
 
 CALLS = 300
 KERNEL_CELL = """import time
@@ -62,6 +64,20 @@ def boundary_cost() -> tuple[float, float]:
     return through, here
 
 
+def merge_cost(report: grading.LearnerReport, learners: int = 1_000) -> float:
+    """Seconds to merge `learners` results (copies of `report` under other names) into every gradebook file."""
+    solution = nbformat.read(labs.SOLUTIONS_DIR / labs.lab_file("lab1"), as_version=4)
+    maxima = gradebook.answer_maxima(solution.metadata, len(labs.answer_questions(solution)))
+    with tempfile.TemporaryDirectory() as folder:
+        for number in range(learners):
+            report.learner = f"learner{number:04d}"
+            results.write(results.to_data(report, "lab1", None, "bench"), Path(folder) / "results")
+        started = time.perf_counter()
+        found = results.read_folder(Path(folder) / "results", "lab1")
+        gradebook.merge(found, "lab1", Path(folder) / "report", maxima)
+        return time.perf_counter() - started
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--copies", type=int, default=20)
@@ -82,6 +98,7 @@ def main() -> None:
     print(f"{args.copies} learners, jobs {args.jobs}: {seconds:.1f} s, {seconds / args.copies:.2f} s per learner")
     print(f"CPU of the graders and kernels: {cpu / args.copies:.2f} s per learner (less sensitive to other load)")
     print(f"full marks: {full}/{args.copies}; load average before/after: {load:.1f}/{os.getloadavg()[0]:.1f}")
+    print(f"merging 1,000 results into the gradebook: {merge_cost(reports[0]):.2f} s")
     through, here = boundary_cost()
     print(
         f"one SQS call from the kernel through the boundary: {through * 1000:.2f} ms "
