@@ -451,10 +451,10 @@ def test_the_check_cell_runs_the_saved_lab_when_it_holds_the_cell_run_last(tmp_p
     lab = labs.handed_out("lab1")
     lab_variants.write(lab, tmp_path / "lab1_double_charge.ipynb")
     first = next(cell.source for cell in lab.cells if cell.cell_type == "code")
-    text, _ = run_in_a_kernel(tmp_path, first, CHECK_CELL)
+    public_only = CHECK_CELL.replace('.ipynb")', '.ipynb", hidden=False)')  # the browser test runs the grader too
+    text, _ = run_in_a_kernel(tmp_path, first, public_only)
     assert "checking " in text and "as saved" in text
     assert "  cell [2] (" in text and "NotImplementedError" in text
-    assert "hidden checks" in text  # the whole repository is here: the real grader runs too, labelled
 
 
 def test_the_check_cell_idles_in_a_whole_notebook_run(tmp_path):
