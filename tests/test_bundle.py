@@ -29,19 +29,12 @@ import pytest
 from mercadofresco.course import bundle
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "browser"))
+from lab import ISOLATED  # noqa: E402 (the folders of a run's own, as the browser suite gives its JupyterLab)
+
 LAB = "labs/lab1_double_charge.ipynb"
 # The knobs install.mk has for this: no pip of the venv's own (it would shadow the reused one), no index.
 OFFLINE = ["VENV_ARGS=--without-pip", "PIP_ARGS=--no-index --no-deps --no-build-isolation"]
-ISOLATED = {  # environment variable -> folder of the run's own (as tests/browser/lab.py does)
-    "HOME": "home",
-    "JUPYTER_CONFIG_DIR": "jupyter/config",
-    "JUPYTER_DATA_DIR": "jupyter/data",
-    "JUPYTER_RUNTIME_DIR": "jupyter/runtime",
-    "IPYTHONDIR": "ipython",
-    "MPLCONFIGDIR": "matplotlib",
-    "XDG_CACHE_HOME": "xdg/cache",
-    "XDG_CONFIG_HOME": "xdg/config",
-}
 # What the machine's environment may hold that would reach the repository, an index, or change a make variable.
 DROPPED = ("PIP_", "PYTHON", "VIRTUAL_ENV", "JUPYTER", "JPY_", "MAKE", "MFLAGS", "LAB", "VENV_ARGS", "MERCADOFRESCO_")
 

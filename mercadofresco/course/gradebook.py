@@ -252,7 +252,7 @@ def _number(value: float) -> str:
 
 def _unsafe(text: str) -> str:
     """A cell as written before spreadsheet_safe added its apostrophe."""
-    return text[1:] if text.startswith("'") and text[1:].startswith(("=", "+", "-", "@", "\t", "\r")) else text
+    return text[1:] if text.startswith("'") and text[1:].startswith(reports.FORMULA_START) else text
 
 
 def merge(

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import nbformat
 
-from mercadofresco.course import labs
+from mercadofresco.course import labs, reports
 
 FORMAT = 1
 
@@ -77,7 +77,7 @@ def grader_version() -> str:
 
 def file_name(learner: str) -> str:
     """A result's file name: the learner's name made safe, and a digest of it so two names never share one."""
-    safe = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in learner).lstrip(".-")[:60] or "learner"
+    safe = reports.file_name(learner, set())[:60]
     return f"{safe}-{hashlib.sha256(learner.encode()).hexdigest()[:10]}.json"
 
 
