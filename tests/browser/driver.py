@@ -25,6 +25,17 @@ KERNEL_IDLE = (
     """() => document.querySelector('.jp-Notebook-ExecutionIndicator')?.getAttribute('data-status') === 'idle'"""
 )
 
+# The kernel has been idle for `ms` milliseconds on end. ipywidgets keeps one state update in flight a widget and
+# holds the next until the kernel goes idle, while a button's click is sent at once: a click right after two
+# changes to one slider can reach the kernel before the second change (CI saw latency 0 run as the old value).
+KERNEL_SETTLED = """(ms) => {
+  const idle = document.querySelector('.jp-Notebook-ExecutionIndicator')?.getAttribute('data-status') === 'idle';
+  const now = performance.now();
+  if (!idle) { window.mfIdleSince = null; return false; }
+  window.mfIdleSince ??= now;
+  return now - window.mfIdleSince >= ms;
+}"""
+
 # Run All is over when the kernel is idle and no code cell waits ("[*]") — after the first one has run.
 RUN_FINISHED = """() => {
   const prompts = [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].map(p => p.textContent.trim());
@@ -246,6 +257,8 @@ async def _check_try_this(page: Any, panel: Any, report: Report, tries: list[Sce
                 changed.add(ask.label)
                 count += 1
             for ask in (ask for ask in scenario.asks if ask.refused):
+                await page.evaluate("window.mfIdleSince = null")
+                await page.wait_for_function(KERNEL_SETTLED, arg=300, polling=50, timeout=PANEL_SECONDS * 1000)
                 answer = await _press(panel, button)
                 if "⚠" not in answer or f"“{ask.label}”" not in answer:
                     raise AssertionError(f"{ask.label!r} = {ask.value!r} was not refused by its rule: {answer[:200]!r}")
