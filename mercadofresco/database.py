@@ -5,7 +5,7 @@ SKIP LOCKED` and partial indexes are PostgreSQL's, so the workbook runs a real o
 
 - by default `start()` runs an embedded server from the `pgserver` package in a
   directory made for it (`mercadofresco-pg-*`, a fresh temporary directory in /dev/shm
-  where there is one, else in the system's temporary directory), initialised fresh
+  where it has room, else in the system's temporary directory), initialised fresh
   each time (about 0.5 s) and deleted by `close()`, when Python exits, or, if the
   process is killed (a kernel that stops answering), by a small watcher process;
 - with MERCADOFRESCO_DATABASE_URL set (any `postgresql://` URL) it uses that server.
@@ -46,6 +46,8 @@ DEFAULT_SCHEMA = "mercadofresco"
 SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 CONNECT_TIMEOUT_SECONDS = 5
 # A throwaway server: durability off, locks and atomic commits as usual.
+DATA_DIR_MB = 64  # room for one embedded server's files: 38 MB after initdb, then the WAL of a notebook's work
+SHM_FREE_MB = 256  # /dev/shm is used when it has this much free (Docker's and Binder's 64 MB is too small)
 EMBEDDED_SETTINGS = {"fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"}
 # The watcher: blocks on a pipe from the process that started the server; when that process is gone (closed, or
 # killed like a kernel that does not answer), the pipe ends, and the watcher stops the server and deletes its files.
@@ -185,9 +187,26 @@ def start_in_background(url: str | None = None, schema: str = DEFAULT_SCHEMA) ->
 
 
 def _scratch_dir() -> str | None:
-    """Memory (/dev/shm) where the machine has it: initdb and the final delete are 4-20 times faster there."""
+    """Memory (/dev/shm) where it has room for a few servers, else None: the system's temporary directory.
+
+    initdb and the final delete are 4-20 times faster in memory, but Docker and Binder give /dev/shm 64 MB:
+    one server's files start at 38 MB and grow, and a notebook and a lab may each run one.
+    """
     shm = Path("/dev/shm")
-    return str(shm) if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK) else None
+    if not (shm.is_dir() and os.access(shm, os.W_OK | os.X_OK)):
+        return None
+    return str(shm) if shutil.disk_usage(shm).free >= SHM_FREE_MB << 20 else None
+
+
+def _check_room(folder: str) -> None:
+    """Refuse, with what it needs, a folder too full for a server's files (initdb would fail halfway)."""
+    free = shutil.disk_usage(folder).free >> 20
+    if free < DATA_DIR_MB:
+        raise DatabaseError(
+            f"the embedded PostgreSQL server needs about {DATA_DIR_MB} MB free for its files, and {folder} has"
+            f" {free} MB. Free some space there, point TMPDIR at a folder with room, or set {DATABASE_URL_ENV}"
+            " to a server of your own."
+        )
 
 
 def _start_embedded(schema: str) -> Database:
@@ -197,7 +216,9 @@ def _start_embedded(schema: str) -> Database:
         warnings.simplefilter("ignore", UserWarning)
         import pgserver  # imported here: a notebook without the outbox never pays for it
 
-    directory = Path(tempfile.mkdtemp(prefix="mercadofresco-pg-", dir=_scratch_dir()))
+    scratch = _scratch_dir()
+    _check_room(scratch or tempfile.gettempdir())
+    directory = Path(tempfile.mkdtemp(prefix="mercadofresco-pg-", dir=scratch))
     server = None
     try:
         server = pgserver.get_server(directory / "data", cleanup_mode="delete")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -223,6 +224,23 @@ def test_the_embedded_server_stops_and_removes_its_directory(monkeypatch):
     assert not Path(directory).exists()
     stopped = psutil.Process(pid) if psutil.pid_exists(pid) else None
     assert stopped is None or stopped.status() == psutil.STATUS_ZOMBIE  # exited (a container's init may not reap it)
+
+
+def test_a_small_dev_shm_is_passed_over_and_a_full_disk_is_refused_with_what_it_needs(monkeypatch, tmp_path):
+    """Binder and Docker give /dev/shm 64 MB: the server's files go to the temporary directory instead."""
+    sizes = {"/dev/shm": 64, str(tmp_path): 10_000}
+    monkeypatch.setattr(
+        database.shutil, "disk_usage", lambda path: shutil._ntuple_diskusage(0, 0, sizes[str(path)] << 20)
+    )
+    monkeypatch.setattr(database.tempfile, "tempdir", str(tmp_path))
+    if os.access("/dev/shm", os.W_OK):
+        assert database._scratch_dir() is None  # 64 MB free: too small for a notebook's and a lab's servers
+        sizes["/dev/shm"] = 4096
+        assert database._scratch_dir() == "/dev/shm"
+    database._check_room(str(tmp_path))
+    sizes[str(tmp_path)] = 20
+    with pytest.raises(database.DatabaseError, match=rf"needs about 64 MB free .* {tmp_path} has 20 MB.*TMPDIR"):
+        database._check_room(str(tmp_path))
 
 
 def test_the_settings_reject_values_out_of_range():

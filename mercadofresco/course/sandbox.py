@@ -65,6 +65,7 @@ class Sandbox:
     gid: int = -1
     hidden: tuple[str, ...] = ()  # paths covered by an empty mount inside the kernel's namespace
     network: bool = True  # False: a network namespace of its own, with only the loopback interface up
+    shm_mb: int = 0  # the size of /dev/shm (Docker's and Binder's is 64 MB); 0: as /tmp's
 
     def write(self, path: Path) -> Path:
         path.write_text(json.dumps(asdict(self)))
@@ -176,10 +177,14 @@ def enter(sandbox: Sandbox) -> None:
         # The workbook itself may live under /tmp (a clone made there, as some CI runners do): what the kernel
         # needs of it stays reachable, and nothing else (not the clone's other folders).
         kept = _open_under_scratch(needed)
-        size = f"size={max(64, sandbox.memory_mb // 4)}m,mode=1777".encode()  # counts against RAM: keep it small
+        size_mb = max(64, sandbox.memory_mb // 4)  # counts against RAM: keep it small
         for scratch in SCRATCH_DIRS:  # a /tmp of its own: nothing written there outlives the learner
             if scratch.is_dir():
-                _call(libc.mount(b"tmpfs", str(scratch).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, size), f"{scratch}")
+                mb = sandbox.shm_mb if sandbox.shm_mb and scratch == Path("/dev/shm") else size_mb
+                options = f"size={mb}m,mode=1777".encode()
+                _call(
+                    libc.mount(b"tmpfs", str(scratch).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options), f"{scratch}"
+                )
         _mount_back(libc, kept)
         if not sandbox.network and shutil.which("ip"):  # loopback only (a local PostgreSQL works), nothing outside
             subprocess.run(["ip", "link", "set", "lo", "up"], check=False, capture_output=True)
