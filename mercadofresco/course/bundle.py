@@ -4,7 +4,8 @@
 
 Holds the package (of `course/` only `checks` for the public checks, `labs` and `selfcheck`;
 the grader's own modules stay with the instructor), the lesson notebooks, the labs, what the
-install and JupyterLab need (pyproject.toml, constraints.txt, install.mk, .jupyterlab-settings/),
+install and JupyterLab need (pyproject.toml, constraints.txt, install.mk, .jupyterlab-settings/, and
+binder/ for repo2docker: a hub's image made from the bundle),
 and, in place of the repository's, the learner's own README and Makefile from `learner/`: two
 commands that work in the bundle, `make start` and `make check LAB=labs/<lab>.ipynb`. It refuses
 to write a bundle in which any file carries a solution region or names a checks module.
@@ -26,6 +27,7 @@ INCLUDED = (
     "environment.yml",
     "install.mk",
     ".jupyterlab-settings",
+    "binder",
     "notebooks",
     "labs",
     "mercadofresco",
