@@ -27,12 +27,17 @@ RUN_SECONDS = 600
 PROBE = """
 import json, os, shutil, sys
 import mercadofresco
+def memory_limit_mb():
+    for line in open("/proc/self/cgroup").read().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "memory" in controllers.split(","):
+            return int(open(f"/sys/fs/cgroup/memory{path}/memory.limit_in_bytes").read()) >> 20
 places = ["/", "/etc", "/usr", "/var", "/opt", "/root", "/home", "/work", sys.prefix, sys.argv[1], os.getcwd(),
           os.path.expanduser("~"), "/tmp", "/var/tmp", "/dev/shm"]
 print(json.dumps({"uid": os.getuid(), "package": mercadofresco.__file__, "cwd": os.getcwd(),
                   "writable": sorted(p for p in set(places) if os.path.isdir(p) and os.access(p, os.W_OK)),
                   "shm_mb": shutil.disk_usage("/dev/shm").total >> 20,
-                  "memory": os.environ.get("MERCADOFRESCO_BOX_MEMORY")}))
+                  "memory": os.environ.get("MERCADOFRESCO_BOX_MEMORY"), "memory_limit_mb": memory_limit_mb()}))
 """
 
 
@@ -116,3 +121,4 @@ def test_the_box_is_an_ordinary_user_with_a_small_dev_shm_and_only_its_home_to_w
     assert seen["writable"] == sorted({"/dev/shm", "/tmp", "/var/tmp", str(box_user), workbook}), seen
     if any(root.is_dir() for root in small_box.CGROUPS[:1]):  # version 1's memory controller, as on this machine
         assert seen["memory"] == "cgroup", "with a memory cgroup, the box's 2 GB must be one limit for all it runs"
+        assert seen["memory_limit_mb"] == small_box.MEMORY_MB
