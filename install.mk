@@ -24,11 +24,16 @@ $(STAMP): pyproject.toml constraints.txt
 	@echo "Installing the workbook into $(VENV) (about 40 s and 750 MB; 'make clean' removes it)..."
 	$(PYTHON) -m venv $(VENV_ARGS) $(VENV)
 	@$(BIN)/python -m pip install --quiet --upgrade pip $(PIP_ARGS)
-	@$(BIN)/python -m pip install -e ".$(EXTRAS)" -c constraints.txt $(PIP_ARGS) 2>&1 | tee $(VENV)/install.log | \
+	@$(BIN)/python -m pip install --no-compile -e ".$(EXTRAS)" -c constraints.txt $(PIP_ARGS) 2>&1 | tee $(VENV)/install.log | \
 		awk '/^Collecting /{n++; printf "\r  %d packages resolved", n; fflush()} \
 		     /^Installing collected/{printf "\n  installing them...\n"; fflush()} \
 		     END{if (n) print "  done"}' \
 		|| { tail -n 30 $(VENV)/install.log; echo "The install failed; the whole log is $(VENV)/install.log."; exit 1; }
+	@echo "  compiling it..."
+	@# What pip's own compile step does (it skips the files that are not Python 3), on every core instead of one:
+	@# 24 s for 1.1 GB on one core. Compiled here, a user who cannot write to .venv (a hub's learner) still has it.
+	@$(BIN)/python -m compileall -q -j 0 "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" \
+		>/dev/null 2>&1 || true
 	@touch $(STAMP)
 
 # The rule above is not the default goal: the including Makefile's first target after this file is.

@@ -3,7 +3,7 @@
 As root (CI, a container) the run is an ordinary learner's: a user of its own whose home holds a copy of the
 workbook and is its only writable place besides /tmp, /dev/shm of 64 MB, 2 GB of memory (tests/small_box.py).
 Without root the same nbval run goes in a subprocess as this user, and the box's own test is skipped.
-One nbval run serves every notebook's test: each reads its cells' results from that run's JUnit report.
+Two nbval runs side by side serve every notebook's test: each reads its cells' results from the runs' JUnit reports.
 """
 
 from __future__ import annotations
@@ -61,16 +61,83 @@ def _read_junit(path: Path, run: NbvalRun) -> None:
             run.failures.setdefault(notebook, []).append(f"{case.get('name')}: {message[:1500]}")
 
 
-@pytest.fixture(scope="session")
-def box_user():
-    """The small box's user and the copy of the workbook in its home; removed with everything it ran."""
-    if not IN_BOX:
-        pytest.skip("the small box needs root on Linux (a user of its own, a private /dev/shm)")
-    small_box.remove_user()  # whatever an interrupted run left
-    uid, gid, home = small_box.create_user()
-    small_box.copy_workbook(home, uid, gid)
-    yield home
-    small_box.remove_user()
+def halves(notebooks: list[str]) -> list[list[str]]:
+    """The notebooks in two runs of about equal time (course_times.json), longest first, for the two cores."""
+    seconds = json.loads((ROOT / "mercadofresco" / "lessons" / "course_times.json").read_text())["seconds"]
+    runs: list[list[str]] = [[], []]
+    totals = [0.0, 0.0]
+    for notebook in sorted(notebooks, key=lambda name: -seconds.get(Path(name).name, 5.0)):
+        lighter = totals.index(min(totals))
+        runs[lighter].append(notebook)
+        totals[lighter] += seconds.get(Path(notebook).name, 5.0)
+    return [sorted(run) for run in runs]
+
+
+class Runs:
+    """The two nbval runs side by side (each notebook's kernel keeps one core busy), in one box: 2 GB for both.
+
+    tests/conftest.py starts them when the first test after the browser suite starts, at a lower priority
+    (nice 10), so they use the core the single-threaded tests leave idle; the tests below read their results.
+    """
+
+    def __init__(self) -> None:
+        self.started: list[tuple[subprocess.Popen, Path, Path]] = []
+        self.home: Path | None = None
+        self.run: NbvalRun | None = None
+
+    def start(self, folder: Path) -> None:
+        if self.started or self.run:
+            return
+        launcher: list[str] = []
+        if IN_BOX:
+            small_box.remove_user()  # whatever an interrupted run left
+            uid, gid, self.home = small_box.create_user()
+            small_box.copy_workbook(self.home, uid, gid)
+            folder = self.home
+            launcher = [sys.executable, str(ROOT / "tests" / "small_box.py"), small_box.USER, str(self.home)]
+        for number, notebooks in enumerate(halves(NOTEBOOKS)):
+            report, log = folder / f"nbval-{number}.xml", folder / f"nbval-{number}.log"
+            nbval = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *notebooks]
+            with open(log, "w") as out:
+                process = subprocess.Popen(
+                    [*launcher, *nbval, f"--junitxml={report}"],
+                    cwd=ROOT,
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    preexec_fn=lambda: os.nice(10),
+                )
+            self.started.append((process, report, log))
+
+    def result(self, folder: Path) -> NbvalRun:
+        if self.run is None:
+            self.start(folder)
+            where = "the small box (an ordinary user, 64 MB /dev/shm, 2 GB)" if IN_BOX else "this user's own run"
+            self.run = NbvalRun(where if IN_BOX else where + " (not root: no small box)", "", 0)
+            for process, report, log in self.started:
+                try:
+                    process.wait(RUN_SECONDS)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+                self.run.output += log.read_text(errors="replace")[-5000:]
+                self.run.returncode = self.run.returncode or process.returncode
+                if report.exists():
+                    _read_junit(report, self.run)
+            self.started.clear()
+        return self.run
+
+    def stop(self) -> None:
+        """Kill a run still going (a session cut short) and remove the box's user with all it ran."""
+        for process, _, _ in self.started:
+            process.kill()
+            process.wait()
+        self.started.clear()
+        if IN_BOX and self.home is not None:
+            small_box.remove_user()
+            self.home = None
+
+
+RUNS = Runs()
 
 
 def in_box(home: Path, *command: str, timeout: float) -> subprocess.CompletedProcess:
@@ -79,22 +146,17 @@ def in_box(home: Path, *command: str, timeout: float) -> subprocess.CompletedPro
 
 
 @pytest.fixture(scope="session")
-def nbval_run(request, tmp_path_factory) -> NbvalRun:
-    nbval = ["-m", "pytest", "-q", "-p", "no:cacheprovider", *NOTEBOOKS]
-    if IN_BOX:
-        home = request.getfixturevalue("box_user")
-        report = home / "nbval.xml"
-        done = in_box(home, sys.executable, *nbval, f"--junitxml={report}", timeout=RUN_SECONDS)
-        where = "the small box (an ordinary user, 64 MB /dev/shm, 2 GB)"
-    else:
-        report = tmp_path_factory.mktemp("nbval") / "nbval.xml"
-        command = [sys.executable, *nbval, f"--junitxml={report}"]
-        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=RUN_SECONDS, check=False)
-        where = "this user's own environment (not root: no small box)"
-    run = NbvalRun(where, done.stdout[-6000:] + done.stderr[-3000:], done.returncode)
-    if report.exists():
-        _read_junit(report, run)
-    return run
+def nbval_run(tmp_path_factory):
+    yield RUNS.result(tmp_path_factory.mktemp("nbval"))
+    RUNS.stop()
+
+
+@pytest.fixture(scope="session")
+def box_user(nbval_run):
+    """The small box's user, with the copy of the workbook in its home (the nbval runs made it)."""
+    if not IN_BOX:
+        pytest.skip("the small box needs root on Linux (a user of its own, a private /dev/shm)")
+    return RUNS.home
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS)
