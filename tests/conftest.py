@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -17,26 +18,32 @@ import nbtools  # noqa: E402
 nbtools.quiet_environment()  # kernels started by nbval inherit it: nothing is written to $HOME
 logging.getLogger("werkzeug").setLevel(logging.ERROR)
 collect_ignore_glob = ["fixtures/*", "browser/artifacts/*"]  # learner notebooks the tests use or write, not to test
-_NBVAL: list = []  # test_notebooks' runs, when this session includes them; started early (see below)
+_EARLY: list = []  # the STARTED_EARLY objects of this session's test modules (tests/background.py)
+_STARTED: list[Path] = []  # the folder they were given, once they are started
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Note whether the strict nbval runs of tests/test_notebooks.py are part of this session."""
-    _NBVAL[:] = list({item.module.RUNS for item in session.items if item.path.name == "test_notebooks.py"})[:1]
+    """Note the session's work that starts early: the strict nbval runs, the endpoint sweep."""
+    found = {id(early): early for item in session.items if (early := getattr(item.module, "STARTED_EARLY", None))}
+    _EARLY[:] = found.values()
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Start the nbval runs (in the background, at nice 10) once the browser suite is over (CPU-bound, two cores).
+    """Start that work (in the background, at nice 10) once the browser suite is over (CPU-bound, two cores).
 
-    The tests that follow mostly keep one core busy; the runs use the other, and their tests read the results.
+    The tests that follow mostly keep one core busy; the early work uses the other, and its tests read the results.
     """
-    if _NBVAL and "browser" not in item.path.parts:
-        _NBVAL[0].start(Path(tempfile.mkdtemp(prefix="mercadofresco-nbval-")))
+    if _EARLY and not _STARTED and "browser" not in item.path.parts:
+        _STARTED.append(Path(tempfile.mkdtemp(prefix="mercadofresco-early-")))
+        for early in _EARLY:
+            early.start(_STARTED[0])
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    for runs in _NBVAL:
-        runs.stop()  # a session cut short: nothing left running, the box's user removed
+    for early in _EARLY:
+        early.stop()  # a session cut short: nothing left running (the box's user removed)
+    for folder in _STARTED:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

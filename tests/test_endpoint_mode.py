@@ -1,10 +1,14 @@
 """Endpoint mode: the same experiments against a moto server in this process (virtual time) and in another
 process (real time, or a clear refusal); what a world creates outside the process goes away."""
 
+import json
 import logging
+import sys
 from pathlib import Path
 
+import endpoint_sweep
 import pytest
+from background import Background
 from moto.server import ThreadedMotoServer
 
 from mercadofresco import queues, world
@@ -253,43 +257,16 @@ def test_aws_mode_says_what_it_will_create_and_refuses_names_it_did_not_make(mon
         assert [url.rsplit("/", 1)[1] for url in learners.list_queues()["QueueUrls"]] == [world.ORDERS_QUEUE]
 
 
-# -- every notebook against a server in another process: the same answer, or a clear refusal -------------
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-SWEEP_BUDGET_SECONDS = 6  # enough for 08 (no wait) to finish; the others refuse at their first long wait
-
-
-def run_notebook_outside(path: Path) -> dict:
-    """Run `path` in a kernel whose world is a moto server of its own in another process; return the verdict."""
-    import json
-    import os
-    import subprocess
-    import sys
-
-    child = Path(__file__).with_name("endpoint_notebook_child.py")
-    with moto_server_process() as url:
-        env = dict(
-            os.environ,
-            MERCADOFRESCO_MODE="endpoint",
-            MERCADOFRESCO_ENDPOINT_URL=url,
-            MERCADOFRESCO_REAL_TIME_BUDGET_SECONDS=str(SWEEP_BUDGET_SECONDS),
-        )
-        done = subprocess.run([sys.executable, str(child), str(path)], env=env, capture_output=True, text=True)
-    lines = done.stdout.strip().splitlines()
-    return json.loads(lines[-1]) if lines else {"notebook": path.name, "verdict": "crash", "detail": done.stderr}
+# -- every notebook against a server in another process: the same answer, or a clear refusal (endpoint_sweep.py)
+STARTED_EARLY = Background(sys.executable, str(Path(__file__).with_name("endpoint_sweep.py")))  # tests/background.py
 
 
 def test_every_notebook_outside_the_process_gives_the_same_answer_or_refuses_clearly():
     """Strict about text: every cell before a refusal prints what the committed notebook prints."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(4) as pool:
-        verdicts = list(pool.map(run_notebook_outside, NOTEBOOKS))
-    # nbclient's own kernel cleanup can race at shutdown under load (`assert self.km is not None` in
-    # _async_cleanup_kernel, seen once in CI on notebook 00): that notebook is run once more, alone.
-    verdicts = [
-        run_notebook_outside(NOTEBOOKS[n]) if v["verdict"] == "crash" and "_async_cleanup_kernel" in v["detail"] else v
-        for n, v in enumerate(verdicts)
-    ]
+    status, output, errors = STARTED_EARLY.result()
+    assert status == 0, errors[-3000:]
+    verdicts = json.loads(output)
+    assert len(verdicts) == len(endpoint_sweep.NOTEBOOKS)
     wrong = [v for v in verdicts if v["verdict"] not in ("same", "refused")]
     assert not wrong, wrong
     for verdict in verdicts:

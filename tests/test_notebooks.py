@@ -137,7 +137,7 @@ class Runs:
             self.home = None
 
 
-RUNS = Runs()
+STARTED_EARLY = RUNS = Runs()  # tests/conftest.py starts it (tests/background.py)
 
 
 def in_box(home: Path, *command: str, timeout: float) -> subprocess.CompletedProcess:
