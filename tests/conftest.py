@@ -29,11 +29,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Start that work (in the background, at nice 10) once the browser suite is over (CPU-bound, two cores).
-
-    The tests that follow mostly keep one core busy; the early work uses the other, and its tests read the results.
+    """Start that work with the session's first test, in the background at nice 10: it takes only the CPU the
+    tests leave idle (the browser suite keeps both cores busy, most tests after it one), and its tests, which come
+    later, read the results.
     """
-    if _EARLY and not _STARTED and "browser" not in item.path.parts:
+    if _EARLY and not _STARTED:
         _STARTED.append(Path(tempfile.mkdtemp(prefix="mercadofresco-early-")))
         for early in _EARLY:
             early.start(_STARTED[0])

@@ -294,7 +294,7 @@ def graded(tmp_path_factory):
     ]
     started = time.perf_counter()
     result = subprocess.run(
-        [*command, "--cell-timeout", CELL_TIMEOUT, "--jobs", "2"], capture_output=True, text=True, check=False
+        [*command, "--cell-timeout", CELL_TIMEOUT, "--jobs", "3"], capture_output=True, text=True, check=False
     )
     seconds = time.perf_counter() - started
     assert result.returncode == 0, result.stderr
