@@ -46,6 +46,20 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.fixture(scope="module")
+def unpacked(tmp_path_factory) -> Path:
+    """The learner bundle built from this repository, unzipped in a fresh folder: the folder a learner works in."""
+    import zipfile
+
+    from mercadofresco.course import bundle
+
+    archive = bundle.write(tmp_path_factory.mktemp("dist") / "mercadofresco-learner.zip")
+    folder = tmp_path_factory.mktemp("learner")
+    with zipfile.ZipFile(archive) as opened:
+        opened.extractall(folder)
+    return folder / bundle.PREFIX
+
+
 @pytest.fixture
 def reloj() -> Iterator:
     """The virtual clock, started at the lesson's Friday 19:14 and stopped afterwards."""

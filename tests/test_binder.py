@@ -8,14 +8,11 @@ import re
 import subprocess
 import sys
 import tomllib
-import zipfile
 from pathlib import Path
 
 import pytest
 import small_box
 from packaging.requirements import Requirement
-
-from mercadofresco.course import bundle
 
 ROOT = Path(__file__).resolve().parents[1]
 REPO2DOCKER = Path(sys.executable).with_name("jupyter-repo2docker")
@@ -35,15 +32,6 @@ def clone(tmp_path_factory) -> Path:
     """The repository as a clean clone of it has it (tracked and new files, as on disk)."""
     folder = tmp_path_factory.mktemp("clone")
     return small_box.copy_workbook(folder, -1, -1)
-
-
-@pytest.fixture(scope="module")
-def unpacked(tmp_path_factory) -> Path:
-    archive = bundle.write(tmp_path_factory.mktemp("dist") / "mercadofresco-learner.zip")
-    folder = tmp_path_factory.mktemp("learner")
-    with zipfile.ZipFile(archive) as opened:
-        opened.extractall(folder)
-    return folder / bundle.PREFIX
 
 
 def _key_lines(text: str) -> None:

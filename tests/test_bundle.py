@@ -21,7 +21,6 @@ import sys
 import sysconfig
 import time
 import urllib.request
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -39,16 +38,6 @@ OFFLINE = ["VENV_ARGS=--without-pip", "PIP_ARGS=--no-index --no-deps --no-build-
 DROPPED = ("PIP_", "PYTHON", "VIRTUAL_ENV", "JUPYTER", "JPY_", "MAKE", "MFLAGS", "LAB", "VENV_ARGS", "MERCADOFRESCO_")
 
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="the bundle's commands need make")
-
-
-@pytest.fixture(scope="module")
-def unpacked(tmp_path_factory) -> Path:
-    """The bundle built from this repository, unzipped in a fresh folder: the folder a learner works in."""
-    archive = bundle.write(tmp_path_factory.mktemp("dist") / "mercadofresco-learner.zip")
-    folder = tmp_path_factory.mktemp("learner")
-    with zipfile.ZipFile(archive) as opened:
-        opened.extractall(folder)
-    return folder / bundle.PREFIX
 
 
 @pytest.fixture(scope="module")
