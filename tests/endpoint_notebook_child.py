@@ -10,7 +10,6 @@ stderr is where the real-time mode speaks (its notice, its progress), so it is n
 from __future__ import annotations
 
 import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -19,10 +18,10 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
-SANITIZE = [
-    (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "UUID"),
-    (re.compile(r"at 0x[0-9a-f]+"), "at 0xADDRESS"),
-]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+from nbtools import nbval_sanitizers
+
+SANITIZE = nbval_sanitizers()  # tests/nbval_sanitize.cfg, as strict nbval applies it
 
 
 def texts(outputs: list) -> list[str]:

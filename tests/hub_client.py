@@ -8,11 +8,11 @@ them: the same fields skipped, streams joined, tests/nbval_sanitize.cfg's patter
 
 from __future__ import annotations
 
-import configparser
 import datetime as dt
 import http.cookiejar
 import json
 import re
+import sys
 import time
 import urllib.error
 import urllib.parse
@@ -29,6 +29,10 @@ from nbformat import NotebookNode
 from nbval.plugin import coalesce_streams, transform_streams_for_comparison
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+from nbtools import nbval_sanitizers  # noqa: E402
+
+SANITIZE = nbval_sanitizers()  # tests/nbval_sanitize.cfg
 # What strict nbval leaves out of a comparison (nbval.plugin.IPyNbFile.skip_compare, without nbdime).
 SKIPPED = {"metadata", "traceback", "prompt_number", "output_type", "name", "execution_count"}
 SKIPPED |= {"application/vnd.jupyter.widget-view+json", "image/png", "image/jpeg"}
@@ -217,14 +221,5 @@ def _sanitized(value: Any) -> Any:
     if not isinstance(value, str):
         return value
     for pattern, replacement in SANITIZE:
-        value = re.sub(pattern, replacement, value)
+        value = pattern.sub(replacement, value)
     return value
-
-
-def _read_sanitize(path: Path = ROOT / "tests" / "nbval_sanitize.cfg") -> list[tuple[str, str]]:
-    parser = configparser.ConfigParser(interpolation=None)
-    parser.read(path)
-    return [(parser[section]["regex"], parser[section]["replace"]) for section in parser.sections()]
-
-
-SANITIZE = _read_sanitize()

@@ -18,7 +18,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,6 +32,7 @@ import nbformat
 import psutil
 import pytest
 import small_box
+from moto_process import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 LEARNERS = tuple(f"mercadofresco-hub-{n}" for n in (1, 2, 3))
@@ -80,12 +80,6 @@ class RunningHub:
         return self.log.read_text(errors="replace")[-4000:]
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @contextlib.contextmanager
 def _origin(folder: Path):
     """The teacher's repository: the workbook as it is on disk, committed, served by `git daemon` on 127.0.0.1.
@@ -98,7 +92,7 @@ def _origin(folder: Path):
     subprocess.run(["git", "init", "-q", "-b", "main", str(work)], check=True)
     subprocess.run([*git, "add", "-A"], check=True)
     subprocess.run([*git, "commit", "-q", "-m", "the workbook"], check=True)
-    port = _free_port()
+    port = free_port()
     daemon = subprocess.Popen(
         [
             "git",
@@ -135,9 +129,9 @@ def hub():
     (folder / "hub").mkdir()
     setting = {
         "folder": str(folder / "hub"),
-        "port": _free_port(),
-        "hub_port": _free_port(),
-        "proxy_api_port": _free_port(),
+        "port": free_port(),
+        "hub_port": free_port(),
+        "proxy_api_port": free_port(),
         "proxy": str(PROXY if PROXY.exists() else shutil.which("configurable-http-proxy")),
         "password": secrets.token_hex(8),
         "token": secrets.token_hex(16),

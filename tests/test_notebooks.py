@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import small_box
+from background import Background
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(str(p.relative_to(ROOT)) for p in [*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("solutions/*.ipynb")])
@@ -81,12 +82,12 @@ class Runs:
     """
 
     def __init__(self) -> None:
-        self.started: list[tuple[subprocess.Popen, Path, Path]] = []
+        self.runs: list[tuple[Background, Path]] = []  # each nbval process and its JUnit report
         self.home: Path | None = None
         self.run: NbvalRun | None = None
 
     def start(self, folder: Path) -> None:
-        if self.started or self.run:
+        if self.runs or self.run:
             return
         launcher: list[str] = []
         if IN_BOX:
@@ -96,42 +97,30 @@ class Runs:
             folder = self.home
             launcher = [sys.executable, str(ROOT / "tests" / "small_box.py"), small_box.USER, str(self.home)]
         for number, notebooks in enumerate(halves(NOTEBOOKS)):
-            report, log = folder / f"nbval-{number}.xml", folder / f"nbval-{number}.log"
-            nbval = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *notebooks]
-            with open(log, "w") as out:
-                process = subprocess.Popen(
-                    [*launcher, *nbval, f"--junitxml={report}"],
-                    cwd=ROOT,
-                    stdout=out,
-                    stderr=subprocess.STDOUT,
-                    preexec_fn=lambda: os.nice(10),
-                )
-            self.started.append((process, report, log))
+            report = folder / f"nbval-{number}.xml"
+            nbval = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *notebooks, f"--junitxml={report}"]
+            self.runs.append((Background(*launcher, *nbval, cwd=ROOT, timeout=RUN_SECONDS), report))
+        for process, _ in self.runs:
+            process.start()
 
     def result(self, folder: Path) -> NbvalRun:
         if self.run is None:
             self.start(folder)
             where = "the small box (an ordinary user, 64 MB /dev/shm, 2 GB)" if IN_BOX else "this user's own run"
             self.run = NbvalRun(where if IN_BOX else where + " (not root: no small box)", "", 0)
-            for process, report, log in self.started:
-                try:
-                    process.wait(RUN_SECONDS)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
-                self.run.output += log.read_text(errors="replace")[-5000:]
-                self.run.returncode = self.run.returncode or process.returncode
+            for process, report in self.runs:
+                status, out, err = process.result()
+                self.run.output += out[-5000:] + err[-2000:]
+                self.run.returncode = self.run.returncode or status
                 if report.exists():
                     _read_junit(report, self.run)
-            self.started.clear()
         return self.run
 
     def stop(self) -> None:
         """Kill a run still going (a session cut short) and remove the box's user with all it ran."""
-        for process, _, _ in self.started:
-            process.kill()
-            process.wait()
-        self.started.clear()
+        for process, _ in self.runs:
+            process.stop()
+        self.runs.clear()
         if IN_BOX and self.home is not None:
             small_box.remove_user()
             self.home = None

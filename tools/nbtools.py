@@ -10,11 +10,21 @@ Learners never need this: the committed notebooks already carry their outputs.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def nbval_sanitizers(path: Path = ROOT / "tests" / "nbval_sanitize.cfg") -> list[tuple[re.Pattern, str]]:
+    """The (pattern, replacement) pairs of the project's nbval sanitize file, as strict nbval applies them."""
+    import configparser
+
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(path)
+    return [(re.compile(parser[name]["regex"]), parser[name]["replace"]) for name in parser.sections()]
 
 
 def quiet_environment() -> None:
