@@ -43,19 +43,21 @@ from moto.moto_api._internal import mock_random
 from mercadofresco import billing, cleanup, endpoints, moto_speedups, queues
 from mercadofresco.errors import MercadoFrescoError, check_range
 
-# -- the lesson's names ---------------------------------------------------------
-ORDERS_QUEUE = "cola-mercadofresco-pedidos"
-ORDERS_DLQ = "mercadofresco-pedidos-fallidos"
-IDEMPOTENCY_TABLE = "mercadofresco-idempotencia"
-KMS_ALIAS = "alias/mercadofresco-datos"
-BUS = "bus-mercadofresco"
-BUS_RULE = "regla-mercadofresco-pedido-confirmado"
-WAREHOUSE_QUEUE = "cola-mercadofresco-almacen"  # the rule's target
-TOPIC = "mercadofresco-pedido-confirmado"
-FANOUT_QUEUES = ("cola-mercadofresco-correo", "cola-mercadofresco-erp")
-ALERTS_TOPIC = "alertas-mercadofresco"
-METRICS_NAMESPACE = "MercadoFresco/Tienda"
-ORDER_SOURCE = "mercadofresco.tienda"
+# -- the lesson's names (kept in `names`, which imports nothing; re-exported here) ------
+from mercadofresco.names import (  # noqa: F401
+    ALERTS_TOPIC,
+    BUS,
+    BUS_RULE,
+    FANOUT_QUEUES,
+    IDEMPOTENCY_TABLE,
+    KMS_ALIAS,
+    METRICS_NAMESPACE,
+    ORDER_SOURCE,
+    ORDERS_DLQ,
+    ORDERS_QUEUE,
+    TOPIC,
+    WAREHOUSE_QUEUE,
+)
 
 MAX_VISIBILITY_SECONDS = 43_200  # SQS: 12 hours
 MIN_RETENTION_SECONDS, MAX_RETENTION_SECONDS = 60, 1_209_600  # SQS: 1 minute to 14 days

@@ -36,18 +36,19 @@ def test_the_layers_hold():
     [
         ("patterns/_wrong.py", "from mercadofresco.lessons import show"),  # a pattern reaching up to a figure
         ("models/_wrong.py", "from mercadofresco.course import grading"),  # a model importing the grader
-        ("_wrong.py", "from mercadofresco.patterns import retry"),  # the shared base importing a layer
+        ("errors.py", "from mercadofresco.patterns import retry"),  # the shared base importing a layer
+        ("names.py", "from mercadofresco import clock"),  # the names reaching up into the world's base
+        ("names.py", "import boto3"),  # the names paying for an AWS library
     ],
 )
 def test_a_wrong_import_is_reported(tmp_path, module, wrong_import):
     shutil.copytree(ROOT / "mercadofresco", tmp_path / "mercadofresco", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
-    base_forbidden = module == "_wrong.py"
-    if base_forbidden:  # the forbidden contract names the base modules one by one: put the wrong import in one
-        target = tmp_path / "mercadofresco" / "errors.py"
+    target = tmp_path / "mercadofresco" / module
+    if target.exists():  # a contract that names modules one by one: put the wrong import in one of them
         target.write_text(target.read_text() + f"\n{wrong_import}  # noqa\n")
     else:
-        (tmp_path / "mercadofresco" / module).write_text(f"{wrong_import}\n")
+        target.write_text(f"{wrong_import}\n")
     result = _lint_imports(tmp_path)
     assert result.returncode != 0
     assert "BROKEN" in result.stdout

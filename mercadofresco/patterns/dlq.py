@@ -26,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from mercadofresco import alarms, orders, world
+from mercadofresco import alarms, names, orders, world
 from mercadofresco.clock import MADRID
 from mercadofresco.errors import MercadoFrescoError, check_range
 
@@ -220,7 +220,7 @@ def classify(samples: list[Sample]) -> Classification:
 
 
 # -- alarms, computed from the queue ------------------------------------------------------
-def alarm_rules(dlq_name: str = world.ORDERS_DLQ) -> tuple[alarms.AlarmRule, alarms.AlarmRule]:
+def alarm_rules(dlq_name: str = names.ORDERS_DLQ) -> tuple[alarms.AlarmRule, alarms.AlarmRule]:
     """The two DLQ alarms: any message visible over 5 minutes, and the oldest older than 1 hour."""
     dimensions = (("QueueName", dlq_name),)
     count = alarms.AlarmRule(
@@ -232,7 +232,7 @@ def alarm_rules(dlq_name: str = world.ORDERS_DLQ) -> tuple[alarms.AlarmRule, ala
     return count, age
 
 
-def define_alarms(mf: world.World, dlq_name: str = world.ORDERS_DLQ) -> None:
+def define_alarms(mf: world.World, dlq_name: str = names.ORDERS_DLQ) -> None:
     """Create both DLQ alarms in CloudWatch, notifying alertas-mercadofresco."""
     for rule in alarm_rules(dlq_name):
         alarms.define(mf.client("cloudwatch"), rule, mf.alerts_topic_arn)

@@ -21,13 +21,15 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import MercadoFrescoError
-from mercadofresco.world import IDEMPOTENCY_TABLE
+from mercadofresco.names import IDEMPOTENCY_TABLE
+
+if TYPE_CHECKING:  # only for the hint: importing the pattern does not import the clock's moto and boto3
+    from mercadofresco.clock import VirtualClock
 
 DEFAULT_TTL_SECONDS = 24 * 3600  # covers a DLQ reprocessed in the afternoon, not the queue's 4-day retention
 DEFAULT_LOCK_SECONDS = 60  # longer than one attempt takes, shorter than the queue's visibility timeout

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mercadofresco import alarms, world
+from mercadofresco import alarms, names
 from mercadofresco.errors import MercadoFrescoError, check_range
 from mercadofresco.orders import Order
 from mercadofresco.patterns import idempotency
@@ -186,7 +186,7 @@ class Sink(Protocol):
 class EventBusSink:
     """put_events on `bus-mercadofresco`; the outbox id goes in the detail as `outbox_id`."""
 
-    def __init__(self, events: Any, bus_name: str = world.BUS, source: str = world.ORDER_SOURCE) -> None:
+    def __init__(self, events: Any, bus_name: str = names.BUS, source: str = names.ORDER_SOURCE) -> None:
         self.events = events
         self.bus_name = bus_name
         self.source = source
@@ -315,14 +315,14 @@ def alarm_rules(period_seconds: int = 60) -> tuple[alarms.AlarmRule, alarms.Alar
     """The two outbox alarms: more than 500 rows pending, the oldest pending more than 60 s."""
     pending = alarms.AlarmRule(
         "mercadofresco-outbox-pendientes",
-        world.METRICS_NAMESPACE,
+        names.METRICS_NAMESPACE,
         "OutboxPendientes",
         PENDING_ALARM_ROWS,
         period_seconds,
     )
     oldest = alarms.AlarmRule(
         "mercadofresco-outbox-antiguedad",
-        world.METRICS_NAMESPACE,
+        names.METRICS_NAMESPACE,
         "OutboxAntiguedadSegundos",
         OLDEST_ALARM_SECONDS,
         period_seconds,
