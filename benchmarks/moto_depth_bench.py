@@ -14,7 +14,8 @@ import statistics
 import sys
 import time
 
-from mercadofresco import clock, moto_speedups, world
+from mercadofresco import clock, world
+from mercadofresco.runtime import moto_speedups
 
 REPEATS = 5
 

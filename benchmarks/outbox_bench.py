@@ -16,9 +16,10 @@ import sys
 import threading
 import time
 
-from mercadofresco import clock, database, world
+from mercadofresco import clock, world
 from mercadofresco.lessons import outbox_experiments, outbox_publishers
 from mercadofresco.patterns import outbox
+from mercadofresco.runtime import database
 
 
 class CountingSink:

@@ -30,8 +30,8 @@ from zoneinfo import ZoneInfo
 import simpy
 import time_machine
 
-from mercadofresco import realtime
 from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.runtime import realtime
 
 MADRID = ZoneInfo("Europe/Madrid")
 

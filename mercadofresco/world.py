@@ -31,7 +31,6 @@ from __future__ import annotations
 import atexit
 import gc
 import json
-import os
 import sys
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,7 +40,7 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 from moto import mock_aws
 from moto.moto_api._internal import mock_random
 
-from mercadofresco import billing, cleanup, endpoints, moto_speedups, queues
+from mercadofresco import queues
 from mercadofresco.errors import MercadoFrescoError, check_range
 
 # -- the lesson's names (kept in `names`, which imports nothing; re-exported here) ------
@@ -59,6 +58,8 @@ from mercadofresco.names import (  # noqa: F401
     TOPIC,
     WAREHOUSE_QUEUE,
 )
+from mercadofresco.runtime import billing, cleanup, endpoints, moto_speedups
+from mercadofresco.runtime.settings import EndpointConfig
 
 MAX_VISIBILITY_SECONDS = 43_200  # SQS: 12 hours
 MIN_RETENTION_SECONDS, MAX_RETENTION_SECONDS = 60, 1_209_600  # SQS: 1 minute to 14 days
@@ -72,20 +73,15 @@ class WorldConfigError(MercadoFrescoError, ValueError):
 
 @dataclass(frozen=True)
 class WorldConfig:
-    """Where the world lives and how its queues are configured."""
+    """Where the world lives (`endpoint`) and how its queues are configured."""
 
-    mode: str = "memory"
-    endpoint_url: str | None = None
-    region: str = "eu-south-2"  # Spain
+    endpoint: EndpointConfig = field(default_factory=EndpointConfig)
     visibility_timeout_seconds: int = 120  # the incident's value (exercise 1)
     max_receive_count: int = 4
     retention_seconds: int = 4 * DAY
     dlq_retention_seconds: int = 14 * DAY
-    allow_real_aws: bool = False
 
     def __post_init__(self) -> None:
-        if self.mode not in endpoints.MODES:
-            raise WorldConfigError(f"mode must be one of {', '.join(endpoints.MODES)}; got {self.mode!r}")
         check_range(
             "visibility_timeout_seconds", self.visibility_timeout_seconds, 0, MAX_VISIBILITY_SECONDS, WorldConfigError
         )
@@ -100,37 +96,11 @@ class WorldConfig:
             MAX_RETENTION_SECONDS,
             WorldConfigError,
         )
-        if self.mode == "memory" and self.endpoint_url:
-            raise WorldConfigError('mode "memory" takes no endpoint_url; use mode "endpoint" for a server')
-        if self.mode == "endpoint" and not self.endpoint_url:
-            raise WorldConfigError('mode "endpoint" needs endpoint_url, e.g. http://127.0.0.1:5000')
-        if self.endpoint_url and not self.endpoint_url.startswith(("http://", "https://")):
-            raise WorldConfigError(f"endpoint_url must start with http:// or https://; got {self.endpoint_url!r}")
-        reaches_aws = self.mode == "aws" or (
-            self.mode == "endpoint" and self.endpoint_url and endpoints.is_real_aws_endpoint(self.endpoint_url)
-        )
-        if reaches_aws and not self.allow_real_aws:
-            raise endpoints.RealAwsRefusedError(
-                "this configuration would reach real AWS (and bill it); pass allow_real_aws=True "
-                "or set MERCADOFRESCO_ALLOW_REAL_AWS=yes if that is really what you want"
-            )
 
     @classmethod
     def from_env(cls, **overrides: Any) -> WorldConfig:
-        """Read MERCADOFRESCO_MODE, MERCADOFRESCO_ENDPOINT_URL and MERCADOFRESCO_ALLOW_REAL_AWS."""
-        settings: dict[str, Any] = {
-            "mode": os.environ.get("MERCADOFRESCO_MODE", "memory"),
-            "endpoint_url": os.environ.get("MERCADOFRESCO_ENDPOINT_URL") or None,
-            "allow_real_aws": os.environ.get("MERCADOFRESCO_ALLOW_REAL_AWS", "").lower() in ("1", "yes", "true"),
-        }
-        settings.update(overrides)
-        try:
-            return cls(**settings)
-        except WorldConfigError as exc:
-            raise WorldConfigError(
-                f"{exc} (read from MERCADOFRESCO_MODE={settings['mode']!r} and MERCADOFRESCO_ENDPOINT_URL="
-                f"{settings['endpoint_url']!r}; unset both to run in this process)"
-            ) from None
+        """The endpoint the MERCADOFRESCO_* settings name (`runtime.settings`), the queues' defaults or `overrides`."""
+        return cls(endpoint=EndpointConfig.from_env(), **overrides)
 
 
 @dataclass
@@ -154,7 +124,7 @@ class World:
     def client(self, service: str) -> Any:
         """A boto3 client for `service`, pointed at this world's endpoint."""
         if service not in self._clients:
-            self._clients[service] = endpoints.make_client(self.session, self.config, service, self.ledger)
+            self._clients[service] = endpoints.make_client(self.session, self.config.endpoint, service, self.ledger)
         return self._clients[service]
 
     @property
@@ -213,7 +183,7 @@ class World:
         except Exception as exc:  # the server may be gone already; say what is left and how to remove it
             print(
                 f"[mercadofresco] could not delete this run's resources ({exc}); "
-                "`python -m mercadofresco.cleanup` removes what carries the tag",
+                "`python -m mercadofresco.runtime.cleanup_cli` removes what carries the tag",
                 file=sys.stderr,
             )
 
@@ -309,13 +279,14 @@ def build(config: WorldConfig | None = None) -> World:
     """
     delete_at_exit = config is None
     config = config or WorldConfig.from_env()
+    endpoint = config.endpoint
     mock = speedups = None
-    if config.mode == "memory":
+    if endpoint.mode == "memory":
         mock = mock_aws()
         mock.start()
         mock_random.seed(MOTO_SEED)  # MessageIds and receipt handles the same on every run, as the rest is
         speedups = moto_speedups.apply()
-    ledger = None if config.mode == "memory" else cleanup.Ledger()
+    ledger = None if endpoint.mode == "memory" else cleanup.Ledger()
     try:
         built = _build_resources(config, mock, ledger)
     except BaseException as exc:
@@ -323,15 +294,15 @@ def build(config: WorldConfig | None = None) -> World:
             speedups.undo()
             mock.stop()  # a half-built world must not leave moto patched in
         if ledger is not None:  # nor resources nobody will use (an interrupt, a refusal, an error)
-            session = endpoints.make_session(config)
-            cleanup.delete(lambda service: endpoints.make_client(session, config, service), ledger.created)
+            session = endpoints.make_session(endpoint)
+            cleanup.delete(lambda service: endpoints.make_client(session, endpoint, service), ledger.created)
         if isinstance(exc, EndpointConnectionError):
             raise WorldConfigError(
-                f"nothing answers at {config.endpoint_url}: start a server there (moto_server -p PORT), "
+                f"nothing answers at {endpoint.endpoint_url}: start a server there (moto_server -p PORT), "
                 "or unset MERCADOFRESCO_MODE to run in this process"
             ) from exc
         raise
-    if ledger is not None and (delete_at_exit or config.mode == "aws"):
+    if ledger is not None and (delete_at_exit or endpoint.mode == "aws"):
         atexit.register(built._close_at_exit)  # the kernel ends: what this notebook created goes with it
     built.moto_speedups = speedups
     if delete_at_exit:
@@ -351,16 +322,17 @@ def _spare_the_collector() -> None:
 
 
 def _build_resources(config: WorldConfig, mock: Any, ledger: cleanup.Ledger | None) -> World:
-    session = endpoints.make_session(config)
+    endpoint = config.endpoint
+    session = endpoints.make_session(endpoint)
     clients = {
-        name: endpoints.make_client(session, config, name, ledger)
+        name: endpoints.make_client(session, endpoint, name, ledger)
         for name in ("sqs", "dynamodb", "sns", "events", "kms")
     }
-    if config.mode == "aws":
+    if endpoint.mode == "aws":
         cleanup.refuse_names_in_use(
             clients, (ORDERS_QUEUE, ORDERS_DLQ, WAREHOUSE_QUEUE, *FANOUT_QUEUES), IDEMPOTENCY_TABLE
         )
-        print(billing.plan_text(config.region, ledger.run_id), end="", file=sys.stderr, flush=True)
+        print(billing.plan_text(endpoint.region, ledger.run_id), end="", file=sys.stderr, flush=True)
     sqs = clients["sqs"]
 
     _create_key_alias(clients["kms"])

@@ -63,7 +63,8 @@ def unpacked(tmp_path_factory) -> Path:
 @pytest.fixture
 def reloj() -> Iterator:
     """The virtual clock, started at the lesson's Friday 19:14 and stopped afterwards."""
-    from mercadofresco import clock, realtime  # imported here: a notebook-only run (nbval) does not need moto
+    from mercadofresco import clock  # imported here: a notebook-only run (nbval) does not need moto
+    from mercadofresco.runtime import realtime
 
     with clock.VirtualClock(pace=realtime.VIRTUAL) as running:  # virtual whatever MERCADOFRESCO_MODE says
         yield running

@@ -13,11 +13,12 @@ from decimal import Decimal
 from mercadofresco import clock, world
 from mercadofresco.models import gateway
 from mercadofresco.patterns import idempotency
+from mercadofresco.runtime.settings import EndpointConfig
 
 
 def main(endpoint_url: str, threads: int) -> None:
     reloj = clock.VirtualClock().start()  # the same frozen instant as the parent: locks do not expire
-    mf = world.build(world.WorldConfig(mode="endpoint", endpoint_url=endpoint_url))
+    mf = world.build(world.WorldConfig(endpoint=EndpointConfig(mode="endpoint", endpoint_url=endpoint_url)))
     provider = gateway.PaymentGateway(reloj)  # this process's view of the gateway: counts its own charges
     store = idempotency.IdempotencyStore(mf.dynamodb, reloj)
     start = threading.Barrier(threads)

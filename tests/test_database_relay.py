@@ -5,8 +5,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from mercadofresco import database
-from mercadofresco.database_relay import Relay
+from mercadofresco.runtime import database
+from mercadofresco.runtime.database_relay import Relay
 
 
 @pytest.fixture(scope="module")

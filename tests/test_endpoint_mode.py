@@ -13,6 +13,8 @@ from moto.server import ThreadedMotoServer
 
 from mercadofresco import queues, world
 from mercadofresco.lessons import delivery
+from mercadofresco.runtime import settings
+from mercadofresco.runtime.settings import EndpointConfig
 
 logging.getLogger("werkzeug").setLevel(logging.ERROR)
 
@@ -23,7 +25,7 @@ def server_world(reloj):
     server.start()
     host, port = server.get_host_and_port()
     try:
-        config = world.WorldConfig(mode="endpoint", endpoint_url=f"http://{host}:{port}")
+        config = world.WorldConfig(endpoint=EndpointConfig(mode="endpoint", endpoint_url=f"http://{host}:{port}"))
         with world.build(config) as built:
             yield built
     finally:
@@ -48,7 +50,7 @@ def test_endpoint_mode_via_environment(monkeypatch, reloj):
         monkeypatch.setenv("MERCADOFRESCO_MODE", "endpoint")
         monkeypatch.setenv("MERCADOFRESCO_ENDPOINT_URL", f"http://{host}:{port}")
         with world.build() as built:
-            assert built.config.mode == "endpoint"
+            assert built.config.endpoint.mode == "endpoint"
             assert queues.queue_counts(built.sqs, built.orders.url)["visible"] == 0
     finally:
         server.stop()
@@ -81,9 +83,10 @@ import time  # noqa: E402
 
 from moto_process import moto_server_process  # noqa: E402
 
-from mercadofresco import cleanup, clock, realtime  # noqa: E402
+from mercadofresco import clock  # noqa: E402
 from mercadofresco.lessons import rehearsal  # noqa: E402
 from mercadofresco.models import gateway  # noqa: E402
+from mercadofresco.runtime import cleanup, cleanup_cli, realtime  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +131,7 @@ def test_six_steps_scaled_down_charge_twice_against_a_server_in_another_process(
     """Notebook 01's experiment with a 4 s visibility timeout instead of 120 s: the same two charges, for real."""
     with (
         clock.VirtualClock(pace=real_pace(outside_url)) as reloj,
-        world.build(world.WorldConfig(mode="endpoint", endpoint_url=outside_url)) as mf,
+        world.build(world.WorldConfig(endpoint=EndpointConfig(mode="endpoint", endpoint_url=outside_url))) as mf,
     ):
         mf.reset_orders_queue(visibility_timeout_seconds=4)  # what six_steps does, with 4 s for 120 s
         provider = gateway.PaymentGateway(reloj)
@@ -149,7 +152,7 @@ def test_a_virtual_clock_against_a_server_in_another_process_gets_the_wrong_answ
     """What the issue saw: the server never sees the clock move, the message never comes back, one charge."""
     with (
         clock.VirtualClock(pace=realtime.VIRTUAL) as reloj,
-        world.build(world.WorldConfig(mode="endpoint", endpoint_url=outside_url)) as mf,
+        world.build(world.WorldConfig(endpoint=EndpointConfig(mode="endpoint", endpoint_url=outside_url))) as mf,
     ):
         mf.reset_orders_queue(visibility_timeout_seconds=4)
         provider = gateway.PaymentGateway(reloj)
@@ -162,7 +165,7 @@ def test_a_virtual_clock_against_a_server_in_another_process_gets_the_wrong_answ
 def test_an_experiment_that_cannot_fit_refuses_before_waiting(outside_url):
     with (
         clock.VirtualClock(pace=real_pace(outside_url, budget=30)) as reloj,
-        world.build(world.WorldConfig(mode="endpoint", endpoint_url=outside_url)) as mf,
+        world.build(world.WorldConfig(endpoint=EndpointConfig(mode="endpoint", endpoint_url=outside_url))) as mf,
     ):
         started, before = time.monotonic(), reloj.now()
         with pytest.raises(realtime.RealTimeRefusedError) as refused:
@@ -205,15 +208,15 @@ def test_in_aws_mode_the_clock_shows_real_time_and_refuses_the_lessons_fixed_ins
 def test_a_bad_budget_names_the_variable(monkeypatch):
     monkeypatch.setenv(realtime.BUDGET_VARIABLE, "ten minutes")
     with pytest.raises(realtime.MercadoFrescoError, match="MERCADOFRESCO_REAL_TIME_BUDGET_SECONDS must be a number"):
-        realtime.budget_from_env()
+        settings.read()
     monkeypatch.setenv(realtime.BUDGET_VARIABLE, "-5")
     with pytest.raises(realtime.MercadoFrescoError, match="between 0 and 86400"):
-        realtime.budget_from_env()
+        settings.read()
 
 
 # -- what a world creates outside this process goes away -------------------------------------------------
 def test_close_deletes_what_the_world_and_its_experiments_created(outside_url, reloj):
-    mf = world.build(world.WorldConfig(mode="endpoint", endpoint_url=outside_url))
+    mf = world.build(world.WorldConfig(endpoint=EndpointConfig(mode="endpoint", endpoint_url=outside_url)))
     table = mf.client("dynamodb").create_table(  # an experiment's own resource, made through the world's client
         TableName="mercadofresco-stock-prueba",
         KeySchema=[{"AttributeName": "sku", "KeyType": "HASH"}],
@@ -228,14 +231,16 @@ def test_close_deletes_what_the_world_and_its_experiments_created(outside_url, r
 
 
 def test_the_cleanup_command_lists_then_deletes_what_a_cut_off_run_left(outside_url, reloj, capsys):
-    world.build(world.WorldConfig(mode="endpoint", endpoint_url=outside_url))  # never closed: the run was cut off
+    world.build(
+        world.WorldConfig(endpoint=EndpointConfig(mode="endpoint", endpoint_url=outside_url))
+    )  # never closed: the run was cut off
     args = ["--mode", "endpoint", "--endpoint-url", outside_url]
-    cleanup.main(args)
+    cleanup_cli.main(args)
     listed = capsys.readouterr().out
     assert "would delete table mercadofresco-idempotencia" in listed and "--yes" in listed
-    cleanup.main([*args, "--yes"])
+    cleanup_cli.main([*args, "--yes"])
     assert "deleted queue" in capsys.readouterr().out
-    cleanup.main(args)
+    cleanup_cli.main(args)
     assert "nothing tagged mercadofresco-workbook" in capsys.readouterr().out
 
 
@@ -244,13 +249,13 @@ def test_aws_mode_says_what_it_will_create_and_refuses_names_it_did_not_make(mon
     from moto import mock_aws
 
     with mock_aws():  # stands in for an account: world.build in aws mode talks to "AWS" here
-        config = world.WorldConfig(mode="aws", allow_real_aws=True)
+        config = world.WorldConfig(endpoint=EndpointConfig(mode="aws", allow_real_aws=True))
         mine = world.build(config)
         plan = capsys.readouterr().err
         assert "about to create these resources in eu-south-2" in plan and "$1 per month" in plan
         assert f"mercadofresco-workbook={mine.ledger.run_id}" in plan
         assert len(mine.close()) == 12
-        learners = boto3.client("sqs", region_name=config.region)
+        learners = boto3.client("sqs", region_name=config.endpoint.region)
         learners.create_queue(QueueName=world.ORDERS_QUEUE)  # the learner's own queue, same name, no tag
         with pytest.raises(cleanup.NameInUseError, match="queue cola-mercadofresco-pedidos that the workbook"):
             world.build(config)
@@ -296,18 +301,20 @@ def test_a_wrong_endpoint_setting_names_the_variable_and_the_way_back(monkeypatc
     monkeypatch.setenv("MERCADOFRESCO_MODE", "endpoint")
     monkeypatch.setenv("MERCADOFRESCO_ENDPOINT_URL", "127.0.0.1:5055")  # no scheme
     with pytest.raises(
-        world.WorldConfigError, match=r"must start with http:// or https://.*MERCADOFRESCO_ENDPOINT_URL"
+        settings.EndpointConfigError, match=r"must start with http:// or https://.*MERCADOFRESCO_ENDPOINT_URL"
     ):
         world.WorldConfig.from_env()
     monkeypatch.setenv("MERCADOFRESCO_MODE", "endpiont")
-    with pytest.raises(world.WorldConfigError, match=r"got 'endpiont' \(read from MERCADOFRESCO_MODE.*unset both"):
+    with pytest.raises(
+        settings.EndpointConfigError, match=r"got 'endpiont' \(read from MERCADOFRESCO_MODE.*unset both"
+    ):
         world.WorldConfig.from_env()
 
 
 def test_an_endpoint_where_nothing_answers_says_so():
     started = time.monotonic()
     with pytest.raises(world.WorldConfigError, match=r"nothing answers at http://127\.0\.0\.1:9: start a server"):
-        world.build(world.WorldConfig(mode="endpoint", endpoint_url="http://127.0.0.1:9"))
+        world.build(world.WorldConfig(endpoint=EndpointConfig(mode="endpoint", endpoint_url="http://127.0.0.1:9")))
     assert time.monotonic() - started < 30
 
 
@@ -315,7 +322,7 @@ def test_an_experiment_of_many_waits_declares_its_whole_need_before_it_starts(ou
     """Notebook 01's latency sweep: five runs of short waits. It once waited a minute, then refused a 1 s step."""
     with (
         clock.VirtualClock(pace=real_pace(outside_url, budget=120)) as reloj,
-        world.build(world.WorldConfig(mode="endpoint", endpoint_url=outside_url)) as mf,
+        world.build(world.WorldConfig(endpoint=EndpointConfig(mode="endpoint", endpoint_url=outside_url))) as mf,
     ):
         started, before = time.monotonic(), reloj.now()
         with pytest.raises(realtime.RealTimeRefusedError) as refused:

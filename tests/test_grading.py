@@ -13,7 +13,7 @@ import lab_variants
 import nbformat
 import pytest
 
-from mercadofresco.course import checker, checks, grading, labs, legacy, nbrun, reports
+from mercadofresco.course import checker, checks, grading, labs, nbrun, reports
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CELL_TIMEOUT = "10"  # generous for a slow CI machine; the solution's slowest cell takes about 2 s
@@ -269,7 +269,7 @@ def test_the_learner_bundle_has_no_solutions(tmp_path):
     assert not any(name.endswith(grader) for name in names)
 
 
-# -- the command, on five notebooks ------------------------------------------------------------
+# -- the command, on four notebooks ------------------------------------------------------------
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
     """`python -m mercadofresco.course.grading grade` on the solution, the blank lab, a mistake and an endless loop."""
@@ -278,8 +278,6 @@ def graded(tmp_path_factory):
     lab_variants.write(labs.handed_out("lab1"), folder / "bea_blank.ipynb")
     lab_variants.write(lab_variants.variant("messageid_key"), folder / "carla_messageid.ipynb")
     lab_variants.write(lab_variants.looping(), folder / "dani_loops.ipynb")
-    # handed out before the package had folders: `from mercadofresco import consumer, delivery, show`
-    (folder / "eva_before_layers.ipynb").write_bytes((FIXTURES / "lab1_before_layers.ipynb").read_bytes())
     out = tmp_path_factory.mktemp("report")
     command = [
         sys.executable,
@@ -306,8 +304,8 @@ def test_the_command_prints_the_expected_score_of_each_learner(graded):
     table = stdout.split("\n\n")[0].splitlines()
     scores = {line.split()[0]: line.split()[1] for line in table[2:]}
     expected = {"ana_solution": "16/16", "bea_blank": "0/16", "carla_messageid": "11/16", "dani_loops": "0/16"}
-    assert scores == expected | {"eva_before_layers": "16/16"}  # old module names still grade
-    assert seconds < 180, f"grading five notebooks took {seconds:.0f} s"
+    assert scores == expected
+    assert seconds < 180, f"grading four notebooks took {seconds:.0f} s"
 
 
 def test_the_looping_notebook_is_cut_off_reported_and_scores_zero_after_it(graded):
@@ -357,7 +355,7 @@ def test_the_csv_has_one_row_per_learner_and_check_and_a_total(graded):
     _, report, csv_path, _ = graded
     rows = list(csv.DictReader(csv_path.open()))
     checks = [row for row in rows if row["check"] not in ("TOTAL", "WRITTEN")]  # WRITTEN: points given by hand
-    assert len(checks) == 5 * 16 and sum(row["check"] == "WRITTEN" for row in rows) == 5
+    assert len(checks) == 4 * 16 and sum(row["check"] == "WRITTEN" for row in rows) == 4
     by_learner = {}
     for row in checks:
         by_learner[row["learner"]] = by_learner.get(row["learner"], 0) + int(row["points"])
@@ -366,22 +364,6 @@ def test_the_csv_has_one_row_per_learner_and_check_and_a_total(graded):
     assert totals == by_learner
     feedback = csv_path.parent / "feedback" / "carla_messageid.md"
     assert "**Score: 11/20** (checks 11/16, written answers 0/4)" in feedback.read_text()  # answers not marked yet
-
-
-def test_old_module_names_are_found_and_aliased_to_their_new_homes():
-    source = "from mercadofresco import checks, clock, consumer, world\nimport mercadofresco.delivery"
-    assert legacy.old_names_in(source) == {"checks", "consumer", "delivery"}
-    assert legacy.old_names_in("from mercadofresco.models import lambda_poller") == set()
-    script = (
-        "from mercadofresco.course import legacy; legacy.install({'consumer', 'dlq'})\n"
-        "from mercadofresco import consumer, dlq, world\n"
-        "from mercadofresco.models import lambda_poller\n"
-        "from mercadofresco.shop import handlers\n"
-        "assert consumer.Poller is lambda_poller.Poller and consumer.ChargeOrders is handlers.ChargeOrders\n"
-        "assert dlq.check_alarms.__name__ == 'check_dlq_alarms' and callable(world.queue_counts)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
-    assert result.returncode == 0, result.stderr
 
 
 def test_lab1_lock_is_shorter_than_the_queue_visibility_as_notebook_03_says():

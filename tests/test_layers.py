@@ -39,6 +39,12 @@ def test_the_layers_hold():
         ("errors.py", "from mercadofresco.patterns import retry"),  # the shared base importing a layer
         ("names.py", "from mercadofresco import clock"),  # the names reaching up into the world's base
         ("names.py", "import boto3"),  # the names paying for an AWS library
+        ("clock.py", "from mercadofresco import world"),  # the world's base reaching up into the world
+        ("queues.py", "from mercadofresco import orders"),  # two siblings of the world's base tied together
+        ("runtime/endpoints.py", "from mercadofresco import world"),  # the plumbing reaching up: the old circle
+        ("runtime/cleanup.py", "from mercadofresco.runtime import endpoints"),  # the ledger above the clients
+        ("runtime/settings.py", "from mercadofresco.runtime import cleanup"),  # two bottom siblings tied together
+        ("runtime/realtime.py", "import botocore"),  # the clock's pace paying for an AWS library
     ],
 )
 def test_a_wrong_import_is_reported(tmp_path, module, wrong_import):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from mercadofresco import endpoints, queues
+from mercadofresco import queues
+from mercadofresco.runtime import endpoints
 
 
 def test_memory_clients_send_the_header_moto_reads_without_a_signature(mf, reloj):
@@ -13,14 +14,14 @@ def test_memory_clients_send_the_header_moto_reads_without_a_signature(mf, reloj
     mf.sqs.list_queues()
     assert mf.sqs.meta.config.signature_version == endpoints.MOTO_SIGNATURE
     header = seen[0].decode() if isinstance(seen[0], bytes) else seen[0]
-    assert f"/{mf.config.region}/sqs/aws4_request" in header
+    assert f"/{mf.config.endpoint.region}/sqs/aws4_request" in header
     assert header.endswith("Signature=not-signed")
 
 
 def test_moto_still_puts_every_service_in_the_world_s_region(mf, reloj):
     url = mf.sqs.create_queue(QueueName="cola-prueba-firma")["QueueUrl"]
     arn = queues.queue_arn(mf.sqs, url)
-    assert f":{mf.config.region}:" in arn  # moto took the region from the header, as with SigV4
+    assert f":{mf.config.endpoint.region}:" in arn  # moto took the region from the header, as with SigV4
     events = mf.client("events")
     events.put_rule(Name="firma", EventBusName=mf.bus_name, EventPattern=json.dumps({"source": ["firma"]}))
     events.put_targets(Rule="firma", EventBusName=mf.bus_name, Targets=[{"Id": "cola", "Arn": arn}])

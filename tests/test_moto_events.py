@@ -6,7 +6,8 @@ import json
 
 import jsonpath_ng.ext
 
-from mercadofresco import moto_events, queues
+from mercadofresco import queues
+from mercadofresco.runtime import moto_events
 
 
 def _received(mf, url: str) -> list[dict]:

@@ -14,7 +14,8 @@ import pytest
 from botocore.exceptions import ClientError
 from moto.sqs import models as sqs_models
 
-from mercadofresco import clock, moto_speedups, world
+from mercadofresco import clock, world
+from mercadofresco.runtime import moto_speedups
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -141,7 +142,7 @@ def test_attribute_view_equals_moto_property() -> None:
         mf.sqs.create_queue(QueueName="cola.fifo", Attributes={"FifoQueue": "true"})
         mf.sqs.create_queue(QueueName="cifrada", Attributes={"KmsMasterKeyId": "alias/mercadofresco-datos"})
         mf.sqs.send_message(QueueUrl=mf.orders.url, MessageBody="x", DelaySeconds=5)
-        backend = sqs_models.sqs_backends["123456789012"][mf.config.region]
+        backend = sqs_models.sqs_backends["123456789012"][mf.config.endpoint.region]
         original = mf.moto_speedups.originals[(sqs_models.Queue, "attributes")]
         for queue in backend.queues.values():
             expected = original.fget(queue)

@@ -20,10 +20,11 @@ import psutil
 import psycopg
 import pytest
 
-from mercadofresco import clock, database, orders
+from mercadofresco import clock, orders
 from mercadofresco.lessons import outbox_experiments as ox
 from mercadofresco.lessons import outbox_operations, outbox_publishers, outbox_streams
 from mercadofresco.patterns import outbox
+from mercadofresco.runtime import database
 
 NOW = clock.LESSON_START
 
@@ -265,7 +266,7 @@ def test_a_killed_process_leaves_no_server_behind(tmp_path):
     """A kernel killed with SIGKILL runs no atexit: the watcher stops its server and deletes the directory."""
     code = (
         "import sys\n"
-        "from mercadofresco import database\n"
+        "from mercadofresco.runtime import database\n"
         "db = database.start()\n"
         "print(db._directory, db._server.get_pid(), flush=True)\n"
         "sys.stdin.read()\n"

@@ -34,7 +34,7 @@ def test_a_queue_outside_this_processs_moto_is_refused_naming_memory_mode(mf, re
 def test_a_queue_behind_another_endpoint_is_read_by_the_process_that_keeps_it(monkeypatch, reloj):
     import boto3
 
-    from mercadofresco import endpoints
+    from mercadofresco.runtime import endpoints
 
     monkeypatch.setattr(endpoints, "_ELSEWHERE", {})
     url = "https://sqs.eu-south-2.checker.invalid"

@@ -3,7 +3,9 @@ import time
 
 import pytest
 
-from mercadofresco import endpoints, queues, world
+from mercadofresco import queues, world
+from mercadofresco.runtime import settings
+from mercadofresco.runtime.settings import EndpointConfig
 
 pytestmark = pytest.mark.usefixtures("reloj")
 
@@ -76,20 +78,28 @@ def test_reset_orders_queue_changes_visibility_and_empties(mf):
 
 
 @pytest.mark.parametrize(
-    ("settings", "message"),
+    ("make", "settings", "message"),
     [
-        ({"visibility_timeout_seconds": -1}, "visibility_timeout_seconds must be between 0 and 43200; got -1"),
-        ({"visibility_timeout_seconds": 43_201}, "visibility_timeout_seconds must be between 0 and 43200"),
-        ({"max_receive_count": 0}, "max_receive_count must be between 1 and 1000; got 0"),
-        ({"retention_seconds": 30}, "retention_seconds must be between 60 and 1209600"),
-        ({"mode": "cloud"}, "mode must be one of memory, endpoint, aws; got 'cloud'"),
-        ({"mode": "endpoint"}, 'mode "endpoint" needs endpoint_url'),
-        ({"endpoint_url": "http://127.0.0.1:5000"}, 'mode "memory" takes no endpoint_url'),
+        (
+            world.WorldConfig,
+            {"visibility_timeout_seconds": -1},
+            "visibility_timeout_seconds must be between 0 and 43200; got -1",
+        ),
+        (
+            world.WorldConfig,
+            {"visibility_timeout_seconds": 43_201},
+            "visibility_timeout_seconds must be between 0 and 43200",
+        ),
+        (world.WorldConfig, {"max_receive_count": 0}, "max_receive_count must be between 1 and 1000; got 0"),
+        (world.WorldConfig, {"retention_seconds": 30}, "retention_seconds must be between 60 and 1209600"),
+        (EndpointConfig, {"mode": "cloud"}, "mode must be one of memory, endpoint, aws; got 'cloud'"),
+        (EndpointConfig, {"mode": "endpoint"}, 'mode "endpoint" needs endpoint_url'),
+        (EndpointConfig, {"endpoint_url": "http://127.0.0.1:5000"}, 'mode "memory" takes no endpoint_url'),
     ],
 )
-def test_bad_configuration_names_the_parameter_and_range(settings, message):
+def test_bad_configuration_names_the_parameter_and_range(make, settings, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        world.WorldConfig(**settings)
+        make(**settings)
 
 
 @pytest.mark.parametrize(
@@ -101,18 +111,18 @@ def test_bad_configuration_names_the_parameter_and_range(settings, message):
     ],
 )
 def test_mock_modes_refuse_a_real_aws_endpoint(url):
-    with pytest.raises(endpoints.RealAwsRefusedError, match="allow_real_aws"):
-        world.WorldConfig(mode="endpoint", endpoint_url=url)
+    with pytest.raises(settings.RealAwsRefusedError, match="allow_real_aws"):
+        world.WorldConfig(endpoint=EndpointConfig(mode="endpoint", endpoint_url=url))
 
 
 def test_real_aws_needs_the_explicit_opt_in(monkeypatch):
-    with pytest.raises(endpoints.RealAwsRefusedError):
-        world.WorldConfig(mode="aws")
+    with pytest.raises(settings.RealAwsRefusedError):
+        world.WorldConfig(endpoint=EndpointConfig(mode="aws"))
     monkeypatch.setenv("MERCADOFRESCO_MODE", "aws")
-    with pytest.raises(endpoints.RealAwsRefusedError):
+    with pytest.raises(settings.RealAwsRefusedError):
         world.WorldConfig.from_env()
     monkeypatch.setenv("MERCADOFRESCO_ALLOW_REAL_AWS", "yes")
-    assert world.WorldConfig.from_env().allow_real_aws  # only now would build() touch AWS
+    assert world.WorldConfig.from_env().endpoint.allow_real_aws  # only now would build() touch AWS
 
 
 def test_memory_mode_ignores_an_endpoint_from_the_environment(monkeypatch, reloj):
@@ -124,9 +134,9 @@ def test_memory_mode_ignores_an_endpoint_from_the_environment(monkeypatch, reloj
 
 
 def test_local_endpoints_are_not_aws():
-    assert not endpoints.is_real_aws_endpoint("http://127.0.0.1:5000")
-    assert not endpoints.is_real_aws_endpoint("http://localhost:4566")
-    assert not endpoints.is_real_aws_endpoint("http://notamazonaws.com")
+    assert not settings.is_real_aws_endpoint("http://127.0.0.1:5000")
+    assert not settings.is_real_aws_endpoint("http://localhost:4566")
+    assert not settings.is_real_aws_endpoint("http://notamazonaws.com")
 
 
 def test_only_a_notebooks_world_freezes_the_collector(reloj) -> None:

@@ -197,18 +197,20 @@ class Lab:
         BackendDict.reset()
 
     def session(self) -> Any:
-        from mercadofresco import endpoints, world
+        from mercadofresco.runtime import endpoints
+        from mercadofresco.runtime.settings import EndpointConfig
 
         if self._session is None:
-            self._session = endpoints.make_session(world.WorldConfig())
+            self._session = endpoints.make_session(EndpointConfig())
         return self._session
 
     def client(self, service: str) -> Any:
         """A boto3 client of this process's moto (the checker reads its own state with it)."""
-        from mercadofresco import endpoints, world
+        from mercadofresco.runtime import endpoints
+        from mercadofresco.runtime.settings import EndpointConfig
 
         if service not in self._clients:
-            self._clients[service] = endpoints.make_client(self.session(), world.WorldConfig(), service)
+            self._clients[service] = endpoints.make_client(self.session(), EndpointConfig(), service)
         return self._clients[service]
 
     def start_database(self, schema: str = "lab3_grader") -> Any:
@@ -495,7 +497,7 @@ def world_of_the_checker() -> Iterator[Callable[[], None]]:
     from moto import mock_aws
     from moto.core.base_backend import BackendDict
 
-    from mercadofresco import moto_speedups
+    from mercadofresco.runtime import moto_speedups
 
     mock = mock_aws()
     mock.start()

@@ -31,8 +31,8 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
-from mercadofresco import database
-from mercadofresco.database_relay import Relay
+from mercadofresco.runtime import database
+from mercadofresco.runtime.database_relay import Relay
 
 ROLE = "mf_learner"
 SOCKET_DIR = ".pg"  # in the learner's working copy; libpq looks for .s.PGSQL.<port> in it

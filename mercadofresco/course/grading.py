@@ -28,7 +28,7 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-from mercadofresco.course import labs, legacy, nbrun, reports
+from mercadofresco.course import labs, nbrun, reports
 from mercadofresco.course import sandbox as sb
 from mercadofresco.course.checker import Check
 from mercadofresco.course.results import CheckResult, LearnerReport
@@ -166,7 +166,6 @@ def _run(
             hidden=setting.hidden,
             network=not setting.isolated,
         )
-        old_names = legacy.old_names_in("\n".join(cell.source for cell in learner.cells if cell.cell_type == "code"))
         lab_cells = sum(1 for cell in setting.solution.cells if cell.cell_type == "code")
         checks = labs.checks_file(setting.solution, setting.solutions_dir)  # run by the grader's own process
         plan_data = {"cells": plan, "memory_mb": setting.limits.memory_mb, "checks": str(checks)}
@@ -174,7 +173,7 @@ def _run(
         plan_data |= {"workdir": str(workdir), "uid": user[1] if user else None}
         plan_data["check_count"] = len(setting.only or labs.check_specs(setting.solution, setting.solutions_dir))
         plan_data["only"] = list(setting.only)
-        run = nbrun.run_notebook(target, setting.limits, plan_data, box, private, legacy_names=old_names)
+        run = nbrun.run_notebook(target, setting.limits, plan_data, box, private)
     finally:
         nbrun.remove(private)
         nbrun.remove(workdir)

@@ -278,9 +278,10 @@ class LearnerSide:
         if service not in self._clients:
             from botocore.config import Config
 
-            from mercadofresco import endpoints, world
+            from mercadofresco.runtime import endpoints
+            from mercadofresco.runtime.settings import EndpointConfig
 
-            config = world.WorldConfig()
+            config = EndpointConfig()
             botocore_config = Config(signature_version=endpoints.MOTO_SIGNATURE, retries={"max_attempts": 1})
             endpoints.botocore.auth.AUTH_TYPE_MAPS.setdefault(endpoints.MOTO_SIGNATURE, endpoints.MotoOnlySigner)
             url = f"https://{service}.{config.region}.{FORWARDED_DOMAIN}"
@@ -292,7 +293,7 @@ class LearnerSide:
     def session(self, config: Any) -> Any:
         """One boto3 session whose clients hand each prepared request to the checker instead of the network."""
         if self._session is None:
-            from mercadofresco import endpoints
+            from mercadofresco.runtime import endpoints
 
             self._session = endpoints.make_session(config)
             events = self._session._session.get_component("event_emitter")

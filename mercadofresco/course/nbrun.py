@@ -44,7 +44,6 @@ STARTUP_SECONDS = 60  # kernel start plus imports, on a slow machine
 WATCH_SECONDS = 0.25
 SANDBOX_ENV = "MERCADOFRESCO_GRADING_SANDBOX"
 IPC_ENV = "MERCADOFRESCO_GRADING_IPC"
-LEGACY_ENV = "MERCADOFRESCO_GRADING_LEGACY_MODULES"  # old module names a learner notebook imports
 PLAN_ENV = "MERCADOFRESCO_GRADING_PLAN"
 KERNEL_FOLDERS = [
     ("MPLCONFIGDIR", ".matplotlib"),
@@ -57,7 +56,7 @@ KERNEL_FOLDERS = [
     ("JUPYTER_CONFIG_DIR", ".jupyter/config"),
     ("JUPYTER_DATA_DIR", ".jupyter/data"),
 ]
-GRADER_ONLY_ENV = (SANDBOX_ENV, IPC_ENV, LEGACY_ENV, PLAN_ENV, "JUPYTER_PATH", "JUPYTER_RUNTIME_DIR")
+GRADER_ONLY_ENV = (SANDBOX_ENV, IPC_ENV, PLAN_ENV, "JUPYTER_PATH", "JUPYTER_RUNTIME_DIR")
 # Measured (benchmarks, 2026-11-30): under a 1024 MB address-space limit lab 1's solution cannot start its poller's
 # threads; labs 1 and 2 pass at 1280 MB. 1536 leaves a margin. Their resident memory peaks near 190 MB.
 MIN_MEMORY_MB = 1536
@@ -111,7 +110,6 @@ def write_kernelspec(cache_dir: Path = CACHE_DIR) -> Path:
 def run_kernel(connection_file: str) -> None:
     """Set this process apart as the grader asked, then become an IPython kernel."""
     box_path = os.environ.get(SANDBOX_ENV)
-    legacy_names = os.environ.get(LEGACY_ENV, "")
     if box_path:
         box = sb.Sandbox.read(Path(box_path))
         workdir = Path(box.workdir)
@@ -130,20 +128,16 @@ def run_kernel(connection_file: str) -> None:
         os.environ["JUPYTER_RUNTIME_DIR"] = str(workdir / ".runtime")
         sb.enter(box)
         connection_file = str(copy)
-    if legacy_names:  # a lab handed out before the package had layers: old names still import
-        from mercadofresco.course import legacy
-
-        legacy.install(set(legacy_names.split(",")))
     from ipykernel import kernelapp
 
     kernelapp.launch_new_instance(argv=["-f", connection_file])
 
 
 # -- running and watching -------------------------------------------------------------------
-def _environment(jupyter_path: Path, private: Path, box_path: Path, ipc: str, legacy_names: set[str]) -> dict:
+def _environment(jupyter_path: Path, private: Path, box_path: Path, ipc: str) -> dict:
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST")}
     env.update({"JUPYTER_PATH": str(jupyter_path), "JUPYTER_RUNTIME_DIR": str(private / "runtime")})
-    env.update({PLAN_ENV: str(private / "plan.json"), SANDBOX_ENV: str(box_path), LEGACY_ENV: ",".join(legacy_names)})
+    env.update({PLAN_ENV: str(private / "plan.json"), SANDBOX_ENV: str(box_path)})
     env.update({"PYDEVD_DISABLE_FILE_VALIDATION": "1", "PYTHONNOUSERSITE": "1", "HOME": str(private)})
     env[labs.WHOLE_RUN_ENV] = "1"  # a lab's selfcheck.here() cell starts no run of its own
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # only nbval and the grader's plugin: the others cost a second
@@ -171,7 +165,6 @@ def run_notebook(
     box: sb.Sandbox,
     private: Path,
     cache_dir: Path = CACHE_DIR,
-    legacy_names: set[str] = frozenset(),
 ) -> Run:
     """Run `notebook` (in the grader's `private` folder) with the kernel set apart as `box` says."""
     jupyter_path = write_kernelspec(cache_dir)
@@ -194,7 +187,7 @@ def run_notebook(
         str(notebook),
     ]
     budget = time_budget(plan, limits)
-    env = _environment(jupyter_path, private, box_path, ipc, set(legacy_names))
+    env = _environment(jupyter_path, private, box_path, ipc)
     started = time.monotonic()
     process = subprocess.Popen(
         command, cwd=private, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True

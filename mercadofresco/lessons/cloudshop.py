@@ -26,12 +26,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from mercadofresco import moto_events, orders, queues, world
+from mercadofresco import orders, queues, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
 from mercadofresco.lessons import duplicates
 from mercadofresco.models import lambda_poller
 from mercadofresco.patterns import idempotency, ordering
+from mercadofresco.runtime import moto_events
 
 BUS = "bus-cloudshop"
 EMAIL_QUEUE, EMAIL_DLQ = "cola-cloudshop-correo", "cloudshop-correo-fallidos"

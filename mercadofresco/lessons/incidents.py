@@ -26,11 +26,12 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from mercadofresco import alarms, moto_speedups, orders, queues, world
+from mercadofresco import alarms, orders, queues, world
 from mercadofresco.clock import MADRID, VirtualClock
 from mercadofresco.errors import check_range
 from mercadofresco.models import alarm_evaluation
 from mercadofresco.patterns import dlq
+from mercadofresco.runtime import moto_speedups
 
 SUNDAY_2204 = dt.datetime(2026, 10, 18, 22, 4, tzinfo=MADRID)
 SUNDAY_2351 = dt.datetime(2026, 10, 18, 23, 51, tzinfo=MADRID)

@@ -27,9 +27,9 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from mercadofresco import clock, orders, world
-from mercadofresco.database import Database
 from mercadofresco.errors import check_range
 from mercadofresco.patterns import outbox
+from mercadofresco.runtime.database import Database
 
 ORDERS_PER_MONTH = 240_000  # the lesson's figure
 MARTA_RATE = 1 / 900  # 1 in 900 orders exists in Aurora without an event

@@ -16,11 +16,11 @@ from decimal import Decimal
 from typing import Any
 
 from mercadofresco import alarms, clock, orders, world
-from mercadofresco.database import Database
 from mercadofresco.errors import check_range
 from mercadofresco.lessons.outbox_experiments import fresh_tables
 from mercadofresco.models import alarm_evaluation
 from mercadofresco.patterns import outbox
+from mercadofresco.runtime.database import Database
 
 
 @dataclass(frozen=True)

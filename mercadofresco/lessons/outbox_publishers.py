@@ -24,10 +24,10 @@ from typing import Any
 import psycopg
 
 from mercadofresco import clock, orders, queues, world
-from mercadofresco.database import Database
 from mercadofresco.lessons.outbox_experiments import fresh_tables
 from mercadofresco.models import event_faults
 from mercadofresco.patterns import idempotency, outbox
+from mercadofresco.runtime.database import Database
 
 LOCK_WAIT_MS = 50  # how long the second publisher waits before we call it blocked
 CONTEND_MODES = ("skip_locked", "for_update", "no_lock")

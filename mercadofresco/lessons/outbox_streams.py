@@ -41,10 +41,10 @@ def create_carts_table(dynamodb: Any) -> str:
 
 def streams_client(mf: world.World) -> Any:
     """A DynamoDB Streams client for this world, kept off the account endpoint moto does not serve."""
-    memory = mf.config.mode == "memory"
+    memory = mf.config.endpoint.mode == "memory"
     return mf.session.client(
         "dynamodbstreams",
-        endpoint_url=None if memory else mf.config.endpoint_url,
+        endpoint_url=None if memory else mf.config.endpoint.endpoint_url,
         config=Config(ignore_configured_endpoint_urls=memory, account_id_endpoint_mode="disabled"),
     )
 

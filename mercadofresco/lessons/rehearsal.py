@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from mercadofresco import world
 from mercadofresco.clock import VirtualClock
-from mercadofresco.realtime import VIRTUAL
+from mercadofresco.runtime.realtime import VIRTUAL
 
 Experiment = TypeVar("Experiment", bound=Callable[..., Any])
 

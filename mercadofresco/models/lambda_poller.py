@@ -36,9 +36,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mercadofresco import moto_speedups, orders, queues
+from mercadofresco import orders, queues
 from mercadofresco.clock import ClockedEnvironment, Stopwatch, Task, VirtualClock
 from mercadofresco.errors import check_range
+from mercadofresco.runtime import moto_speedups
 
 TIMED_OUT, STOPPED = "function_timeout", "poller_stopped"  # how an invocation can be cut off
 DRAIN_CHECK_SECONDS = 60.0  # how often run_until_idle looks at the queue (each look is an API call)

@@ -17,8 +17,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from mercadofresco import endpoints, moto_speedups
 from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.runtime import endpoints, moto_speedups
 
 
 class QueueAgeError(MercadoFrescoError, LookupError):

@@ -15,7 +15,6 @@ with `RealTimeRefusedError`, which says how to run the experiment in process.
 from __future__ import annotations
 
 import datetime as dt
-import os
 import sys
 import threading
 import time
@@ -23,10 +22,10 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from mercadofresco.errors import MercadoFrescoError, check_range
+from mercadofresco.runtime import settings
+from mercadofresco.runtime.settings import DEFAULT_BUDGET_SECONDS, MAX_BUDGET_SECONDS, is_real_aws_endpoint
 
-BUDGET_VARIABLE = "MERCADOFRESCO_REAL_TIME_BUDGET_SECONDS"
-DEFAULT_BUDGET_SECONDS = 600.0  # ten minutes: what a learner should wait for one notebook
-MAX_BUDGET_SECONDS = 86_400.0
+BUDGET_VARIABLE = settings.REAL_TIME_BUDGET
 ANNOUNCE_SECONDS = 5.0  # a single wait this long or longer says so before it starts
 PROGRESS_SECONDS = 10.0  # how often a long wait reports how far it got
 STEP_SECONDS = 0.25  # a wait sleeps in steps this short, so an interrupt stops it at once
@@ -77,29 +76,16 @@ def pace_from_env(virtual_now: dt.datetime) -> Pace:
     is asked for its time, and one that answers with the virtual clock's
     instant runs in this process, so the clock stays virtual.
     """
-    mode = os.environ.get("MERCADOFRESCO_MODE", "memory")
-    if mode not in ("endpoint", "aws"):  # memory, or a wrong mode that world.build refuses by name
+    current = settings.read()
+    if current.mode not in ("endpoint", "aws"):  # memory, or a wrong mode that world.build refuses by name
         return VIRTUAL
-    budget = budget_from_env()
-    if mode == "aws":
+    budget = current.real_time_budget_seconds
+    if current.mode == "aws":
         return Pace(True, "aws", "real AWS", budget, follows_wall=True)
-    url = os.environ.get("MERCADOFRESCO_ENDPOINT_URL", "")
-    from mercadofresco.endpoints import is_real_aws_endpoint  # here: endpoints imports boto3, this module does not
-
+    url = current.endpoint_url or ""
     if url and not is_real_aws_endpoint(url) and reads_this_process_time(url, virtual_now):  # never ask AWS itself
         return Pace(False, "endpoint", f"a moto server in this process ({url})", budget)
     return Pace(True, "endpoint", f"the endpoint {url or '(no URL set)'}", budget)
-
-
-def budget_from_env() -> float:
-    """MERCADOFRESCO_REAL_TIME_BUDGET_SECONDS, or 600 s."""
-    raw = os.environ.get(BUDGET_VARIABLE, "")
-    try:
-        budget = float(raw) if raw else DEFAULT_BUDGET_SECONDS
-    except ValueError:
-        raise MercadoFrescoError(f"{BUDGET_VARIABLE} must be a number of seconds; got {raw!r}") from None
-    check_range(BUDGET_VARIABLE, budget, 0, MAX_BUDGET_SECONDS, MercadoFrescoError)
-    return budget
 
 
 def reads_this_process_time(url: str, virtual_now: dt.datetime) -> bool:

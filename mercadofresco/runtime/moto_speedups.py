@@ -194,7 +194,7 @@ def apply() -> Speedups:
     """
     if moto.__version__ not in TESTED_MOTO_VERSIONS:
         warnings.warn(
-            f"mercadofresco.moto_speedups was written for moto {', '.join(TESTED_MOTO_VERSIONS)}, "
+            f"mercadofresco.runtime.moto_speedups was written for moto {', '.join(TESTED_MOTO_VERSIONS)}, "
             f"not {moto.__version__}: SQS runs unpatched (correct, but slow when a queue holds thousands of messages)",
             MotoSpeedupWarning,
             stacklevel=2,

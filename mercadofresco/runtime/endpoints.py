@@ -1,4 +1,4 @@
-"""Where the AWS calls go: moto in this process, an endpoint you run, or real AWS by explicit opt-in.
+"""boto3 sessions and clients for an `EndpointConfig`: moto in this process, an endpoint you run, or real AWS.
 
 The mock modes ("memory", "endpoint") sign with fake credentials and refuse a
 host that is real AWS, so a mistyped URL can never create billed resources.
@@ -10,37 +10,21 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
 
 import boto3
 import botocore.auth
 from botocore.config import Config
 
-from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.runtime.settings import EndpointConfig
 
-if TYPE_CHECKING:  # world imports this module; the annotation only names its config
-    from mercadofresco.cleanup import Ledger
-    from mercadofresco.world import WorldConfig
+if TYPE_CHECKING:
+    from mercadofresco.runtime.cleanup import Ledger
 
-MODES = ("memory", "endpoint", "aws")
 FAKE_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 MOTO_SIGNATURE = "mercadofresco-moto-only"  # memory mode's signature_version (MotoOnlySigner)
 # Clients whose moto lives in another process that answers the package's models (the grader's checker, for the
 # learner's kernel: lab 2's age of a queue's oldest message): endpoint URL -> ask(model, *args).
 _ELSEWHERE: dict[str, Callable[..., Any]] = {}
-
-
-class RealAwsRefusedError(MercadoFrescoError):
-    """The configuration would reach real AWS without the explicit opt-in."""
-
-
-def is_real_aws_endpoint(url: str) -> bool:
-    """True if `url` points at an AWS service host (amazonaws.com, api.aws…)."""
-    host = (urlparse(url).hostname or "").lower()
-    return host.endswith((".amazonaws.com", ".amazonaws.com.cn", ".api.aws")) or host in (
-        "amazonaws.com",
-        "api.aws",
-    )
 
 
 class MotoOnlySigner(botocore.auth.BaseSigner):
@@ -78,7 +62,7 @@ def elsewhere(client: Any) -> Callable[..., Any] | None:
     return _ELSEWHERE.get(client.meta.endpoint_url)
 
 
-def make_client(session: boto3.Session, config: WorldConfig, service: str, ledger: Ledger | None = None) -> Any:
+def make_client(session: boto3.Session, config: EndpointConfig, service: str, ledger: Ledger | None = None) -> Any:
     """A boto3 client that can only reach what `config` allows; with a `ledger`, what it creates is tagged and noted."""
     if config.mode == "memory":
         # Ignore AWS_ENDPOINT_URL* from the environment: moto answers every call here, and checks no signature.
@@ -92,7 +76,7 @@ def make_client(session: boto3.Session, config: WorldConfig, service: str, ledge
     return client
 
 
-def make_session(config: WorldConfig) -> boto3.Session:
+def make_session(config: EndpointConfig) -> boto3.Session:
     """Fake credentials in the mock modes; the normal credential chain only for real AWS."""
     if config.mode == "aws":
         return boto3.Session(region_name=config.region)

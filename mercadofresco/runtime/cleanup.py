@@ -5,10 +5,10 @@ In the endpoint and aws modes every resource created through a world's clients
 the tag `mercadofresco-workbook=<run id>`, added by a botocore hook on those
 clients, and is noted in the world's `Ledger`. `World.close()` deletes what the
 ledger holds; in aws mode it also runs when the Python process ends. What an
-interrupted run left behind, the command finds by its tag:
+interrupted run left behind, the command (`cleanup_cli`) finds by its tag:
 
-    python -m mercadofresco.cleanup --mode aws           # lists what it would delete
-    python -m mercadofresco.cleanup --mode aws --yes     # deletes it
+    python -m mercadofresco.runtime.cleanup_cli --mode aws         # lists what it would delete
+    python -m mercadofresco.runtime.cleanup_cli --mode aws --yes   # deletes it
 
 It never touches a resource without the tag. KMS keys cannot be deleted at
 once: they are scheduled for deletion after 7 days (the shortest AWS allows).
@@ -16,15 +16,12 @@ once: they are scheduled for deletion after 7 days (the shortest AWS allows).
 
 from __future__ import annotations
 
-import argparse
-import os
-import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
 from mercadofresco.errors import MercadoFrescoError
 
@@ -187,56 +184,3 @@ def find_tagged(client: Callable[[str], Any], run_id: str | None = None) -> list
             if ours({t["Key"]: t["Value"] for t in events.list_tags_for_resource(ResourceARN=rule["Arn"])["Tags"]}):
                 found.append(("rule", rule["Arn"]))
     return found
-
-
-def main(argv: list[str] | None = None) -> int:
-    """The cleanup command: list (or, with --yes, delete) what the workbook left in an endpoint or in AWS."""
-    from mercadofresco import endpoints, world  # imported here: world builds on this module
-
-    parser = argparse.ArgumentParser(prog="python -m mercadofresco.cleanup", description=main.__doc__)
-    env_mode = os.environ.get("MERCADOFRESCO_MODE")
-    parser.add_argument(
-        "--mode",
-        choices=("endpoint", "aws"),
-        default=env_mode if env_mode in ("endpoint", "aws") else None,
-        required=env_mode not in ("endpoint", "aws"),
-        help="default: MERCADOFRESCO_MODE",
-    )
-    parser.add_argument(
-        "--endpoint-url",
-        default=os.environ.get("MERCADOFRESCO_ENDPOINT_URL"),
-        help="for --mode endpoint, e.g. http://127.0.0.1:5000 (default: MERCADOFRESCO_ENDPOINT_URL)",
-    )
-    parser.add_argument("--region", default=world.WorldConfig.region)
-    parser.add_argument("--run", help="only this run id (default: every run's resources)")
-    parser.add_argument("--yes", action="store_true", help="delete; without it, only list")
-    args = parser.parse_args(argv)
-    try:
-        config = world.WorldConfig(
-            mode=args.mode, endpoint_url=args.endpoint_url, region=args.region, allow_real_aws=args.mode == "aws"
-        )
-    except MercadoFrescoError as exc:
-        parser.error(str(exc))
-    session = endpoints.make_session(config)
-    clients: dict[str, Any] = {}
-
-    def client(service: str) -> Any:
-        return clients.setdefault(service, endpoints.make_client(session, config, service))
-
-    try:
-        found = find_tagged(client, args.run)
-    except (BotoCoreError, ValueError) as exc:  # the endpoint is down, or not a URL
-        parser.error(f"could not reach {args.endpoint_url or 'AWS'}: {exc}")
-    if not found:
-        print(f"nothing tagged {TAG_KEY} in {config.region}")
-        return 0
-    if not args.yes:
-        print("\n".join(f"would delete {kind} {ident}" for kind, ident in found))
-        print("run again with --yes to delete them")
-        return 0
-    print("\n".join(delete(client, found)))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -32,7 +32,7 @@ def plan_text(region: str, run_id: str) -> str:
         *("  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in _ROWS),
         f"  Prices: {PRICES_AS_OF} from each service's pricing page; check them for your region.",
         "  They are deleted when the notebook's kernel ends (World.close()); if a run is cut off,",
-        "  `python -m mercadofresco.cleanup --mode aws --yes` deletes whatever carries the tag.",
+        "  `python -m mercadofresco.runtime.cleanup_cli --mode aws --yes` deletes whatever carries the tag.",
     ]
     return "\n".join(lines) + "\n"
 

@@ -39,8 +39,9 @@ import psycopg
 from psycopg import sql
 
 from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.runtime import settings
 
-DATABASE_URL_ENV = "MERCADOFRESCO_DATABASE_URL"
+DATABASE_URL_ENV = settings.DATABASE_URL
 SCHEMES = ("postgresql", "postgres")
 DEFAULT_SCHEMA = "mercadofresco"
 SCHEMA_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -155,7 +156,7 @@ def check_url(url: str) -> None:
 
 def start(url: str | None = None, schema: str = DEFAULT_SCHEMA) -> Database:
     """A database to work in, with an empty `schema`: `url`, else MERCADOFRESCO_DATABASE_URL, else embedded."""
-    url = url or os.environ.get(DATABASE_URL_ENV) or None
+    url = url or settings.read().database_url
     db = Database(url, schema) if url else _start_embedded(schema)
     try:
         if url:
