@@ -18,12 +18,6 @@ Outside memory mode every resource a world's clients create is tagged and noted
 prints what it will create and its list price (`billing`), refuses names your
 account already uses for something else, and deletes its resources when the
 process ends.
-
-Longer than one sitting (~390 lines) on purpose: the three modes and the
-resources they build stay in one place a learner can read next to notebook 00's
-diagram. What could leave has left: the lesson's names (`names`, re-exported
-here), the queue helpers (`queues`), the modes' plumbing (`endpoints`), tagging
-and deletion (`cleanup`).
 """
 
 from __future__ import annotations

@@ -15,7 +15,6 @@ import pytest
 
 from mercadofresco.course import checker, checks, grading, labs, nbrun, reports
 
-FIXTURES = Path(__file__).parent / "fixtures"
 CELL_TIMEOUT = "10"  # generous for a slow CI machine; the solution's slowest cell takes about 2 s
 
 

@@ -19,8 +19,6 @@ Decimals, datetimes, sets, tuples and dicts with other keys. Anything else is
 the side's business (`Codec.encode_object`, `Codec.decode_object`): a proxy
 reference, a function the other side may call back. An answer that breaks
 these rules, or comes out of turn, fails the call, never the other way round.
-
-A little over one sitting (~340 lines): the wire, its codec and the lanes are one protocol, read whole.
 """
 
 from __future__ import annotations

@@ -15,9 +15,6 @@ A check passes when its own assertions hold on this state and on the values
 the learner's functions returned, judged as data. Nothing the kernel says
 about a check counts; a kernel that dies, hangs or answers out of turn fails
 the call it was in, and every check after it.
-
-A little over one sitting (~500 lines): the proxies' codec, what the kernel may call and the
-checks' runner decide together what a verdict rests on, so they are read together.
 """
 
 from __future__ import annotations
@@ -300,7 +297,7 @@ class Lab:
     def describe_world(self, mf: Any) -> dict:
         from dataclasses import asdict
 
-        config = {key: value for key, value in asdict(mf.config).items() if key in ("region",) or "seconds" in key}
+        config = {key: value for key, value in asdict(mf.config).items() if "seconds" in key}  # the queues'
         config |= {"max_receive_count": mf.config.max_receive_count}
         plain = ("topic_arn", "alerts_topic_arn", "warehouse_queue_url", "table_name", "bus_name")
         return {

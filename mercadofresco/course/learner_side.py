@@ -23,9 +23,6 @@ gateway waits in the caller's time), and read a queue's age from its moto.
 
 Nothing here decides a verdict. Learner code can change any of it: the worst
 it can do is answer wrongly, and a wrong answer fails the check.
-
-A little over one sitting (~350 lines): the proxies, the codec and the forwarding of the world are the whole
-of what the kernel does at grading time, read together.
 """
 
 from __future__ import annotations
@@ -255,7 +252,7 @@ class LearnerSide:
         from mercadofresco import queues, world
 
         config = world.WorldConfig(**described["config"])
-        session = self.session(config)
+        session = self.session(config.endpoint)
         orders = queues.QueuePair(**described["orders"])
         plain = {key: described[key] for key in ("topic_arn", "alerts_topic_arn", "warehouse_queue_url")}
         clients = {service: self.aws_client(service) for service in described["services"]}

@@ -14,8 +14,6 @@ not hold more than the memory limit, keep more than CPU_SHARE CPUs busy, fill
 the working copy past DISK_MB, or last longer than its time budget; any of these
 and it is killed at once. When the notebook is done every process the learner
 started is killed, including children in sessions of their own.
-
-A little over one sitting (~310 lines): the launcher, the run and the watcher's limits stay together.
 """
 
 from __future__ import annotations
