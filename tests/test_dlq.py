@@ -1,12 +1,16 @@
 """DLQ tools: inspection deletes nothing, the content decides the class, redrive is paced and verified."""
 
 import datetime as dt
+import subprocess
+import sys
 from decimal import Decimal
 
+import boto3
 import pytest
+from moto import mock_aws
 
 from mercadofresco import alarms, orders, queues, world
-from mercadofresco.lessons import incidents, redrive
+from mercadofresco.lessons import incidents, redrive, show_dlq
 from mercadofresco.models import alarm_evaluation, gateway, move_task
 from mercadofresco.patterns import dlq
 from mercadofresco.shop import handlers
@@ -19,7 +23,7 @@ def bodies(mf, url):
 
 def classify_by_time_only(samples):
     """The wrong variant: a burst means transient, a trickle means poison."""
-    return "transient" if dlq.time_shape(samples) == "burst" else "poison"
+    return dlq.FailureKind.TRANSIENT if dlq.time_shape(samples) is dlq.TimeShape.BURST else dlq.FailureKind.POISON
 
 
 @pytest.fixture
@@ -65,19 +69,48 @@ def test_exercise2_seed_has_the_lessons_shape(mf, reloj):
 def test_classifier_labels_each_seeded_incident(mf, reloj, kinds):
     for incident in kinds.values():
         samples = dlq.inspect(mf.sqs, incident.dlq_url, max_messages=1000)
-        assert dlq.classify(samples).kind == incident.expected_kind, incident.name
+        assert dlq.classify(samples).kind is incident.expected_kind, incident.name
     reloj.advance(6)
-    assert dlq.time_shape(dlq.inspect(mf.sqs, kinds["rafaga-transitoria"].dlq_url, 1000)) == "burst"
-    assert dlq.time_shape(dlq.inspect(mf.sqs, kinds["rafaga-version-2"].dlq_url, 1000)) == "burst"
-    assert dlq.time_shape(dlq.inspect(mf.sqs, kinds["goteo-veneno"].dlq_url, 1000)) == "trickle"
+    assert dlq.time_shape(dlq.inspect(mf.sqs, kinds["rafaga-transitoria"].dlq_url, 1000)) is dlq.TimeShape.BURST
+    assert dlq.time_shape(dlq.inspect(mf.sqs, kinds["rafaga-version-2"].dlq_url, 1000)) is dlq.TimeShape.BURST
+    assert dlq.time_shape(dlq.inspect(mf.sqs, kinds["goteo-veneno"].dlq_url, 1000)) is dlq.TimeShape.TRICKLE
 
 
 def test_time_only_classifier_mislabels_the_version_2_burst(mf, kinds):
     samples = dlq.inspect(mf.sqs, kinds["rafaga-version-2"].dlq_url, max_messages=1000)
-    assert classify_by_time_only(samples) == "transient"  # the clue misleads
-    assert dlq.classify(samples).kind == "poison"  # the content is the proof
+    assert classify_by_time_only(samples) is dlq.FailureKind.TRANSIENT  # the clue misleads
+    assert dlq.classify(samples).kind is dlq.FailureKind.POISON  # the content is the proof
     transient = dlq.inspect(mf.sqs, kinds["rafaga-transitoria"].dlq_url, max_messages=1000)
-    assert classify_by_time_only(transient) == dlq.classify(transient).kind == "transient"
+    assert classify_by_time_only(transient) is dlq.classify(transient).kind is dlq.FailureKind.TRANSIENT
+
+
+def test_the_verdict_is_an_enum_with_the_lessons_names_and_its_evidence_is_data(mf, kinds):
+    verdict = dlq.classify(dlq.inspect(mf.sqs, kinds["rafaga-version-2"].dlq_url, max_messages=1000))
+    assert isinstance(verdict.kind, dlq.FailureKind) and isinstance(verdict.time_shape, dlq.TimeShape)
+    assert {kind.value for kind in dlq.FailureKind} == {"poison", "transient", "data"}
+    assert (verdict.kind.value, verdict.time_shape.value) == ("poison", "burst")
+    assert verdict.receive_counts == ((4, 40),) and verdict.kept_reasons == (("MalformedOrderError", 40),)
+    assert show_dlq.evidence(verdict) == [
+        "40 messages sent Sun 18 22:04 to Sun 18 23:51: a burst",
+        "receive counts 4 x40",
+        "content: 40/40 say 'version 2, this consumer expects 1'",
+        "kept reason: MalformedOrderError x40",
+    ]
+
+
+def test_the_dlq_pattern_needs_no_world():
+    script = "import sys, mercadofresco.patterns.dlq; assert 'mercadofresco.world' not in sys.modules"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    with mock_aws():
+        cloudwatch = boto3.client("cloudwatch", region_name="eu-south-2")
+        topic = "arn:aws:sns:eu-south-2:123456789012:alertas-mercadofresco"
+        dlq.define_alarms(cloudwatch, topic, "cola-tienda-fallidos")
+        found = cloudwatch.describe_alarms()["MetricAlarms"]
+    assert {a["AlarmName"]: a["AlarmActions"] for a in found} == {
+        "cola-tienda-fallidos-mensajes": [topic],
+        "cola-tienda-fallidos-antiguedad": [topic],
+    }
 
 
 def test_reason_is_kept_with_the_message(mf, kinds):
@@ -88,7 +121,7 @@ def test_reason_is_kept_with_the_message(mf, kinds):
 
 
 def test_alarms_fire_by_count_after_5_minutes_and_by_age_after_an_hour(mf, reloj):
-    dlq.define_alarms(mf)
+    dlq.define_alarms(mf.client("cloudwatch"), mf.alerts_topic_arn)
     pair = mf.orders
     reason = dlq.FailureReason("GatewayUnavailableError", "503", "1.4.0", 4, world.ORDERS_QUEUE)
     dlq.dead_letter_copy(mf.sqs, pair.dlq_url, "{}", reason, int(reloj.timestamp() * 1000))

@@ -90,7 +90,7 @@ def _apply_all(table, updates, conditional):
         if conditional:
             table.put_if_newer("SKU-0042", stock, version)
         else:
-            table.put("SKU-0042", stock, version)
+            experiments.put_without_version_check(table, "SKU-0042", stock, version)
     item = table.get("SKU-0042")
     return item.version, item.stock
 

@@ -130,9 +130,9 @@ def test_four_publishers_in_parallel_threads_publish_every_row_exactly_once(db):
 def test_the_partial_index_exists_and_the_claim_uses_it(db):
     plans = outbox_publishers.claim_plans(db)
     small, forced, history = plans.values()
-    assert not outbox.uses_pending_index(small)  # 50 rows: reading the table is cheaper, and the planner knows it
-    assert outbox.uses_pending_index(forced)
-    assert outbox.uses_pending_index(history)  # behind 20,000 published rows, without any setting
+    assert not outbox_publishers.uses_pending_index(small)  # 50 rows: reading the table is cheaper, the planner knows
+    assert outbox_publishers.uses_pending_index(forced)
+    assert outbox_publishers.uses_pending_index(history)  # behind 20,000 published rows, without any setting
     with db.connect() as conn, conn.transaction():
         definition = conn.execute("SELECT indexdef FROM pg_indexes WHERE indexname = 'outbox_pendientes'").fetchone()
     assert "WHERE (NOT publicado)" in definition[0]

@@ -115,7 +115,7 @@ def build_flow(mf: world.World, reloj: VirtualClock, honours_key: bool = True) -
             max_receive_count=MAX_RECEIVES,
         )
     for dlq_name in (world.ORDERS_DLQ, *DLQS.values()):  # the two DLQ alarms of notebook 10 on each
-        dlq.define_alarms(mf, dlq_name)
+        dlq.define_alarms(mf.client("cloudwatch"), mf.alerts_topic_arn, dlq_name)
     # A rule with no target in moto: its SNS target would make put_events raise NotImplementedError.
     mf.client("events").put_rule(Name=NOTIFY_RULE, EventBusName=world.BUS, EventPattern=json.dumps(NOTIFY_PATTERN))
     provider = gw.PaymentGateway(reloj)

@@ -28,7 +28,7 @@ from typing import Any
 
 from mercadofresco import alarms, orders, queues, world
 from mercadofresco.clock import MADRID, VirtualClock
-from mercadofresco.errors import check_range
+from mercadofresco.errors import MercadoFrescoError, check_range
 from mercadofresco.models import alarm_evaluation
 from mercadofresco.patterns import dlq
 from mercadofresco.runtime import moto_speedups
@@ -42,7 +42,7 @@ ALARM_STEP_SECONDS = 300  # how often the alarm model evaluates (the alarms' per
 POLL_SECONDS = 60  # the failing consumer sweeps the queue once a minute (Lambda polls continuously)
 
 
-class SeedError(dlq.MercadoFrescoError):
+class SeedError(MercadoFrescoError):
     """An incident cannot be seeded from where the clock stands."""
 
 
@@ -56,7 +56,7 @@ class Incident:
     count: int
     first_sent: dt.datetime
     last_sent: dt.datetime
-    expected_kind: str
+    expected_kind: dlq.FailureKind
     pedido_ids: tuple[str, ...]
 
 
@@ -102,7 +102,9 @@ def seed_exercise2_incident(
     reloj.advance_to(MONDAY_0900 - dt.timedelta(seconds=SOURCE_OLDEST_SECONDS))
     orders.send_order(sqs, pair.url, orders.Order(orders.order_id(210_001), Decimal("31.75")))
     reloj.advance_to(MONDAY_0900)
-    return Incident("version-2", pair.dlq_url, pair.url, count, SUNDAY_2204, SUNDAY_2351, "poison", tuple(ids))
+    return Incident(
+        "version-2", pair.dlq_url, pair.url, count, SUNDAY_2204, SUNDAY_2351, dlq.FailureKind.POISON, tuple(ids)
+    )
 
 
 def _sweep(sqs: Any, reloj: VirtualClock, pair: queues.QueuePair, at: dt.datetime) -> dt.datetime:
@@ -137,20 +139,26 @@ def time_to_dead_letter(mf: world.World, reloj: VirtualClock, visibility_timeout
 
 
 # -- the three kinds, as a reason-keeping consumer leaves them -------------------------------------
-def _kinds(rng: random.Random) -> list[tuple[str, str, dt.datetime, dt.datetime, int]]:
+def _kinds(rng: random.Random) -> list[tuple[str, dlq.FailureKind, dt.datetime, dt.datetime, int]]:
     """(name, expected kind, first, last, count) of each seeded DLQ."""
     saturday = dt.datetime(2026, 10, 17, tzinfo=MADRID)
     return [
         (
             "rafaga-transitoria",
-            "transient",
+            dlq.FailureKind.TRANSIENT,
             saturday.replace(hour=18, minute=12),
             saturday.replace(hour=18, minute=41),
             40,
         ),
-        ("goteo-veneno", "poison", saturday, saturday + dt.timedelta(days=3), 30),
-        ("goteo-datos", "data", saturday + dt.timedelta(hours=2), saturday + dt.timedelta(days=3, hours=1), 20),
-        ("rafaga-version-2", "poison", SUNDAY_2204, SUNDAY_2351, 40),
+        ("goteo-veneno", dlq.FailureKind.POISON, saturday, saturday + dt.timedelta(days=3), 30),
+        (
+            "goteo-datos",
+            dlq.FailureKind.DATA,
+            saturday + dt.timedelta(hours=2),
+            saturday + dt.timedelta(days=3, hours=1),
+            20,
+        ),
+        ("rafaga-version-2", dlq.FailureKind.POISON, SUNDAY_2204, SUNDAY_2351, 40),
     ]
 
 
@@ -207,7 +215,7 @@ def seed_kinds(
     seeded = Seeded(incidents)
     checks = _alarm_instants(incidents[watch], watch_hours) if watch else []
     if watch:
-        dlq.define_alarms(mf, f"{world.ORDERS_DLQ}-{watch}")
+        dlq.define_alarms(mf.client("cloudwatch"), mf.alerts_topic_arn, f"{world.ORDERS_DLQ}-{watch}")
     for at, name, dlq_url, number in sorted(plan):
         while checks and checks[0] < at:
             seeded.alarm_rows.append(_check(mf, reloj, incidents[watch], checks.pop(0)))

@@ -5,7 +5,8 @@ its messages is in flight; (b) `throughput` measures one group against sku
 groups with 1, 10 and 50 consumers; (c) `compare_setups` and `mix_matters`
 send the same stock messages through a standard queue, one group and sku
 groups (the widget calls `compare_setups`); (d) `versioned_updates` writes
-reordered recounts to `mercadofresco-stock` plainly and version-conditionally.
+reordered recounts to `mercadofresco-stock` plainly (`put_without_version_check`,
+the wrong write) and version-conditionally (`ordering.StockTable.put_if_newer`).
 The runs themselves are `stock_queue.run_ordering`. Notebook 12 calls these.
 """
 
@@ -168,12 +169,18 @@ def versioned_updates(
     return rows
 
 
+def put_without_version_check(table: ordering.StockTable, sku: str, stock: int, version: int) -> None:
+    """The wrong write: unconditional, so whatever arrives last wins, old or new."""
+    item = {"sku": {"S": sku}, "stock": {"N": str(stock)}, "version": {"N": str(version)}}
+    table.dynamodb.put_item(TableName=table.table_name, Item=item)
+
+
 def _writer(table: ordering.StockTable, write: str, discarded: list[dict[str, Any]]) -> stock_queue.Apply:
-    """What a consumer does with a recount: `put` it, or `put_if_newer` and note the stale ones it discarded."""
+    """What a consumer does with a recount: `put` it unconditionally, or `put_if_newer` and note the stale ones."""
 
     def apply(body: dict[str, Any]) -> None:
         if write == "put":
-            table.put(body["sku"], body["cantidad"], body["version"])
+            put_without_version_check(table, body["sku"], body["cantidad"], body["version"])
         elif not table.put_if_newer(body["sku"], body["cantidad"], body["version"]):
             discarded.append(body)
 

@@ -1,8 +1,10 @@
 """Experiments of section 13 on the publisher side (notebook 13): locks, the plan, latency, duplicates.
 
 - `contend`: two publishers claim at the same instant with SKIP LOCKED, with a plain
-  FOR UPDATE (the second one waits) and with no lock at all (both take the same rows);
-- `claim_plans`: EXPLAIN of the claim query on a small table and on a long history;
+  FOR UPDATE (`claim_without_skip_locked`: the second one waits) and with no lock at all
+  (both take the same rows);
+- `claim_plans`: EXPLAIN of the claim query (`claim_plan`) on a small table and on a long
+  history, and whether it reads the partial index (`uses_pending_index`);
 - `publish_latency`: orders arrive at seeded instants, a publisher polls every second;
 - `deliver_and_consume`: the SQS variant end to end, a publisher that dies between
   publishing and marking, and the idempotent consumer keyed by the outbox id;
@@ -52,14 +54,21 @@ def add_rows(conn: Any, pending: int, published: int = 0, now: dt.datetime = clo
             conn.execute(insert, {"t": now, "total": total, "done": False, "first": published + 1, "last": total})
 
 
+def claim_without_skip_locked(conn: Any, batch_size: int = outbox.BATCH_SIZE) -> list[outbox.OutboxRow]:
+    """The wrong claim: FOR UPDATE without SKIP LOCKED, so a second publisher waits for the rows the first holds."""
+    rows = conn.execute(outbox.CLAIM + outbox.ORDER_BY + " FOR UPDATE", (batch_size,)).fetchall()
+    return [outbox.OutboxRow(*row) for row in rows]
+
+
 def _claim(conn: Any, mode: str, batch_size: int) -> list[int] | None:
     """One publisher's claim in `mode`; None if it had to wait longer than LOCK_WAIT_MS."""
     if mode == "no_lock":
         rows = conn.execute(outbox.CLAIM + outbox.ORDER_BY, (batch_size,)).fetchall()
         return [row[0] for row in rows]
     conn.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT_MS}ms'")
+    claim = outbox.claim if mode == "skip_locked" else claim_without_skip_locked
     try:
-        return [row.id for row in outbox.claim(conn, batch_size, skip_locked=mode == "skip_locked")]
+        return [row.id for row in claim(conn, batch_size)]
     except psycopg.errors.LockNotAvailable:
         conn.rollback()
         return None
@@ -95,6 +104,24 @@ def _span(ids: list[int]) -> str:
     return f"ids {min(ids)}-{max(ids)}" if ids else "nothing"
 
 
+def claim_plan(conn: Any, batch_size: int = outbox.BATCH_SIZE, without_seqscan: bool = False) -> list[str]:
+    """PostgreSQL's plan for the publisher's claim query (EXPLAIN, nothing locked).
+
+    On a small table the planner rightly prefers reading the whole table;
+    `without_seqscan` sets enable_seqscan = off for this one query to show the index it would use.
+    """
+    with conn.transaction():
+        if without_seqscan:
+            conn.execute("SET LOCAL enable_seqscan = off")
+        rows = conn.execute("EXPLAIN (COSTS OFF) " + outbox.CLAIM_NEXT, (batch_size,)).fetchall()
+    return [row[0] for row in rows]
+
+
+def uses_pending_index(plan: list[str]) -> bool:
+    """True if a plan reads `outbox` through the partial index."""
+    return any("outbox_pendientes" in line for line in plan)
+
+
 def claim_plans(db: Database, history: int = 20_000, pending: int = 50) -> dict[str, list[str]]:
     """The claim query's plan on `pending` rows alone, the same forcing the index, and behind a long history."""
     plans = {}
@@ -103,13 +130,13 @@ def claim_plans(db: Database, history: int = 20_000, pending: int = 50) -> dict[
         add_rows(conn, pending=pending)
         conn.execute("ANALYZE outbox")
         conn.commit()
-        plans[f"{pending} rows"] = outbox.claim_plan(conn)
-        plans[f"{pending} rows, enable_seqscan = off"] = outbox.claim_plan(conn, without_seqscan=True)
+        plans[f"{pending} rows"] = claim_plan(conn)
+        plans[f"{pending} rows, enable_seqscan = off"] = claim_plan(conn, without_seqscan=True)
         fresh_tables(conn)
         add_rows(conn, pending=pending, published=history)
         conn.execute("ANALYZE outbox")
         conn.commit()
-        plans[f"{history:,} published + {pending} pending"] = outbox.claim_plan(conn)
+        plans[f"{history:,} published + {pending} pending"] = claim_plan(conn)
     return plans
 
 

@@ -1,20 +1,66 @@
-"""Figures for notebooks 09-11 (breaker, DLQs, runbook); built with matplotlib.figure.Figure, never pyplot."""
+"""Tables, text and figures for notebooks 09-11 (breaker, DLQs, runbook); figures use matplotlib.figure.Figure.
+
+The DLQ pattern returns samples and verdicts as data; this module words them for
+people, in Madrid time.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from typing import TYPE_CHECKING, Any
 
 from matplotlib.figure import Figure
 
 from mercadofresco.clock import MADRID
-from mercadofresco.models.move_task import MoveTask
-from mercadofresco.patterns.dlq import Sample
+from mercadofresco.patterns.dlq import Classification, FailureKind, Sample
 from mercadofresco.sims.mass_redrive import MassRedriveResult
 
 if TYPE_CHECKING:  # outage imports the Redis-backed breaker (redis, 0.15 s); here it only names a type
     from mercadofresco.lessons.outage import OutageRun
 
 COLORS = {"per_process": "tab:red", "shared": "tab:blue", "all_at_once": "tab:red", "paced": "tab:green"}
+
+
+def madrid(instant: dt.datetime) -> str:
+    """An instant as the runbook writes it: Madrid time, "Sun 18 22:04"."""
+    return f"{instant.astimezone(MADRID):%a %d %H:%M}"
+
+
+def sample_rows(samples: list[Sample]) -> list[dict[str, Any]]:
+    """One printable row per inspected message (Madrid time), for show.table."""
+    return [
+        {
+            "sent": madrid(s.sent_at),
+            "receives": s.receive_count,
+            "pedido_id": _pedido(s.body),
+            "content_problem": s.problem or "-",
+            "kept_reason": s.reason.error_class if s.reason else "-",
+        }
+        for s in samples
+    ]
+
+
+def _pedido(body: str) -> str:
+    found = re.search(r"PED-\d{4}-\d{6}", body)
+    return found.group(0) if found else "?"
+
+
+def evidence(verdict: Classification) -> list[str]:
+    """The evidence behind a verdict, one line each: the time shape, the receive counts, the content, the reason."""
+    lines = [
+        f"{verdict.messages} messages sent {madrid(verdict.first_sent)} to {madrid(verdict.last_sent)}:"
+        f" a {verdict.time_shape.value}",
+        "receive counts " + ", ".join(f"{n} x{c}" for n, c in verdict.receive_counts),
+    ]
+    if verdict.problems:
+        top, how_many = verdict.problems[0]
+        lines.append(f"content: {how_many}/{verdict.messages} say {top!r}")
+    if verdict.kept_reasons:
+        lines.append("kept reason: " + ", ".join(f"{name} x{c}" for name, c in verdict.kept_reasons))
+    if verdict.kind is FailureKind.TRANSIENT:
+        lines.append("the content is a valid order: the dependency failed, not the message")
+    return lines
 
 
 def gateway_calls(runs: list[OutageRun], title: str = "") -> Figure:
@@ -65,20 +111,6 @@ def alarm_timeline(rows: list[dict[str, Any]], title: str = "") -> Figure:
             ax.annotate(f" {alarm} alarm {fired:%H:%M}", (fired, ax.get_ylim()[1] * height), fontsize=8, color=color)
     ax.set_xlabel("Madrid time")
     ax.set_title(title)
-    return figure
-
-
-def redrive_pace(tasks: dict[str, MoveTask], title: str = "") -> Figure:
-    """Messages moved against virtual seconds, one line per rate."""
-    figure = Figure(figsize=(7, 3), layout="constrained")
-    ax = figure.subplots()
-    for label, task in tasks.items():
-        seconds = sorted(task.moved_seconds)
-        ax.step(seconds, range(1, len(seconds) + 1), where="post", label=label)
-    ax.set_xlabel("seconds since the move task started (virtual)")
-    ax.set_ylabel("messages moved")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
     return figure
 
 

@@ -10,8 +10,10 @@ yet. The tools here answer it without destroying the evidence:
 - `inspect`: read up to 10 messages with a 5 s visibility timeout and never
   delete; if the script dies they are back in 5 s. Each read is a receive:
   on a live source queue it spends one of the message's maxReceiveCount.
-- `classify`: poison, transient or data. The time distribution (a burst or a
-  trickle) and the receive counts are clues; the content is the proof.
+- `classify`: poison, transient or data (`FailureKind`). The time distribution
+  (`TimeShape`: a burst or a trickle) and the receive counts are clues; the
+  content is the proof. The verdict carries its evidence as data; the lesson's
+  display (`lessons.show_dlq`) words it.
 - `alarm_rules` / `define_alarms`: messages visible > 0 over 5 minutes, and the
   oldest message older than 1 hour (`models.alarm_evaluation.check_dlq_alarms`
   evaluates them, since moto publishes no SQS metrics and evaluates no alarm).
@@ -21,19 +23,33 @@ yet. The tools here answer it without destroying the evidence:
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections import Counter
 from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
-from mercadofresco import alarms, names, orders, world
-from mercadofresco.clock import MADRID
+from mercadofresco import alarms, names, orders
 from mercadofresco.errors import MercadoFrescoError, check_range
 
 INSPECT_VISIBILITY_SECONDS = 5
 BURST_WINDOW_SECONDS = 3 * 3_600  # a burst: nine in ten messages inside three hours
 BURST_SHARE = 0.9
 REASON_PREFIX = "motivo-"
+
+
+class FailureKind(Enum):
+    """What a DLQ's messages have in common: the runbook's verdict."""
+
+    POISON = "poison"  # the message itself cannot be read: fix the consumer, then redrive
+    TRANSIENT = "transient"  # a valid message whose dependency failed: redrive
+    DATA = "data"  # a readable message with an impossible value: discard with a record
+
+
+class TimeShape(Enum):
+    """How a DLQ's messages are spread in time: a clue to the verdict, never the proof."""
+
+    BURST = "burst"  # nine in ten messages inside three hours
+    TRICKLE = "trickle"
 
 
 class DiscardRefusedError(MercadoFrescoError):
@@ -86,11 +102,16 @@ class Sample:
 
 @dataclass(frozen=True)
 class Classification:
-    """The verdict and the evidence behind it."""
+    """The verdict and the evidence behind it, as counts: (value, messages) pairs, most common first."""
 
-    kind: str
-    time_shape: str  # "burst" or "trickle"
-    evidence: tuple[str, ...]
+    kind: FailureKind
+    time_shape: TimeShape
+    messages: int
+    first_sent: dt.datetime
+    last_sent: dt.datetime
+    receive_counts: tuple[tuple[int, int], ...]  # by receive count, ascending
+    problems: tuple[tuple[str, int], ...]  # what the consumer's parser says about the bodies
+    kept_reasons: tuple[tuple[str, int], ...]  # the error classes the consumers kept
 
 
 def give_up(sqs: Any, message: dict[str, Any], source_url: str, dlq_url: str, reason: FailureReason) -> None:
@@ -158,65 +179,37 @@ def inspect(
     return sorted(seen.values(), key=lambda s: s.sent_at)
 
 
-def sample_rows(samples: list[Sample]) -> list[dict[str, Any]]:
-    """One printable row per inspected message (Madrid time), for show.table."""
-    return [
-        {
-            "sent": _madrid(s.sent_at),
-            "receives": s.receive_count,
-            "pedido_id": _pedido(s.body),
-            "content_problem": s.problem or "-",
-            "kept_reason": s.reason.error_class if s.reason else "-",
-        }
-        for s in samples
-    ]
-
-
-def _pedido(body: str) -> str:
-    found = re.search(r"PED-\d{4}-\d{6}", body)
-    return found.group(0) if found else "?"
-
-
-def time_shape(samples: list[Sample]) -> str:
-    """ "burst" if nine in ten messages fall inside three hours, else "trickle"."""
+def time_shape(samples: list[Sample]) -> TimeShape:
+    """A burst if nine in ten messages fall inside three hours, else a trickle."""
     if not samples:
         raise ValueError("samples must not be empty: inspect the DLQ first")
     times = sorted(s.sent_at.timestamp() for s in samples)
     needed = max(1, int(BURST_SHARE * len(times) + 0.999))
     tightest = min(times[i + needed - 1] - times[i] for i in range(len(times) - needed + 1))
-    return "burst" if tightest <= BURST_WINDOW_SECONDS else "trickle"
-
-
-def _madrid(instant: dt.datetime) -> str:
-    return f"{instant.astimezone(MADRID):%a %d %H:%M}"
+    return TimeShape.BURST if tightest <= BURST_WINDOW_SECONDS else TimeShape.TRICKLE
 
 
 def classify(samples: list[Sample]) -> Classification:
     """Poison, transient or data: the time shape is a clue, the content (and a kept reason) the proof."""
     if not samples:
         raise ValueError("samples must not be empty: inspect the DLQ first")
-    shape = time_shape(samples)
-    counts = Counter(s.receive_count for s in samples)
-    problems = Counter(s.problem for s in samples if s.problem)
     kinds = Counter(s.problem_kind for s in samples if s.problem_kind)
-    evidence = [
-        f"{len(samples)} messages sent {_madrid(samples[0].sent_at)} to {_madrid(samples[-1].sent_at)}: a {shape}",
-        "receive counts " + ", ".join(f"{n} x{c}" for n, c in sorted(counts.items())),
-    ]
-    if problems:
-        top, how_many = problems.most_common(1)[0]
-        evidence.append(f"content: {how_many}/{len(samples)} say {top!r}")
-    kept = Counter(s.reason.error_class for s in samples if s.reason)
-    if kept:
-        evidence.append("kept reason: " + ", ".join(f"{name} x{c}" for name, c in kept.most_common()))
     if kinds["schema"] >= kinds["value"] and kinds["schema"]:
-        kind = "poison"
+        kind = FailureKind.POISON
     elif kinds["value"]:
-        kind = "data"
+        kind = FailureKind.DATA
     else:
-        kind = "transient"
-        evidence.append("the content is a valid order: the dependency failed, not the message")
-    return Classification(kind, shape, tuple(evidence))
+        kind = FailureKind.TRANSIENT  # every body is a valid order: the dependency failed, not the message
+    return Classification(
+        kind=kind,
+        time_shape=time_shape(samples),
+        messages=len(samples),
+        first_sent=min(s.sent_at for s in samples),
+        last_sent=max(s.sent_at for s in samples),
+        receive_counts=tuple(sorted(Counter(s.receive_count for s in samples).items())),
+        problems=tuple(Counter(s.problem for s in samples if s.problem).most_common()),
+        kept_reasons=tuple(Counter(s.reason.error_class for s in samples if s.reason).most_common()),
+    )
 
 
 # -- alarms, computed from the queue ------------------------------------------------------
@@ -232,10 +225,10 @@ def alarm_rules(dlq_name: str = names.ORDERS_DLQ) -> tuple[alarms.AlarmRule, ala
     return count, age
 
 
-def define_alarms(mf: world.World, dlq_name: str = names.ORDERS_DLQ) -> None:
-    """Create both DLQ alarms in CloudWatch, notifying alertas-mercadofresco."""
+def define_alarms(cloudwatch: Any, alerts_topic_arn: str, dlq_name: str = names.ORDERS_DLQ) -> None:
+    """Create both DLQ alarms in CloudWatch, notifying the topic `alerts_topic_arn` (alertas-mercadofresco)."""
     for rule in alarm_rules(dlq_name):
-        alarms.define(mf.client("cloudwatch"), rule, mf.alerts_topic_arn)
+        alarms.define(cloudwatch, rule, alerts_topic_arn)
 
 
 # -- discard with a record ---------------------------------------------------------------

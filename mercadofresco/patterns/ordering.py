@@ -15,8 +15,8 @@ picks it for an event.
 Or make order irrelevant: every update carries a version and the write is
 conditional (`if version > version_actual`), so a late, older update is
 discarded and the table ends in the newest state whatever the arrival order.
-`StockTable.put_if_newer` does it on `mercadofresco-stock`; `StockTable.put`
-is the unconditional write it replaces, kept to show what goes wrong.
+`StockTable.put_if_newer` does it on `mercadofresco-stock`. (The unconditional
+write it replaces is section 12's counter-example: `lessons.ordering_experiments`.)
 """
 
 from __future__ import annotations
@@ -176,13 +176,6 @@ class StockTable:
                 raise StoreError(f"put_if_newer {sku} v{version}: {exc}") from exc
             return False  # not an error: the answer. A newer update got here first.
         return True
-
-    def put(self, sku: str, stock: int, version: int) -> None:
-        """The unconditional write: whatever arrives last wins, old or new."""
-        try:
-            self.dynamodb.put_item(TableName=self.table_name, Item=_item(sku, stock, version))
-        except ClientError as exc:
-            raise StoreError(f"put {sku} v{version}: {exc}") from exc
 
     def get(self, sku: str) -> StockItem | None:
         """The item for `sku`, or None."""

@@ -16,9 +16,9 @@ jobs: watch the backlog (pending rows, age of the oldest) and delete rows publis
 more than 7 days ago. Times are passed in (`now`), never read from the server, so the
 virtual clock drives them.
 
-A little over one sitting (~360 lines): the schema, the transaction, the publisher and
-the two operating jobs are one pattern a team copies whole; the experiments live in
-`lessons/outbox_*`.
+A little over one sitting (~340 lines): the schema, the transaction, the publisher and
+the two operating jobs are one pattern a team copies whole; the experiments (the claim
+without SKIP LOCKED, the query plans) live in `lessons/outbox_*`.
 """
 
 from __future__ import annotations
@@ -65,6 +65,7 @@ CREATE TABLE IF NOT EXISTS outbox (
 PENDING_INDEX = "CREATE INDEX IF NOT EXISTS outbox_pendientes ON outbox (creado_en, id) WHERE NOT publicado"
 CLAIM = "SELECT id, tipo_agregado, agregado_id, tipo_evento, payload, creado_en FROM outbox WHERE NOT publicado"
 ORDER_BY = " ORDER BY creado_en, id LIMIT %s"
+CLAIM_NEXT = CLAIM + ORDER_BY + " FOR UPDATE SKIP LOCKED"  # the publisher's claim: rows another one holds are skipped
 
 
 class OutboxError(MercadoFrescoError):
@@ -93,11 +94,10 @@ class OutboxRow:
 
 @dataclass(frozen=True)
 class PublisherPolicy:
-    """How a publisher works: rows per claim, seconds between polls, and whether it skips locked rows."""
+    """How a publisher works: rows per claim and seconds between polls."""
 
     batch_size: int = BATCH_SIZE
     poll_seconds: float = POLL_SECONDS
-    skip_locked: bool = True
 
     def __post_init__(self) -> None:
         check_range("batch_size", self.batch_size, 1, 1_000)
@@ -161,14 +161,13 @@ def place_orders(conn: Any, placed: list[tuple[Order, dt.datetime]]) -> None:
 
 
 # -- the publisher ------------------------------------------------------------------------
-def claim(conn: Any, batch_size: int = BATCH_SIZE, skip_locked: bool = True) -> list[OutboxRow]:
+def claim(conn: Any, batch_size: int = BATCH_SIZE) -> list[OutboxRow]:
     """Lock and return up to `batch_size` unpublished rows, oldest first, inside the caller's transaction.
 
-    With skip_locked, rows another publisher holds are passed over; without it
-    the query waits for them (and a query without FOR UPDATE takes them too).
+    FOR UPDATE SKIP LOCKED: rows another publisher holds are passed over, so
+    publishers never wait for each other nor take the same row.
     """
-    lock = " FOR UPDATE SKIP LOCKED" if skip_locked else " FOR UPDATE"
-    rows = conn.execute(CLAIM + ORDER_BY + lock, (batch_size,)).fetchall()
+    rows = conn.execute(CLAIM_NEXT, (batch_size,)).fetchall()
     return [OutboxRow(*row) for row in rows]
 
 
@@ -249,7 +248,7 @@ class Publisher:
 
     def claim_batch(self) -> list[OutboxRow]:
         """Open a transaction and lock the next batch (the lock lasts until `finish` commits)."""
-        return claim(self.conn, self.policy.batch_size, self.policy.skip_locked)
+        return claim(self.conn, self.policy.batch_size)
 
     def finish(
         self, rows: list[OutboxRow], now: dt.datetime, checkpoint: Callable[[str], None] = lambda step: None
@@ -338,23 +337,3 @@ def cleanup(conn: Any, now: dt.datetime, keep_days: int = KEEP_DAYS) -> int:
             "DELETE FROM outbox WHERE publicado AND publicado_en < %s", (now - dt.timedelta(days=keep_days),)
         )
     return cursor.rowcount
-
-
-def claim_plan(conn: Any, batch_size: int = BATCH_SIZE, without_seqscan: bool = False) -> list[str]:
-    """PostgreSQL's plan for the publisher's claim query (EXPLAIN, nothing locked).
-
-    On a small table the planner rightly prefers reading the whole table;
-    `without_seqscan` sets enable_seqscan = off for this one query to show the index it would use.
-    """
-    with conn.transaction():
-        if without_seqscan:
-            conn.execute("SET LOCAL enable_seqscan = off")
-        rows = conn.execute(
-            "EXPLAIN (COSTS OFF) " + CLAIM + ORDER_BY + " FOR UPDATE SKIP LOCKED", (batch_size,)
-        ).fetchall()
-    return [row[0] for row in rows]
-
-
-def uses_pending_index(plan: list[str]) -> bool:
-    """True if a plan reads `outbox` through the partial index."""
-    return any("outbox_pendientes" in line for line in plan)
