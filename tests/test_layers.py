@@ -45,6 +45,7 @@ def test_the_layers_hold():
         ("runtime/cleanup.py", "from mercadofresco.runtime import endpoints"),  # the ledger above the clients
         ("runtime/settings.py", "from mercadofresco.runtime import cleanup"),  # two bottom siblings tied together
         ("runtime/realtime.py", "import botocore"),  # the clock's pace paying for an AWS library
+        ("patterns/dlq.py", "from mercadofresco import world"),  # a pattern taking the whole world again
     ],
 )
 def test_a_wrong_import_is_reported(tmp_path, module, wrong_import):
