@@ -88,13 +88,19 @@ def test_declined_card_is_kept_fallido_and_not_retried_but_503_is(store, reloj):
     other = "cobro:PED-2026-084418"
     provider.fail_next(gateway.Fault.UNAVAILABLE)
     with pytest.raises(gateway.GatewayUnavailableError):
-        idempotency.run_once(store, other, lambda: {"ok": provider.charge("PED-2026-084418", Decimal(1)).pedido_id},
-                             gateway.is_permanent_failure)  # fmt: skip
+        idempotency.run_once(
+            store,
+            other,
+            lambda: {"ok": provider.charge("PED-2026-084418", Decimal(1)).pedido_id},
+            gateway.is_permanent_failure,
+        )
     assert store.get(other) is None  # released: the retry may run at once
     assert idempotency.run_once(
-        store, other, lambda: {"ok": provider.charge("PED-2026-084418", Decimal(1)).pedido_id},
+        store,
+        other,
+        lambda: {"ok": provider.charge("PED-2026-084418", Decimal(1)).pedido_id},
         gateway.is_permanent_failure,
-    ) == {"ok": "PED-2026-084418"}  # fmt: skip
+    ) == {"ok": "PED-2026-084418"}
 
 
 def test_store_errors_are_wrapped_once(mf, reloj):
@@ -168,8 +174,12 @@ def _deliver_until_done(handler, message, reloj, crashes, visibility_seconds=120
     for count in range(1, max_receives + 1):
         poller = lambda_poller.Poller(None, "", handler, reloj, crashes=crashes)
         invocation = lambda_poller.Invocation(poller, "consumidor-1", count)
-        record = {"messageId": message["MessageId"], "receiptHandle": "", "body": message["Body"],
-                  "attributes": {"ApproximateReceiveCount": str(count)}}  # fmt: skip
+        record = {
+            "messageId": message["MessageId"],
+            "receiptHandle": "",
+            "body": message["Body"],
+            "attributes": {"ApproximateReceiveCount": str(count)},
+        }
         try:
             crashes.reached("received")
             response = handler({"Records": [record]}, invocation)

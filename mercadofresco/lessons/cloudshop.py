@@ -12,8 +12,6 @@
 Models, named as such: `EmailProvider` (AWS has none), the direct invocation
 (moto runs no Lambda), and the Lambda poller of `models.lambda_poller`.
 EventBridge, SQS and DynamoDB are moto's.
-
-A little over one sitting (~320 lines) on purpose: the three problems share one flow and its models.
 """
 
 from __future__ import annotations
@@ -89,8 +87,13 @@ def direct_invocation(events: int, timeout_seconds: float, seed: int = 0) -> dic
             provider.hand_off(pedido_id)
             if provider.confirmation_seconds() <= timeout_seconds:
                 break  # the function answered in time; otherwise the invocation failed and is retried
-    return {"design": EMAIL_DESIGNS[0], "timeout_s": timeout_seconds, "batch": 1, **provider.summary(events),
-            "timeouts": len(provider.sent) - events}  # fmt: skip
+    return {
+        "design": EMAIL_DESIGNS[0],
+        "timeout_s": timeout_seconds,
+        "batch": 1,
+        **provider.summary(events),
+        "timeouts": len(provider.sent) - events,
+    }
 
 
 @dataclass
@@ -136,19 +139,28 @@ def _bus_to_queue(mf: world.World, queue_url: str) -> None:
 
 def _publish(mf: world.World, pedido_ids: list[str]) -> None:
     entries = [
-        {"Source": "cloudshop.pedidos", "DetailType": "pedido.confirmado", "EventBusName": BUS,
-         "Detail": json.dumps({"pedido_id": pedido_id})}
+        {
+            "Source": "cloudshop.pedidos",
+            "DetailType": "pedido.confirmado",
+            "EventBusName": BUS,
+            "Detail": json.dumps({"pedido_id": pedido_id}),
+        }
         for pedido_id in pedido_ids
-    ]  # fmt: skip
+    ]
     with moto_events.cached_jsonpath():  # moto re-parses the same 8 JSONPaths per event: 0.2 s for 40 events
         for start in range(0, len(entries), 10):
             mf.client("events").put_events(Entries=entries[start : start + 10])
 
 
 def duplicate_emails(
-    mf: world.World, reloj: VirtualClock, design: str, events: int = 40, timeout_seconds: float = 5.0,
-    batch_size: int = 1, seed: int = 0,
-) -> dict[str, Any]:  # fmt: skip
+    mf: world.World,
+    reloj: VirtualClock,
+    design: str,
+    events: int = 40,
+    timeout_seconds: float = 5.0,
+    batch_size: int = 1,
+    seed: int = 0,
+) -> dict[str, Any]:
     """One campaign of `events` confirmations through `design`; how many customers got more than one email?
 
     The direct invocation takes one event per invocation; behind the queue the
@@ -174,8 +186,13 @@ def duplicate_emails(
     poller.run_until_idle(6 * 3_600)
     timeouts = sum(1 for row in poller.timeline if row["event"] == "timed_out")
     _delete(mf, pair)
-    return {"design": design, "timeout_s": timeout_seconds, "batch": batch_size, **provider.summary(events),
-            "timeouts": timeouts}  # fmt: skip
+    return {
+        "design": design,
+        "timeout_s": timeout_seconds,
+        "batch": batch_size,
+        **provider.summary(events),
+        "timeouts": timeouts,
+    }
 
 
 def _delete(mf: world.World, pair: queues.QueuePair) -> None:
@@ -204,9 +221,11 @@ class DiscountStock:
                 failures.append({"itemIdentifier": record["messageId"]})
                 continue
             self.dynamodb.update_item(
-                TableName=STOCK_TABLE, Key={"sku": {"S": order.pedido_id}},
-                UpdateExpression="ADD stock :sold", ExpressionAttributeValues={":sold": {"N": "-1"}},
-            )  # fmt: skip
+                TableName=STOCK_TABLE,
+                Key={"sku": {"S": order.pedido_id}},
+                UpdateExpression="ADD stock :sold",
+                ExpressionAttributeValues={":sold": {"N": "-1"}},
+            )
         return {"batchItemFailures": failures}
 
 
@@ -252,9 +271,14 @@ class StockRun:
 
 
 def _run_stock(
-    mf: world.World, reloj: VirtualClock, bodies: list[str], visibility: int, config: lambda_poller.PollerConfig,
-    seconds_per_message: tuple[float, float], seed: int,
-) -> StockRun:  # fmt: skip
+    mf: world.World,
+    reloj: VirtualClock,
+    bodies: list[str],
+    visibility: int,
+    config: lambda_poller.PollerConfig,
+    seconds_per_message: tuple[float, float],
+    seed: int,
+) -> StockRun:
     pair = queues.create_queue_pair(
         mf.sqs, STOCK_QUEUE, STOCK_DLQ, visibility_timeout_seconds=visibility, max_receive_count=5
     )
@@ -267,8 +291,12 @@ def _run_stock(
         mf.sqs.send_message_batch(QueueUrl=pair.url, Entries=entries)
     poller.run_until_idle(6 * 3_600)
     received = Counter(row["pedido_id"] or BAD_MESSAGE for row in poller.timeline if row["event"] == "received")
-    run = StockRun(_discounts(mf, pedido_ids), dict(received), queues.queue_counts(mf.sqs, pair.dlq_url)["visible"],
-                   poller.timeline)  # fmt: skip
+    run = StockRun(
+        _discounts(mf, pedido_ids),
+        dict(received),
+        queues.queue_counts(mf.sqs, pair.dlq_url)["visible"],
+        poller.timeline,
+    )
     _delete(mf, pair)
     return run
 
@@ -282,9 +310,14 @@ def _valid(body: str) -> bool:
 
 
 def stock_discounts(
-    mf: world.World, reloj: VirtualClock, visibility_timeout_seconds: int = 30, order_count: int = 10,
-    timeout_seconds: float = 25.0, batch_size: int = 10, seed: int = 0,
-) -> StockRun:  # fmt: skip
+    mf: world.World,
+    reloj: VirtualClock,
+    visibility_timeout_seconds: int = 30,
+    order_count: int = 10,
+    timeout_seconds: float = 25.0,
+    batch_size: int = 10,
+    seed: int = 0,
+) -> StockRun:
     """Class 210's problem 2: batches of 10 that take up to 90 s on a queue whose visibility is 30 s.
 
     The poller's function timeout is `timeout_seconds × batch_size`: the batch's

@@ -250,18 +250,20 @@ def redrive_rows(all_at_once: MassRedriveResult, paced: MassRedriveResult) -> li
         (paced, {"back_in_dlq": "0", "minutes": "6", "rate": "~120"}),
     ):
         summary = result.summary()
-        rows.append({
-            "release": summary["release"],
-            "concurrency": summary["max_concurrency"],
-            "peak_db_connections": f"{max(row.db_connections for row in result.timeline)}"
-                                   f"/{result.config.db_connections}",
-            "back_in_dlq": summary["back_in_dlq"],
-            "class_210_back": reported["back_in_dlq"],
-            "minutes": summary["minutes"],
-            "class_210_minutes": reported["minutes"],
-            "msg_per_s": round(summary["processed"] / result.finished_seconds),
-            "class_210_rate": reported["rate"],
-        })  # fmt: skip
+        rows.append(
+            {
+                "release": summary["release"],
+                "concurrency": summary["max_concurrency"],
+                "peak_db_connections": f"{max(row.db_connections for row in result.timeline)}"
+                f"/{result.config.db_connections}",
+                "back_in_dlq": summary["back_in_dlq"],
+                "class_210_back": reported["back_in_dlq"],
+                "minutes": summary["minutes"],
+                "class_210_minutes": reported["minutes"],
+                "msg_per_s": round(summary["processed"] / result.finished_seconds),
+                "class_210_rate": reported["rate"],
+            }
+        )
     return rows
 
 

@@ -4,8 +4,6 @@ Each function builds what it needs in a `World`, runs one experiment on moto
 under the virtual clock and returns rows to show. Two wrong designs from the
 lesson's common mistakes live here too, so notebooks and tests can watch them
 fail: `TwoStateStore` (no EN_CURSO) and `NoLockExpiryStore` (EN_CURSO forever).
-A little over one sitting (~310 lines): three sections' experiments share their
-world-building helpers here rather than in three thin modules.
 """
 
 from __future__ import annotations
@@ -57,19 +55,27 @@ def stock_drift(mf: world.World, deliveries: int = 3, stock: int = 40) -> dict[s
         dynamodb.put_item(TableName=STOCK_TABLE, Item={"sku": {"S": sku}, "stock": {"N": str(stock)}})
     for _ in range(deliveries):  # the same message, delivered `deliveries` times
         dynamodb.update_item(
-            TableName=STOCK_TABLE, Key={"sku": {"S": "3401-incremento"}},
-            UpdateExpression="ADD stock :sold", ExpressionAttributeValues={":sold": {"N": "-1"}},
-        )  # fmt: skip
+            TableName=STOCK_TABLE,
+            Key={"sku": {"S": "3401-incremento"}},
+            UpdateExpression="ADD stock :sold",
+            ExpressionAttributeValues={":sold": {"N": "-1"}},
+        )
         dynamodb.update_item(
-            TableName=STOCK_TABLE, Key={"sku": {"S": "3401-asignacion"}},
-            UpdateExpression="SET stock = :left", ExpressionAttributeValues={":left": {"N": str(stock - 1)}},
-        )  # fmt: skip
+            TableName=STOCK_TABLE,
+            Key={"sku": {"S": "3401-asignacion"}},
+            UpdateExpression="SET stock = :left",
+            ExpressionAttributeValues={":left": {"N": str(stock - 1)}},
+        )
 
     def read(sku: str) -> int:
         return int(dynamodb.get_item(TableName=STOCK_TABLE, Key={"sku": {"S": sku}})["Item"]["stock"]["N"])
 
-    return {"deliveries": deliveries, "expected": stock - 1, "increment": read("3401-incremento"),
-            "assignment": read("3401-asignacion")}  # fmt: skip
+    return {
+        "deliveries": deliveries,
+        "expected": stock - 1,
+        "increment": read("3401-incremento"),
+        "assignment": read("3401-asignacion"),
+    }
 
 
 # -- section 2: which key --------------------------------------------------------------------
@@ -80,9 +86,10 @@ def key_functions(seed: int = 7) -> dict[str, handlers.KeyOf]:
         "MessageId": lambda record, order: record["messageId"],
         "consumer UUID": lambda record, order: str(uuid.UUID(int=rng.getrandbits(128))),
         "cobro:{pedido_id}": handlers.key_from_order,
-        "content hash": lambda record, order: idempotency.content_key("cobro", {"pedido_id": order.pedido_id,
-                                                                               "importe": order.importe}),
-    }  # fmt: skip
+        "content hash": lambda record, order: idempotency.content_key(
+            "cobro", {"pedido_id": order.pedido_id, "importe": order.importe}
+        ),
+    }
 
 
 @rehearsal.rehearsed("the re-sent order, for one key")
@@ -254,13 +261,17 @@ def failure_kinds(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]]:
     rows = []
     for order, what in ((unavailable, "503 on the first call"), (declined, "card declined (402)")):
         record = handler.store.get(idempotency.charge_key(order.pedido_id))
-        rows.append({
-            "pedido_id": order.pedido_id,
-            "gateway said": what,
-            "receives": sum(r["event"] == "received" and r["pedido_id"] == order.pedido_id for r in poller.timeline),
-            "charges": len(provider.charges_for(order.pedido_id)),
-            "estado": record.estado.value if record else "-",
-        })  # fmt: skip
+        rows.append(
+            {
+                "pedido_id": order.pedido_id,
+                "gateway said": what,
+                "receives": sum(
+                    r["event"] == "received" and r["pedido_id"] == order.pedido_id for r in poller.timeline
+                ),
+                "charges": len(provider.charges_for(order.pedido_id)),
+                "estado": record.estado.value if record else "-",
+            }
+        )
     return rows
 
 

@@ -91,8 +91,11 @@ def parallel(make: Callable[..., Charge], mf: world.World, reloj: VirtualClock, 
     first = results(together(reloj, [attempt] * copies))
     retried = results(together(reloj, [attempt] * first.count(None)))
     answers = [answer for answer in first + retried if answer]
-    return {"charges": len(provider.ledger), "distinct_answers": len({a["referencia_cobro"] for a in answers}),
-            "answers": len(answers)}  # fmt: skip
+    return {
+        "charges": len(provider.ledger),
+        "distinct_answers": len({a["referencia_cobro"] for a in answers}),
+        "answers": len(answers),
+    }
 
 
 def declined_then_duplicate(charge: Charge, provider: gateway.PaymentGateway) -> dict[str, Any]:
@@ -121,14 +124,16 @@ def behaviour_table(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]
         empty_table(mf)
         provider = gateway.PaymentGateway(reloj)
         declined = declined_then_duplicate(make(mf, provider, reloj), provider)
-        rows.append({
-            "implementation": name,
-            "50 parallel: charges": par["charges"],
-            "distinct answers": par["distinct_answers"],
-            "states seen": "/".join(states),
-            "declined card: gateway calls": declined["gateway_calls"],
-            "2nd attempt": declined["outcomes"][1],
-        })  # fmt: skip
+        rows.append(
+            {
+                "implementation": name,
+                "50 parallel: charges": par["charges"],
+                "distinct answers": par["distinct_answers"],
+                "states seen": "/".join(states),
+                "declined card: gateway calls": declined["gateway_calls"],
+                "2nd attempt": declined["outcomes"][1],
+            }
+        )
     return rows
 
 
