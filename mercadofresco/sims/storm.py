@@ -30,8 +30,9 @@ import simpy
 
 from mercadofresco.errors import check_range
 from mercadofresco.models import gateway as gw
-from mercadofresco.patterns import backoff, breaker, retry
-from mercadofresco.sims.storm_gateway import StormGateway, charge_with_retries
+from mercadofresco.patterns import backoff, breaker, retry, retry_budget
+from mercadofresco.sims.retry_loop import with_retries
+from mercadofresco.sims.storm_gateway import StormGateway
 
 SAMPLE_SECONDS = 10.0
 RECOVERY_WINDOW_TENTHS = 50  # look 5 s past each return of the gateway
@@ -200,7 +201,10 @@ def _poller(shared: StormState):
             continue
         taken = shared.ready.popleft()
         message = Message(taken.pedido, taken.receive_count + 1)
-        charged = yield from charge_with_retries(shared.env, shared.gateway, shared.retrier, shared.breaker)
+        # The same Retrier as on moto, on simpy time; the breaker hears every answer and is asked before each retry.
+        charged = yield from with_retries(
+            shared.env, lambda: shared.gateway.call(shared.env), shared.retrier, shared.breaker
+        )
         if charged:
             shared.charged += 1
         else:
@@ -259,7 +263,7 @@ def run_storm(config: StormConfig, defences: Defences, seed: int = 0) -> StormRu
     """
     arrivals, backoffs = random.Random(seed), random.Random(f"{seed}:backoff")
     env = simpy.Environment()
-    budget = retry.RetryBudget(0.1) if defences.retry_budget else None
+    budget = retry_budget.RetryBudget(0.1) if defences.retry_budget else None
     policy = breaker.BreakerPolicy(failure_threshold=20, open_seconds=30)
     guard = breaker.CircuitBreaker(policy) if defences.circuit_breaker else None
     retrier = retry.Retrier(retry_policy(config, defences), backoffs, budget)
