@@ -17,13 +17,15 @@ import datetime as dt
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from mercadofresco.clock import Waiter
 from mercadofresco.errors import check_range
 from mercadofresco.patterns.backoff import Backoff, NoBackoff
 from mercadofresco.patterns.retry_budget import RetryBudget
 from mercadofresco.patterns.retry_rules import Classifier, Decision, classify
+
+if TYPE_CHECKING:  # only for the hint: the simulations that import the retrier do not import the clock
+    from mercadofresco.clock import Waiter
 
 T = TypeVar("T")
 
