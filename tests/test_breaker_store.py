@@ -115,13 +115,18 @@ def test_opening_publishes_a_metric_and_raises_the_alarm(mf, reloj):
 
 
 def test_shared_breaker_stops_the_gateway_after_threshold_failures_per_process_after_threshold_times_consumers(reloj):
-    config = outage.OutageConfig(consumers=20, failure_threshold=20, open_seconds=60, down_seconds=60, run_seconds=60)
+    config = outage.OutageConfig(20, breaker.BreakerPolicy(20, open_seconds=60), down_seconds=60, run_seconds=60)
     per_process = outage.run_outage(reloj, "per_process", config)
     shared_run = outage.run_outage(reloj, "shared", config)
     # the lesson: 20 concurrent consumers, each with its own counter, take 20 failures each
     assert per_process.calls_while_down() == 20 * 20
     assert shared_run.calls_while_down() == 20
     assert shared_run.transitions[0][1:] == (State.CLOSED, State.OPEN)
+
+
+def test_the_outage_holds_a_breaker_policy_and_the_panel_builds_it_from_the_widgets():
+    assert outage.OutageConfig().breaker == breaker.BreakerPolicy()  # the lesson's 20 failures, 30 s open
+    assert outage.panel_config(5, 60, 10) == outage.OutageConfig(10, breaker.BreakerPolicy(5, 60))
 
 
 def test_erp_notice_is_deferred_instead_of_spending_a_receive_per_visibility_timeout(mf, reloj):

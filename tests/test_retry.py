@@ -1,5 +1,6 @@
-"""Backoff strategies, the classifier, the retry budget, the retrier on the gateway, and the layer calculator."""
+"""Backoff strategies, the classifier, the retry budget, the pure wait and the retrier, and the layer calculator."""
 
+import datetime as dt
 import random
 import statistics
 from decimal import Decimal
@@ -10,7 +11,7 @@ from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutErr
 from mercadofresco import clock
 from mercadofresco.lessons import retry_experiments as rx
 from mercadofresco.models import gateway
-from mercadofresco.patterns import backoff, retry
+from mercadofresco.patterns import backoff, retry, retry_budget, retry_layers, retry_rules
 
 AMOUNT = Decimal("48.20")
 JITTERED = [backoff.FullJitter, backoff.EqualJitter, backoff.DecorrelatedJitter]
@@ -107,7 +108,7 @@ def test_strategy_by_name():
 
 
 # -- classifier ----------------------------------------------------------------------
-V = retry.Verdict
+V = retry_rules.Verdict
 CASES = [
     (gateway.GatewayUnavailableError("503"), False, V.RETRY),
     (gateway.ThrottledError(7), False, V.RETRY_LATER),
@@ -135,30 +136,76 @@ CASES = [
 
 @pytest.mark.parametrize(("error", "idempotent", "verdict"), CASES, ids=lambda v: getattr(v, "name", None))
 def test_classifier_table(error, idempotent, verdict):
-    assert retry.classify(error, idempotent).verdict is verdict
+    assert retry_rules.classify(error, idempotent).verdict is verdict
 
 
 def test_429_waits_at_least_retry_after():
-    assert retry.classify(gateway.ThrottledError(7), False).not_before_seconds == 7
-    assert retry.classify(aws_error("ThrottlingException", 400, "3"), False).not_before_seconds == 3
+    assert retry_rules.classify(gateway.ThrottledError(7), False).not_before_seconds == 7
+    assert retry_rules.classify(aws_error("ThrottlingException", 400, "3"), False).not_before_seconds == 3
     retrier = retry.Retrier(retry.RetryPolicy(backoff.FullJitter(0.1, 1), max_attempts=3))
-    assert retrier.next_wait(gateway.ThrottledError(7), 1, 0.0, idempotent=False) == 7
+    assert retrier.after_failure(gateway.ThrottledError(7), 1, 0.0, idempotent=False) == 7
 
 
 def test_conditional_check_failed_is_not_retried():
     retrier = retry.Retrier(retry.RetryPolicy(backoff.FullJitter(), max_attempts=5))
-    assert retrier.next_wait(aws_error("ConditionalCheckFailedException", 400), 1, 0.0, idempotent=True) is None
+    assert retrier.after_failure(aws_error("ConditionalCheckFailedException", 400), 1, 0.0, idempotent=True) is None
+
+
+# -- the pure wait -----------------------------------------------------------------------
+JITTERED_POLICY = retry.RetryPolicy(backoff.FullJitter(base=0.5, cap=30), max_attempts=4)
+UNAVAILABLE = retry_rules.classify(gateway.GatewayUnavailableError("503"), False)
+
+
+def test_next_wait_gives_the_same_wait_for_the_same_inputs_and_seed():
+    first = [retry.next_wait(JITTERED_POLICY, UNAVAILABLE, n, 0.0, random.Random(5)) for n in (1, 2, 3)]
+    again = [retry.next_wait(JITTERED_POLICY, UNAVAILABLE, n, 0.0, random.Random(5)) for n in (1, 2, 3)]
+    assert first == again
+    assert first == [JITTERED_POLICY.backoff.wait(n, random.Random(5)) for n in (1, 2, 3)]  # only the backoff draws
+
+
+def test_next_wait_counts_nothing():
+    budget = retry_budget.RetryBudget(ratio=0.1, max_tokens=1)
+    retrier = retry.Retrier(JITTERED_POLICY, random.Random(5), budget)
+    for failures in range(1, 4):
+        assert retry.next_wait(retrier.policy, UNAVAILABLE, failures, 0.0, random.Random(5)) is not None
+    assert (retrier.attempts, retrier.retries, retrier.waits, retrier.decisions) == (0, 0, [], [])
+    assert (budget.calls, budget.retries, budget.refused, budget.tokens) == (0, 0, 0, 1)
+
+
+def test_next_wait_gives_up_past_max_attempts_and_on_an_error_not_worth_retrying():
+    assert retry.next_wait(JITTERED_POLICY, UNAVAILABLE, 4, 0.0, random.Random(5)) is None
+    declined = retry_rules.classify(gateway.CardDeclinedError("402"), True)
+    rng = random.Random(5)
+    assert retry.next_wait(JITTERED_POLICY, declined, 1, 0.0, rng) is None
+    assert rng.random() == random.Random(5).random()  # giving up draws nothing
+
+
+def test_next_wait_is_never_shorter_than_retry_after():
+    throttled = retry_rules.classify(gateway.ThrottledError(7), False)
+    assert retry.next_wait(JITTERED_POLICY, throttled, 1, 0.0, random.Random(5)) == 7  # the backoff drew < 1 s
+    slow = retry.RetryPolicy(backoff.Exponential(base=5, cap=60), max_attempts=4)
+    assert retry.next_wait(slow, throttled, 1, 0.0, random.Random(5)) == 10  # the backoff's longer wait wins
+
+
+def test_the_retrier_waits_what_next_wait_says_and_counts_it():
+    retrier = retry.Retrier(JITTERED_POLICY, random.Random(5))
+    waits = [retrier.after_failure(gateway.GatewayUnavailableError("503"), n, 0.0, idempotent=False) for n in (1, 2, 3)]
+    rng = random.Random(5)
+    assert waits == [retry.next_wait(JITTERED_POLICY, UNAVAILABLE, n, 0.0, rng) for n in (1, 2, 3)]
+    assert (retrier.retries, retrier.waits, len(retrier.decisions)) == (3, waits, 3)
+    assert retrier.after_failure(gateway.GatewayUnavailableError("503"), 4, 0.0, idempotent=False) is None
+    assert (retrier.retries, len(retrier.decisions)) == (3, 4)
 
 
 # -- budget ----------------------------------------------------------------------------
 def test_budget_stops_retrying_above_its_share():
-    budget = retry.RetryBudget(ratio=0.1, max_tokens=10)
+    budget = retry_budget.RetryBudget(ratio=0.1, max_tokens=10)
     retrier = retry.Retrier(retry.RetryPolicy(backoff.NoBackoff(), max_attempts=5), budget=budget)
     outage = gateway.GatewayUnavailableError("503")
     for _ in range(1000):  # every call fails and wants 4 retries
         retrier.first_attempt()
         failures = 1
-        while retrier.next_wait(outage, failures, 0.0, idempotent=False) is not None:
+        while retrier.after_failure(outage, failures, 0.0, idempotent=False) is not None:
             failures += 1
     assert budget.calls == 1000
     assert budget.retries <= 0.1 * 1000 + 10
@@ -172,7 +219,7 @@ def test_without_a_budget_the_same_outage_retries_every_time():
     for _ in range(100):
         retrier.first_attempt()
         failures = 1
-        while retrier.next_wait(outage, failures, 0.0, idempotent=False) is not None:
+        while retrier.after_failure(outage, failures, 0.0, idempotent=False) is not None:
             failures += 1
     assert retrier.retries == 400
 
@@ -180,7 +227,7 @@ def test_without_a_budget_the_same_outage_retries_every_time():
 @pytest.mark.parametrize(("settings", "message"), [({"ratio": 0}, "ratio must be"), ({"max_tokens": 0}, "max_tokens")])
 def test_budget_settings_are_checked(settings, message):
     with pytest.raises(ValueError, match=message):
-        retry.RetryBudget(**settings)
+        retry_budget.RetryBudget(**settings)
 
 
 # -- the retrier on the gateway model -----------------------------------------------------
@@ -222,16 +269,26 @@ def test_two_different_max_attempts_are_refused(reloj):
 
 # -- layers ----------------------------------------------------------------------------
 def test_lesson_layers_give_80_per_order_and_36000_for_450():
-    report = retry.worst_case(retry.LESSON_LAYERS, orders=450)
+    report = retry_layers.worst_case(retry_layers.LESSON_LAYERS, orders=450)
     assert (report["per_order"], report["calls"], report["formula"]) == (80, 36_000, "5 × 4 × 4")
     assert "80 > 15" in report["warning"]
 
 
 def test_disciplined_layers_stay_under_the_limit():
-    layers = [retry.Layer("SDK", 2), retry.Layer("Step Functions Retry", 4), retry.Layer("SQS safety net", 1)]
-    assert retry.worst_case(layers) == {"formula": "2 × 4 × 1", "per_order": 8, "orders": 1, "calls": 8, "warning": ""}
-    assert retry.worst_case([retry.Layer("SDK", 16)])["warning"]
-    assert not retry.worst_case([retry.Layer("SDK", 15)])["warning"]
+    layers = [
+        retry_layers.Layer("SDK", 2),
+        retry_layers.Layer("Step Functions Retry", 4),
+        retry_layers.Layer("SQS safety net", 1),
+    ]
+    assert retry_layers.worst_case(layers) == {
+        "formula": "2 × 4 × 1",
+        "per_order": 8,
+        "orders": 1,
+        "calls": 8,
+        "warning": "",
+    }
+    assert retry_layers.worst_case([retry_layers.Layer("SDK", 16)])["warning"]
+    assert not retry_layers.worst_case([retry_layers.Layer("SDK", 15)])["warning"]
 
 
 # -- experiments on moto and the gateway model ------------------------------------------------
@@ -259,9 +316,28 @@ def test_botocore_table_reads_the_installed_botocore():
     assert "ConditionalCheckFailedException" not in rows  # botocore does not retry it either
 
 
-def test_retry_after_reads_seconds_and_http_dates(reloj):
-    assert retry.retry_after_seconds("7") == 7
-    assert retry.retry_after_seconds(None) == 0
-    # the clock stands at Friday 16 October 2026 17:14:00 UTC
-    assert retry.retry_after_seconds("Fri, 16 Oct 2026 17:14:30 GMT") == 30
-    assert retry.retry_after_seconds("not a date") == 0
+def test_retry_after_reads_seconds_and_http_dates_from_the_instant_given(reloj):
+    now = reloj.now()  # Friday 16 October 2026 17:14:00 UTC
+    assert retry_rules.retry_after_seconds("7", now) == 7
+    assert retry_rules.retry_after_seconds(None, now) == 0
+    assert retry_rules.retry_after_seconds("Fri, 16 Oct 2026 17:14:30 GMT", now) == 30
+    assert retry_rules.retry_after_seconds("Fri, 16 Oct 2026 17:14:30 GMT", now + dt.timedelta(seconds=10)) == 20
+    assert retry_rules.retry_after_seconds("Fri, 16 Oct 2026 17:14:30 GMT", None) == 0  # no instant to count from
+    assert retry_rules.retry_after_seconds("not a date", now) == 0
+
+
+def test_a_retry_after_date_is_counted_from_the_waiters_clock(reloj):
+    throttled = aws_error("ThrottlingException", 400, "Fri, 16 Oct 2026 17:14:30 GMT")
+    assert retry_rules.classify(throttled, False, reloj.now()).not_before_seconds == 30
+    calls = iter([throttled])
+
+    def operation():
+        error = next(calls, None)
+        if error is not None:
+            raise error
+        return "ok"
+
+    retrier = retry.Retrier(retry.RetryPolicy(backoff.NoBackoff(), max_attempts=2))
+    watch = clock.Stopwatch(reloj)
+    assert retrier.call(operation, watch, idempotent=False) == "ok"
+    assert retrier.waits == [30] and watch.elapsed_seconds == 30

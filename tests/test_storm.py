@@ -58,6 +58,8 @@ def test_labels_and_settings():
     assert storm.Defences(jitter=True, circuit_breaker=True).label() == "jitter+breaker"
     with pytest.raises(ValueError, match=r"start_pollers must be between 1 and 60 \(at most max_pollers\); got 80"):
         storm.StormConfig(start_pollers=80)
+    with pytest.raises(ValueError, match="sdk_policy must back off exponentially"):
+        storm.StormConfig(sdk_policy=retry.RetryPolicy(backoff.FullJitter(), 3))
 
 
 def test_every_defence_sees_the_same_orders():
@@ -66,9 +68,10 @@ def test_every_defence_sees_the_same_orders():
 
 
 def test_jitter_only_changes_the_sdk_backoff_not_the_redelivery():
-    assert storm.retry_policy(CONFIG, storm.Defences(jitter=True)).backoff == backoff.strategy(
-        "full", CONFIG.backoff_base_seconds, CONFIG.backoff_cap_seconds
-    )
+    sdk = CONFIG.sdk_policy
+    jittered = retry.RetryPolicy(backoff.FullJitter(sdk.backoff.base, sdk.backoff.cap), sdk.max_attempts)
+    assert storm.retry_policy(CONFIG, storm.Defences(jitter=True)) == jittered
+    assert storm.retry_policy(CONFIG, storm.Defences()) is CONFIG.sdk_policy
     env = simpy.Environment()
     shared = _shared(env, guard=None)
     message = storm.Message(1, receive_count=1)

@@ -17,6 +17,7 @@ Most mistakes reuse earlier experiments (`duplicates`, `retry_experiments`,
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import random
 from decimal import Decimal
@@ -28,7 +29,7 @@ from mercadofresco.errors import check_range
 from mercadofresco.lessons import duplicates, incidents, redrive
 from mercadofresco.models import gateway as gw
 from mercadofresco.models import lambda_poller, move_task
-from mercadofresco.patterns import backoff, dlq, idempotency, retry
+from mercadofresco.patterns import backoff, dlq, idempotency, retry, retry_rules
 
 ORDER = duplicates.ORDER  # PED-2026-084417, 48.20 €
 
@@ -63,20 +64,24 @@ def lock_blocks_for(mf: world.World, reloj: VirtualClock, lock_expires: bool) ->
 
 
 # -- retrying business 4xx ----------------------------------------------------------------------
-def retry_everything(error: BaseException, idempotent: bool) -> retry.Decision:
+def retry_everything(error: BaseException, idempotent: bool, now: dt.datetime | None = None) -> retry_rules.Decision:
     """WRONG: every error deserves another attempt (a declined card too)."""
-    return retry.Decision(retry.Verdict.RETRY, "retry everything")
+    return retry_rules.Decision(retry_rules.Verdict.RETRY, "retry everything")
 
 
-def never_retry_4xx(error: BaseException, idempotent: bool) -> retry.Decision:
+def never_retry_4xx(error: BaseException, idempotent: bool, now: dt.datetime | None = None) -> retry_rules.Decision:
     """WRONG the other way: every 4xx refused, the 429 too."""
     status = getattr(error, "status", None)
     if isinstance(status, int) and 400 <= status < 500:
-        return retry.Decision(retry.Verdict.DO_NOT_RETRY, f"{status}: a 4xx")
-    return retry.classify(error, idempotent)
+        return retry_rules.Decision(retry_rules.Verdict.DO_NOT_RETRY, f"{status}: a 4xx")
+    return retry_rules.classify(error, idempotent, now)
 
 
-CLASSIFIERS = {"retry everything": retry_everything, "never retry 4xx": never_retry_4xx, "classify": retry.classify}
+CLASSIFIERS = {
+    "retry everything": retry_everything,
+    "never retry 4xx": never_retry_4xx,
+    "classify": retry_rules.classify,
+}
 
 
 def declined_and_throttled(reloj: VirtualClock, classifier: str, max_attempts: int = 5) -> list[dict[str, Any]]:

@@ -37,27 +37,25 @@ DEFER_SECONDS = 300
 
 @dataclass(frozen=True)
 class OutageConfig:
-    """Twenty consumers, a gateway down for `down_seconds`, a breaker policy."""
+    """Twenty consumers, a gateway down for `down_seconds`, and the breakers' policy (the lesson's by default)."""
 
     consumers: int = 20
-    failure_threshold: int = 20
-    open_seconds: float = 30.0
-    half_open_max_calls: int = 1
+    breaker: BreakerPolicy = field(default_factory=BreakerPolicy)
     down_seconds: float = 180.0
     run_seconds: float = 220.0
     pause_seconds: float = 1.0  # between two orders of the same consumer
 
     def __post_init__(self) -> None:
         check_range("consumers", self.consumers, 1, 200)
-        check_range("failure_threshold", self.failure_threshold, 1, 1000)
-        check_range("open_seconds", self.open_seconds, 1, 3600)
         if not 0 <= self.down_seconds <= self.run_seconds <= 3_600:
             raise ValueError(
                 f"need 0 <= down_seconds <= run_seconds <= 3600; got {self.down_seconds}, {self.run_seconds}"
             )
 
-    def policy(self) -> BreakerPolicy:
-        return BreakerPolicy(self.failure_threshold, self.open_seconds, self.half_open_max_calls)
+
+def panel_config(failure_threshold: int, open_seconds: float, consumers: int) -> OutageConfig:
+    """The outage with the widget's numbers: `consumers` consumers, breakers opening after `failure_threshold`."""
+    return OutageConfig(consumers, BreakerPolicy(failure_threshold, open_seconds))
 
 
 @dataclass
@@ -98,10 +96,10 @@ def run_outage(
     provider = gw.PaymentGateway(reloj)
     run = OutageRun(mode, config)
     if mode == "shared":
-        one = breaker_store.SharedBreaker(breaker_store.embedded_store(), config.policy(), alarm=alarm)
+        one = breaker_store.SharedBreaker(breaker_store.embedded_store(), config.breaker, alarm=alarm)
         breakers = [one] * config.consumers
     else:
-        breakers = [CircuitBreaker(config.policy()) for _ in range(config.consumers)]
+        breakers = [CircuitBreaker(config.breaker) for _ in range(config.consumers)]
     for number, guard in enumerate(breakers, start=1):
         env.process(_consumer(env, f"consumidor-{number:02d}", guard, provider, run))
     env.run(until=config.run_seconds)

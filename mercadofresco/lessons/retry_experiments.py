@@ -29,7 +29,7 @@ from mercadofresco.errors import check_range
 from mercadofresco.lessons import delivery, rehearsal
 from mercadofresco.models import gateway as gw
 from mercadofresco.models import lambda_poller
-from mercadofresco.patterns import backoff, idempotency, retry
+from mercadofresco.patterns import backoff, idempotency, retry, retry_budget, retry_layers, retry_rules
 
 AMOUNT = Decimal("48.20")
 PEDIDO = "PED-2026-084417"
@@ -84,10 +84,10 @@ def error_examples() -> list[tuple[str, BaseException]]:
 
 
 def classifier_table() -> list[dict[str, Any]]:
-    """`retry.classify` on every example, without and with an idempotency key."""
+    """`retry_rules.classify` on every example, without and with an idempotency key."""
     rows = []
     for label, error in error_examples():
-        plain, keyed = retry.classify(error, idempotent=False), retry.classify(error, idempotent=True)
+        plain, keyed = retry_rules.classify(error, idempotent=False), retry_rules.classify(error, idempotent=True)
         rows.append(
             {
                 "error": label,
@@ -125,7 +125,7 @@ def botocore_table() -> list[dict[str, Any]]:
                 "code or status": code,
                 "legacy": "retry" if code in codes["legacy"] else "-",
                 "standard": "retry" if code in codes["standard"] else "-",
-                "ours": retry.classify(error, idempotent=True).verdict.name,
+                "ours": retry_rules.classify(error, idempotent=True).verdict.name,
             }
         )
     return rows
@@ -142,7 +142,7 @@ def budget_comparison(failure_rates: list[float], calls: int = 1000, seed: int =
     for rate in failure_rates:
         check_range("each of failure_rates", rate, 0, 1)
         rng = random.Random(seed)
-        ours, theirs = retry.RetryBudget(0.1), quota.RetryQuota()
+        ours, theirs = retry_budget.RetryBudget(0.1), quota.RetryQuota()
         cost, refund = standard.RetryQuotaChecker._RETRY_COST, standard.RetryQuotaChecker._NO_RETRY_INCREMENT
         wanted = botocore_granted = 0
         for _ in range(calls):
@@ -291,11 +291,11 @@ def layer_calls(
     run = delivery.run_orders(mf, reloj, client, batch, config, max_seconds=6 * 3600, handler=handler)
     receives = 1 if catch_failures else max_receive_count
     layers = [
-        retry.Layer("SDK", sdk_attempts),
-        retry.Layer("queue", receives),
-        retry.Layer("workflow", workflow_attempts),
+        retry_layers.Layer("SDK", sdk_attempts),
+        retry_layers.Layer("queue", receives),
+        retry_layers.Layer("workflow", workflow_attempts),
     ]
-    expected = retry.worst_case(layers, order_count)
+    expected = retry_layers.worst_case(layers, order_count)
     return {
         "orders": order_count,
         "gateway_calls": provider.calls,

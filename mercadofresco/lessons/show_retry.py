@@ -7,7 +7,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
-from mercadofresco.patterns import backoff, retry
+from mercadofresco.patterns import backoff, retry_layers
 from mercadofresco.sims.recovery import OutageRun
 from mercadofresco.sims.storm import StormRun
 
@@ -100,11 +100,11 @@ def layers(reports: dict[str, dict[str, Any]]) -> Figure:
     ax = figure.subplots()
     names = list(reports)
     values = [reports[name]["per_order"] for name in names]
-    colours = ["tab:red" if v > retry.WORST_CASE_LIMIT else "tab:green" for v in values]
+    colours = ["tab:red" if v > retry_layers.WORST_CASE_LIMIT else "tab:green" for v in values]
     ax.barh(names, values, color=colours)
     for y, (value, name) in enumerate(zip(values, names, strict=True)):
         ax.text(value, y, f" {reports[name]['formula']} = {value}", va="center")
-    ax.axvline(retry.WORST_CASE_LIMIT, color="black", ls="--", lw=0.8)
+    ax.axvline(retry_layers.WORST_CASE_LIMIT, color="black", ls="--", lw=0.8)
     ax.set_xlabel("gateway calls per order when every attempt fails (dashed: 15)")
     ax.set_xlim(0, max(values) * 1.35)
     return figure

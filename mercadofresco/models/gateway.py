@@ -22,7 +22,7 @@ from enum import Enum
 
 from mercadofresco.clock import VirtualClock, Waiter
 from mercadofresco.errors import MercadoFrescoError, check_range
-from mercadofresco.patterns import backoff, retry
+from mercadofresco.patterns import backoff, retry, retry_budget, retry_rules
 
 BASELINE_LATENCY_SECONDS = 0.240
 
@@ -199,6 +199,18 @@ class PaymentGateway:
         return [charge for charge in self.ledger if charge.pedido_id == pedido_id]
 
 
+def wrong_sdk_default(error: BaseException, idempotent: bool, now: dt.datetime | None = None) -> retry_rules.Decision:
+    """WRONG, on purpose: an SDK's default, which retries any timeout, lost response, 503 or 429, key or not.
+
+    A timeout or a lost response may have charged the card; retrying it without an
+    idempotency key charges it again (exercise 1's second mechanism). It is the
+    client's default only to show that; `retry_rules.classify` is the right one.
+    """
+    if getattr(error, "outcome_unknown", False) or getattr(error, "status", None) in (429, 503):
+        return retry_rules.Decision(retry_rules.Verdict.RETRY, "the SDK retries it, whatever the call does")
+    return retry_rules.Decision(retry_rules.Verdict.DO_NOT_RETRY, "the SDK does not retry it")
+
+
 def is_permanent_failure(exc: Exception) -> bool:
     """A failure that retrying cannot fix: the card was declined (402)."""
     return isinstance(exc, CardDeclinedError)
@@ -208,11 +220,11 @@ def is_permanent_failure(exc: Exception) -> bool:
 class GatewayClient:
     """MercadoFresco's side of the call: read timeout, retry policy, and whether the key is sent.
 
-    By default it behaves like an SDK in its default configuration: up to
-    `max_attempts` attempts, retrying timeouts, lost responses, 503 and 429 at
-    once, whether or not the charge is idempotent (exercise 1's second
-    mechanism). Pass a `retry.RetryPolicy` (backoff, classifier) and optionally
-    a shared `retry.RetryBudget` to retry with discipline; the waits are spent on
+    By default it behaves like an SDK in its default configuration
+    (`wrong_sdk_default`): up to `max_attempts` attempts, retrying timeouts, lost
+    responses, 503 and 429 at once, whether or not the charge is idempotent
+    (exercise 1's second mechanism). Pass a `retry.RetryPolicy` (backoff, classifier) and optionally
+    a shared `retry_budget.RetryBudget` to retry with discipline; the waits are spent on
     the caller's waiter.
     """
 
@@ -222,7 +234,7 @@ class GatewayClient:
     send_idempotency_key: bool = True
     attempts: int = 0
     policy: retry.RetryPolicy | None = None
-    budget: retry.RetryBudget | None = None
+    budget: retry_budget.RetryBudget | None = None
     rng: random.Random = field(default_factory=lambda: random.Random(0), repr=False)
     retrier: retry.Retrier = field(init=False, repr=False)
 
@@ -231,7 +243,7 @@ class GatewayClient:
             raise ValueError(f"read_timeout_seconds must be positive; got {self.read_timeout_seconds}")
         check_range("max_attempts", self.max_attempts, 1, 20)
         if self.policy is None:
-            self.policy = retry.RetryPolicy(backoff.NoBackoff(), self.max_attempts, should_retry=retry.naive_sdk)
+            self.policy = retry.RetryPolicy(backoff.NoBackoff(), self.max_attempts, should_retry=wrong_sdk_default)
         elif self.max_attempts not in (1, self.policy.max_attempts):
             raise ValueError("give max_attempts either to the client or to its policy, not two different values")
         self.max_attempts = self.policy.max_attempts

@@ -16,7 +16,8 @@ import simpy
 
 from mercadofresco.errors import check_range
 from mercadofresco.models import gateway as gw
-from mercadofresco.patterns import retry
+from mercadofresco.patterns import retry, retry_budget
+from mercadofresco.sims.retry_loop import with_retries
 
 
 # -- recovery after an outage (seconds) -------------------------------------------------------
@@ -64,19 +65,8 @@ class RecoveringGateway:
 def _execution(env: simpy.Environment, gateway: RecoveringGateway, retrier: retry.Retrier, start: float, done: list):
     """One execution: call, and on failure wait what the policy says; give up when it says so."""
     yield env.timeout(start)
-    retrier.first_attempt()
-    failures, previous = 0, 0.0
-    while True:
-        error = gateway.call(env.now)
-        if error is None:
-            done.append(env.now)
-            return
-        failures += 1
-        wait = retrier.next_wait(error, failures, previous, idempotent=True)
-        if wait is None:
-            return
-        previous = wait
-        yield env.timeout(wait)
+    if (yield from with_retries(env, lambda: gateway.call(env.now), retrier)):
+        done.append(env.now)
 
 
 def outage(policy: retry.RetryPolicy, config: OutageConfig, seed: int = 0, budget_ratio: float | None = None):
@@ -84,7 +74,7 @@ def outage(policy: retry.RetryPolicy, config: OutageConfig, seed: int = 0, budge
     rng = random.Random(seed)
     env = simpy.Environment()
     gateway = RecoveringGateway(config)
-    budget = retry.RetryBudget(budget_ratio) if budget_ratio else None
+    budget = retry_budget.RetryBudget(budget_ratio) if budget_ratio else None
     retrier = retry.Retrier(policy, rng, budget)
     done: list[float] = []
     for _ in range(config.executions):

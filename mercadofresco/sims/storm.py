@@ -21,6 +21,7 @@ The queue, the pollers and the gateway (`storm_gateway`) are models; nothing her
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import deque
 from dataclasses import dataclass, field
@@ -30,8 +31,9 @@ import simpy
 
 from mercadofresco.errors import check_range
 from mercadofresco.models import gateway as gw
-from mercadofresco.patterns import backoff, breaker, retry
-from mercadofresco.sims.storm_gateway import StormGateway, charge_with_retries
+from mercadofresco.patterns import backoff, breaker, retry, retry_budget
+from mercadofresco.sims.retry_loop import with_retries
+from mercadofresco.sims.storm_gateway import StormGateway
 
 SAMPLE_SECONDS = 10.0
 RECOVERY_WINDOW_TENTHS = 50  # look 5 s past each return of the gateway
@@ -56,9 +58,11 @@ class StormConfig:
     scale_every_seconds: float = 60.0
     visibility_timeout_seconds: float = 30.0
     max_receive_count: int = 4
-    sdk_attempts: int = 3
-    backoff_base_seconds: float = 0.1
-    backoff_cap_seconds: float = 5.0
+    # the SDK's retries without the jitter defence: 3 attempts, exponential from 0.1 s up to 5 s
+    sdk_policy: retry.RetryPolicy = field(
+        default_factory=lambda: retry.RetryPolicy(backoff.Exponential(base=0.1, cap=5.0), max_attempts=3)
+    )
+    breaker_policy: breaker.BreakerPolicy = field(default_factory=breaker.BreakerPolicy)  # 20 failures, 30 s open
 
     def __post_init__(self) -> None:
         check_range("orders_per_second", self.orders_per_second, 0, 50, low_excluded=True)
@@ -74,7 +78,11 @@ class StormConfig:
                 "need 0 <= degrade_from < degrade_until <= horizon_seconds; "
                 f"got {self.degrade_from}, {self.degrade_until}"
             )
-        check_range("sdk_attempts", self.sdk_attempts, 1, 20)
+        if not isinstance(self.sdk_policy.backoff, backoff.Exponential):
+            raise ValueError(
+                "sdk_policy must back off exponentially (the jitter defence draws over its window); "
+                f"got {self.sdk_policy.backoff}"
+            )
         check_range("max_receive_count", self.max_receive_count, 1, 1000)
 
 
@@ -98,10 +106,11 @@ ALL_DEFENCES = Defences(True, True, True, True)
 
 
 def retry_policy(config: StormConfig, defences: Defences) -> retry.RetryPolicy:
-    """The SDK's policy: exponential backoff, jittered if that defence is on."""
-    name = "full" if defences.jitter else "exponential"
-    strategy = backoff.strategy(name, config.backoff_base_seconds, config.backoff_cap_seconds)
-    return retry.RetryPolicy(strategy, max_attempts=config.sdk_attempts)
+    """The SDK's policy: the config's exponential backoff, or full jitter over the same window if that defence is on."""
+    if not defences.jitter:
+        return config.sdk_policy
+    window = config.sdk_policy.backoff
+    return dataclasses.replace(config.sdk_policy, backoff=backoff.FullJitter(window.base, window.cap))
 
 
 @dataclass(frozen=True)
@@ -200,7 +209,10 @@ def _poller(shared: StormState):
             continue
         taken = shared.ready.popleft()
         message = Message(taken.pedido, taken.receive_count + 1)
-        charged = yield from charge_with_retries(shared.env, shared.gateway, shared.retrier, shared.breaker)
+        # The same Retrier as on moto, on simpy time; the breaker hears every answer and is asked before each retry.
+        charged = yield from with_retries(
+            shared.env, lambda: shared.gateway.call(shared.env), shared.retrier, shared.breaker
+        )
         if charged:
             shared.charged += 1
         else:
@@ -259,9 +271,8 @@ def run_storm(config: StormConfig, defences: Defences, seed: int = 0) -> StormRu
     """
     arrivals, backoffs = random.Random(seed), random.Random(f"{seed}:backoff")
     env = simpy.Environment()
-    budget = retry.RetryBudget(0.1) if defences.retry_budget else None
-    policy = breaker.BreakerPolicy(failure_threshold=20, open_seconds=30)
-    guard = breaker.CircuitBreaker(policy) if defences.circuit_breaker else None
+    budget = retry_budget.RetryBudget(0.1) if defences.retry_budget else None
+    guard = breaker.CircuitBreaker(config.breaker_policy) if defences.circuit_breaker else None
     retrier = retry.Retrier(retry_policy(config, defences), backoffs, budget)
     shared = StormState(env, config, StormGateway(env, config), retrier, guard)
     rows: list[StormSample] = []

@@ -4,8 +4,9 @@ Steps 1, 4 and 6 of the lesson's storm: its latency rises while `degrade_from` <
 t < `degrade_until`; it holds at most `max_in_flight` calls (fewer while slow) and
 answers 503 beyond that; `collapse_rejections` refusals in one second make it
 fall over for `down_seconds`, resetting every call inside. It counts calls,
-answers and refusals per second for the storm's samples. `charge_with_retries`
-is step 5: the SDK retries every 503. A model: nothing here calls AWS.
+answers and refusals per second for the storm's samples. Step 5, the SDK
+retrying every 503, is `retry_loop.with_retries` around `call`. A model:
+nothing here calls AWS.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import TYPE_CHECKING
 import simpy
 
 from mercadofresco.models import gateway as gw
-from mercadofresco.patterns import breaker, retry
 
 if TYPE_CHECKING:  # storm.py imports this module; the config is only a type here
     from mercadofresco.sims.storm import StormConfig
@@ -76,31 +76,3 @@ class StormGateway:
             return gw.GatewayUnavailableError("503 Service Unavailable")
         self.ok[int(env.now)] += 1
         return None
-
-
-def charge_with_retries(
-    env: simpy.Environment, gateway: StormGateway, retrier: retry.Retrier, guard: breaker.CircuitBreaker | None
-):
-    """One charge with the SDK's retries (use with `yield from`); True if it went through.
-
-    The same `Retrier` as on moto, on simpy time; the breaker, if any, hears every
-    answer and is asked before each retry.
-    """
-    retrier.first_attempt()
-    failures, previous = 0, 0.0
-    while True:
-        if failures and guard is not None and not guard.allow(env.now):
-            return False
-        error = yield from gateway.call(env)
-        if error is None:
-            if guard is not None:
-                guard.record_success(env.now)
-            return True
-        if guard is not None:
-            guard.record_failure(env.now)
-        failures += 1
-        wait = retrier.next_wait(error, failures, previous, idempotent=True)
-        if wait is None:
-            return False
-        previous = wait
-        yield env.timeout(wait)

@@ -25,6 +25,7 @@ import simpy
 from mercadofresco.errors import check_range
 from mercadofresco.models import gateway as gw
 from mercadofresco.patterns import backoff, retry
+from mercadofresco.sims.retry_loop import with_retries
 
 SENDER_POLICY = retry.RetryPolicy(backoff.FullJitter(base=0.5, cap=8.0), max_attempts=3)
 FAIL_SECONDS = 0.2  # a refusal takes as long as an answer (the ERP is busy)
@@ -144,7 +145,7 @@ def _sender(env, config, queue, erp, tokens, retrier, result, done):
             continue
         notice = queue.popleft()
         notice[1] += 1
-        delivered = yield from _deliver(env, erp, tokens, retrier)
+        delivered = yield from with_retries(env, lambda: _call(erp, tokens), retrier)
         if delivered:
             result.delivered += 1
             _check_done(env, config, result, done)
@@ -158,21 +159,11 @@ def _check_done(env, config, result, done) -> None:
         done.succeed()
 
 
-def _deliver(env, erp, tokens, retrier):
-    retrier.first_attempt()
-    failures, previous = 0, 0.0
-    while True:
-        if tokens is not None:
-            yield tokens.get(1)
-        error = yield from erp.call()
-        if error is None:
-            return True
-        failures += 1
-        wait = retrier.next_wait(error, failures, previous, idempotent=True)
-        if wait is None:
-            return False
-        previous = wait
-        yield env.timeout(wait)
+def _call(erp: Erp, tokens: simpy.Container | None):
+    """One call to the ERP, after a token of our own limit if we have one (use with `yield from`)."""
+    if tokens is not None:
+        yield tokens.get(1)
+    return (yield from erp.call())
 
 
 def _back_later(env, config, queue, notice, result, done):
