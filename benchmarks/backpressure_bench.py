@@ -33,7 +33,8 @@ def time_friday() -> tuple[float, int]:
 def time_flow() -> tuple[float, float, bool]:
     """The notebook's two runs, one clean order and three orders with every fault, on one fresh world."""
     from mercadofresco import clock, world
-    from mercadofresco.lessons import architecture, flow_report
+    from mercadofresco.lessons.architecture import flow as architecture
+    from mercadofresco.lessons.architecture import report
 
     with clock.VirtualClock() as reloj, world.build() as mf:
         started = time.perf_counter()
@@ -42,7 +43,7 @@ def time_flow() -> tuple[float, float, bool]:
         started = time.perf_counter()
         run = architecture.run_flow(mf, reloj, 3, architecture.EVERY_FAULT, first=90_001)
         faulty = time.perf_counter() - started
-    once = all(row["charges"] == row["written"] == row["correo"] == 1 for row in flow_report.tally(run))
+    once = all(row["charges"] == row["written"] == row["correo"] == 1 for row in report.tally(run))
     return clean, faulty, once
 
 

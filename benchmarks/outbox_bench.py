@@ -17,7 +17,8 @@ import threading
 import time
 
 from mercadofresco import clock, world
-from mercadofresco.lessons import outbox_experiments, outbox_publishers
+from mercadofresco.lessons.outbox import experiments
+from mercadofresco.lessons.outbox import publishers as outbox_publishers
 from mercadofresco.patterns import outbox
 from mercadofresco.runtime import database
 
@@ -41,7 +42,7 @@ class CountingSink:
 def run(db: database.Database, rows: int, publishers: int, sink: CountingSink) -> float:
     """Rows per second for `publishers` threads draining `rows` pending rows."""
     with db.connect() as conn:
-        outbox_experiments.fresh_tables(conn)
+        experiments.fresh_tables(conn)
         outbox_publishers.add_rows(conn, pending=rows)
     now = dt.datetime(2026, 10, 16, 19, 14, tzinfo=clock.MADRID)
 

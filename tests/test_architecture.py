@@ -4,13 +4,14 @@ from dataclasses import fields
 
 import pytest
 
-from mercadofresco.lessons import architecture, cost, flow_report
+from mercadofresco.lessons.architecture import cost, report
+from mercadofresco.lessons.architecture import flow as architecture
 
 FAULTS = [f.name for f in fields(architecture.Faults)]
 
 
 def _exactly_once(run):
-    rows = flow_report.tally(run)
+    rows = report.tally(run)
     for row in rows:
         assert row["charges"] == 1, row
         assert row["written"] == 1, row
@@ -18,14 +19,14 @@ def _exactly_once(run):
         for operation in architecture.CONSUMER_QUEUES:
             assert row[operation] == 1, row
     assert len(run.flow.gateway.ledger) == len(run.pedido_ids)
-    assert not any(flow_report.left_in_queues(run.flow).values())  # nothing pending, nothing in a DLQ
+    assert not any(report.left_in_queues(run.flow).values())  # nothing pending, nothing in a DLQ
     return rows
 
 
 def test_one_order_through_every_hop(mf, reloj):
     run = architecture.run_flow(mf, reloj, 1)
     _exactly_once(run)
-    hops = {row["hop"] for row in flow_report.trace(run, "PED-2026-084417")}
+    hops = {row["hop"] for row in report.trace(run, "PED-2026-084417")}
     assert hops == {"cobro", "outbox", "preparacion", "correo", "erp"}
 
 
@@ -46,7 +47,7 @@ def test_every_fault_at_once(mf, reloj):
 
 def test_a_provider_that_ignores_the_key_repeats_the_effect_after_a_crash(mf, reloj):
     run = architecture.run_flow(mf, reloj, 2, architecture.Faults(crash_after_effect=True), honours_key=False)
-    rows = flow_report.tally(run)
+    rows = report.tally(run)
     assert max(row["preparacion"] for row in rows) == 2  # the gap between the effect and COMPLETADO
 
 

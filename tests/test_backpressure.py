@@ -89,16 +89,16 @@ def test_our_own_rate_limit_below_the_erp_capacity_delivers_everything_with_no_e
 
 def test_the_depth_alarm_watches_the_orders_queue():
     from mercadofresco import world
-    from mercadofresco.lessons import backpressure
+    from mercadofresco.lessons.backpressure import experiments
 
-    assert dict(backpressure.DEPTH_ALARM.dimensions)["QueueName"] == world.ORDERS_QUEUE
+    assert dict(experiments.DEPTH_ALARM.dimensions)["QueueName"] == world.ORDERS_QUEUE
 
 
 def test_holding_parallelism_alarms_and_loses_nothing_while_adding_pollers_fills_the_dlq():
-    from mercadofresco.lessons import backpressure
+    from mercadofresco.lessons.backpressure import experiments
 
-    held, added = backpressure.upstream_vs_downstream(seed=0).values()
-    assert backpressure.first_alarm_second(held) is not None and held.in_dlq == 0
+    held, added = experiments.upstream_vs_downstream(seed=0).values()
+    assert experiments.first_alarm_second(held) is not None and held.in_dlq == 0
     assert added.in_dlq > 0 and len(added.collapses) > 0
 
 

@@ -9,7 +9,7 @@ import pytest
 import redis
 
 from mercadofresco import alarms, orders
-from mercadofresco.lessons import outage
+from mercadofresco.lessons.breaker import outage
 from mercadofresco.models import alarm_evaluation, gateway
 from mercadofresco.patterns import breaker, breaker_store
 from mercadofresco.patterns.breaker import State

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mercadofresco.lessons import cloudshop, cloudshop_dlq
+from mercadofresco.lessons.cloudshop import case, dead_letters
 from mercadofresco.patterns import consumer_config
 
 DAY = 86_400
@@ -55,16 +55,16 @@ def test_bad_settings_name_the_setting(field, value):
 
 # -- partial batch failure ---------------------------------------------------------------------
 def test_partial_batch_response_redelivers_only_the_bad_message(mf, reloj):
-    run = cloudshop.partial_batch(mf, reloj, report_batch_item_failures=True)
-    good = {p: n for p, n in run.receives.items() if p != cloudshop.BAD_MESSAGE}
+    run = case.partial_batch(mf, reloj, report_batch_item_failures=True)
+    good = {p: n for p, n in run.receives.items() if p != case.BAD_MESSAGE}
     assert len(good) == 9 and set(good.values()) == {1}
-    assert run.receives[cloudshop.BAD_MESSAGE] == 5  # maxReceiveCount 5, then the DLQ
+    assert run.receives[case.BAD_MESSAGE] == 5  # maxReceiveCount 5, then the DLQ
     assert set(run.discounts.values()) == {1}
     assert run.in_dlq == 1
 
 
 def test_without_partial_batch_response_one_bad_message_repeats_nine_good_ones(mf, reloj):
-    run = cloudshop.partial_batch(mf, reloj, report_batch_item_failures=False)
+    run = case.partial_batch(mf, reloj, report_batch_item_failures=False)
     assert set(run.discounts.values()) == {5}  # 45 discounts for 9 orders: 36 of them duplicates
     assert run.summary()["duplicated"] == 36
     assert run.in_dlq == 10  # the good ones end in the DLQ too
@@ -72,14 +72,13 @@ def test_without_partial_batch_response_one_bad_message_repeats_nine_good_ones(m
 
 # -- visibility and emails ---------------------------------------------------------------------
 def test_visibility_below_the_batch_time_duplicates_stock_and_300_s_does_not(mf, reloj):
-    assert cloudshop.stock_discounts(mf, reloj, 30).summary()["duplicated"] > 0
-    assert cloudshop.stock_discounts(mf, reloj, 300).summary()["duplicated"] == 0
+    assert case.stock_discounts(mf, reloj, 30).summary()["duplicated"] > 0
+    assert case.stock_discounts(mf, reloj, 300).summary()["duplicated"] == 0
 
 
 def test_only_the_key_marked_before_waiting_stops_duplicate_emails(mf, reloj):
     direct, queue_key, marked = (
-        cloudshop.duplicate_emails(mf, reloj, design, events=30, timeout_seconds=5)
-        for design in cloudshop.EMAIL_DESIGNS
+        case.duplicate_emails(mf, reloj, design, events=30, timeout_seconds=5) for design in case.EMAIL_DESIGNS
     )
     assert direct["duplicates"] > 0
     assert queue_key["duplicates"] > 0  # the key alone does not cover an effect made before it completes
@@ -88,29 +87,29 @@ def test_only_the_key_marked_before_waiting_stops_duplicate_emails(mf, reloj):
 
 # -- the DLQ of 41,200 -------------------------------------------------------------------------
 def test_every_dead_letter_is_classified_as_class_210_counts_them():
-    rows = cloudshop_dlq.breakdown(cloudshop_dlq.billing_dlq(seed=3))
-    assert {row["kind"]: row["messages"] for row in rows} == cloudshop_dlq.CLASS_210
+    rows = dead_letters.breakdown(dead_letters.billing_dlq(seed=3))
+    assert {row["kind"]: row["messages"] for row in rows} == dead_letters.CLASS_210
 
 
 def test_the_outage_expires_within_two_days_of_discovery_and_the_alarms_fire_on_day_0():
-    letters = cloudshop_dlq.billing_dlq(counts={"transient": 400, "poison": 20, "data": 5})
-    discovered = letters[0].sent_at + cloudshop_dlq.DISCOVERED_AFTER
-    rows = cloudshop_dlq.expiring(letters, discovered, days=2)
+    letters = dead_letters.billing_dlq(counts={"transient": 400, "poison": 20, "data": 5})
+    discovered = letters[0].sent_at + dead_letters.DISCOVERED_AFTER
+    rows = dead_letters.expiring(letters, discovered, days=2)
     assert sum(row["of_them_transient"] for row in rows) == 400
-    fired = cloudshop_dlq.alarm_instants(letters, discovered)
+    fired = dead_letters.alarm_instants(letters, discovered)
     assert [(when - letters[0].sent_at).total_seconds() for when in fired.values()] == [300, 3_900, 7 * DAY + 300]
-    assert cloudshop_dlq.miss_probability(41_200, 120, 10) == pytest.approx(0.971, abs=0.001)
+    assert dead_letters.miss_probability(41_200, 120, 10) == pytest.approx(0.971, abs=0.001)
 
 
 def test_moto_stops_delivering_a_message_after_14_days(mf, reloj):
-    letters = cloudshop_dlq.billing_dlq(counts={"transient": 50, "poison": 0, "data": 0})
-    rows = cloudshop_dlq.retention_on_moto(mf, reloj, letters, sample=5)
+    letters = dead_letters.billing_dlq(counts={"transient": 50, "poison": 0, "data": 0})
+    rows = dead_letters.retention_on_moto(mf, reloj, letters, sample=5)
     assert [row["still_in_the_dlq"] for row in rows] == [5, 0]
 
 
 def test_a_24_hour_key_lets_a_day_13_redrive_send_again_and_21_days_does_not(mf, reloj):
-    assert cloudshop_dlq.key_after(mf, reloj, ttl_days=1, days_later=13)["emails_sent"] == 2
-    assert cloudshop_dlq.key_after(mf, reloj, ttl_days=21, days_later=13)["emails_sent"] == 1
+    assert dead_letters.key_after(mf, reloj, ttl_days=1, days_later=13)["emails_sent"] == 2
+    assert dead_letters.key_after(mf, reloj, ttl_days=21, days_later=13)["emails_sent"] == 1
 
 
 def test_the_dlq_bodies_are_the_producers_bodies():
@@ -120,4 +119,4 @@ def test_the_dlq_bodies_are_the_producers_bodies():
 
     for importe in (Decimal("48.20"), Decimal("-9.00")):
         expected = orders.order_body(orders.Order("PED-2026-084417", importe))
-        assert cloudshop_dlq.order_body("PED-2026-084417", importe) == expected
+        assert dead_letters.order_body("PED-2026-084417", importe) == expected

@@ -165,7 +165,7 @@ def test_stopping_the_poller_mid_invocation_kills_it_and_the_next_run_starts_cle
 def test_the_deploy_gate_refuses_a_producer_the_deployed_consumer_cannot_read() -> None:
     from decimal import Decimal
 
-    from mercadofresco.lessons import incidents
+    from mercadofresco.lessons.dlq import incidents
     from mercadofresco.shop import handlers
 
     sample = incidents.version2_body("PED-2026-084417", Decimal("48.20"))

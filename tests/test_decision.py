@@ -2,7 +2,8 @@
 
 import pytest
 
-from mercadofresco.lessons import combinations, decision
+from mercadofresco.lessons.decision import combinations
+from mercadofresco.lessons.decision import rules as decision
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import pytest
 from moto import mock_aws
 
 from mercadofresco import alarms, orders, queues, world
-from mercadofresco.lessons import incidents, redrive, show_dlq
+from mercadofresco.lessons.dlq import figures, incidents, redrive
 from mercadofresco.models import alarm_evaluation, gateway, move_task
 from mercadofresco.patterns import dlq
 from mercadofresco.shop import handlers
@@ -90,7 +90,7 @@ def test_the_verdict_is_an_enum_with_the_lessons_names_and_its_evidence_is_data(
     assert {kind.value for kind in dlq.FailureKind} == {"poison", "transient", "data"}
     assert (verdict.kind.value, verdict.time_shape.value) == ("poison", "burst")
     assert verdict.receive_counts == ((4, 40),) and verdict.kept_reasons == (("MalformedOrderError", 40),)
-    assert show_dlq.evidence(verdict) == [
+    assert figures.evidence(verdict) == [
         "40 messages sent Sun 18 22:04 to Sun 18 23:51: a burst",
         "receive counts 4 x40",
         "content: 40/40 say 'version 2, this consumer expects 1'",

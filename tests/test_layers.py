@@ -148,7 +148,7 @@ def _package_modules(package: Path) -> dict[str, set[str]]:
     for path in package.rglob("*.py"):
         if path.name == "__init__.py" or path.name.startswith("_"):
             continue
-        folder = "" if path.parent == package else path.parent.name
+        folder = "" if path.parent == package else path.parent.relative_to(package).as_posix()
         modules.setdefault(folder, set()).add(path.stem)
     return modules
 

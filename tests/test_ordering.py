@@ -6,8 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mercadofresco.lessons import ordering_experiments as experiments
-from mercadofresco.lessons import stock_queue
+from mercadofresco.lessons.ordering import experiments, stock_queue
 from mercadofresco.patterns import ordering
 from mercadofresco.patterns.ordering import Kind
 
@@ -175,14 +174,14 @@ def test_the_widget_refuses_more_groups_than_skus_by_name(mf, reloj):
 
 
 def test_the_figures_draw_a_lane_per_consumer_and_a_bar_per_setup(mf, reloj):
-    from mercadofresco.lessons import show_ordering
+    from mercadofresco.lessons.ordering import figures
 
     run = stock_queue.run_ordering(mf, reloj, stock_queue.OrderingConfig(groups=1, skus=4, consumers=2, messages=3))
-    lanes = show_ordering.lanes([run])
+    lanes = figures.lanes([run])
     assert [tick.get_text() for tick in lanes.axes[0].get_yticklabels()] == ["c1", "c2"]
     assert len(lanes.axes[0].patches) == 3  # one bar per message
     rows = [run.summary(), {**run.summary(), "setup": "standard queue"}]
-    assert [tick.get_text() for tick in show_ordering.setups(rows).axes[0].get_yticklabels()] == [
+    assert [tick.get_text() for tick in figures.setups(rows).axes[0].get_yticklabels()] == [
         "FIFO, 1 group",
         "standard queue",
     ]

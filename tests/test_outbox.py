@@ -21,8 +21,8 @@ import psycopg
 import pytest
 
 from mercadofresco import clock, orders
-from mercadofresco.lessons import outbox_experiments as ox
-from mercadofresco.lessons import outbox_operations, outbox_publishers, outbox_streams
+from mercadofresco.lessons.outbox import experiments, operations, streams
+from mercadofresco.lessons.outbox import publishers as outbox_publishers
 from mercadofresco.patterns import outbox
 from mercadofresco.runtime import database
 
@@ -36,20 +36,20 @@ def db():
 
 
 def test_the_dual_write_loses_one_event_per_crash_and_the_outbox_loses_none(db, mf):
-    config = ox.CrashConfig(orders=400, crash_probability=0.05)
-    dual = ox.run_dual_write(db, mf.client("events"), config, seed=3)
-    kept, _ = ox.run_outbox(db, mf.client("events"), config, seed=3)
+    config = experiments.CrashConfig(orders=400, crash_probability=0.05)
+    dual = experiments.run_dual_write(db, mf.client("events"), config, seed=3)
+    kept, _ = experiments.run_outbox(db, mf.client("events"), config, seed=3)
     assert dual.crashes > 5
     assert dual.lost == dual.crashes and dual.in_database == 400 and dual.phantom == 0
     assert kept.lost == 0 and kept.published == kept.in_database == 400
 
 
 def test_at_one_in_900_every_crash_is_a_lost_order_and_a_month_loses_about_266(db, mf):
-    config = ox.CrashConfig(orders=900)
-    dual = ox.run_dual_write(db, mf.client("events"), config, seed=1)
+    config = experiments.CrashConfig(orders=900)
+    dual = experiments.run_dual_write(db, mf.client("events"), config, seed=1)
     assert dual.crashes >= 1 and dual.lost == dual.crashes
-    months = ox.monthly_losses(months=24)
-    expected = ox.ORDERS_PER_MONTH * ox.MARTA_RATE
+    months = experiments.monthly_losses(months=24)
+    expected = experiments.ORDERS_PER_MONTH * experiments.MARTA_RATE
     assert int(expected) == 266
     assert abs(sum(months) / len(months) - expected) < 15
 
@@ -62,26 +62,32 @@ def test_the_bus_received_what_the_tap_counted(db, mf):
         EventPattern='{"source": ["mercadofresco.tienda"]}',
     )
     assert archive["State"] == "ENABLED"
-    _, tap = ox.run_outbox(db, events, ox.CrashConfig(orders=120, crash_probability=0), seed=1)
+    _, tap = experiments.run_outbox(db, events, experiments.CrashConfig(orders=120, crash_probability=0), seed=1)
     assert events.describe_archive(ArchiveName="archivo-outbox")["EventCount"] == len(tap.accepted) == 120
 
 
 def test_publishing_first_announces_orders_that_do_not_exist(db, mf):
-    result = ox.run_dual_write(db, mf.client("events"), ox.CrashConfig(orders=200, crash_probability=0.1), 2, True)
+    result = experiments.run_dual_write(
+        db, mf.client("events"), experiments.CrashConfig(orders=200, crash_probability=0.1), 2, True
+    )
     assert result.phantom == result.crashes > 0
     assert result.lost == 0 and result.in_database == 200 - result.crashes
 
 
 def test_retrying_put_events_covers_failed_calls_but_not_dead_processes(db, mf):
-    flaky = ox.CrashConfig(orders=300, crash_probability=0.05, throttle_probability=0.05)
-    once = ox.run_dual_write(db, mf.client("events"), flaky, seed=4)
-    retried = ox.run_dual_write(db, mf.client("events"), ox.CrashConfig(**{**vars(flaky), "put_events_attempts": 3}), 4)
+    flaky = experiments.CrashConfig(orders=300, crash_probability=0.05, throttle_probability=0.05)
+    once = experiments.run_dual_write(db, mf.client("events"), flaky, seed=4)
+    retried = experiments.run_dual_write(
+        db, mf.client("events"), experiments.CrashConfig(**{**vars(flaky), "put_events_attempts": 3}), 4
+    )
     assert once.lost > once.crashes  # throttled calls lost on top of the crashes
     assert retried.lost == retried.crashes > 0  # retries recovered every throttled call, and no crash
 
 
 def test_a_publisher_that_dies_between_publishing_and_marking_duplicates_its_batch(db, mf):
-    result, tap = ox.run_outbox(db, mf.client("events"), ox.CrashConfig(orders=300, crash_probability=0), 1, 1)
+    result, tap = experiments.run_outbox(
+        db, mf.client("events"), experiments.CrashConfig(orders=300, crash_probability=0), 1, 1
+    )
     assert result.lost == 0 and result.crashes == 1
     assert result.duplicated == outbox.BATCH_SIZE
     assert max(Counter(detail["outbox_id"] for detail in tap.accepted).values()) == 2
@@ -109,7 +115,7 @@ class RecordingSink:
 
 def test_four_publishers_in_parallel_threads_publish_every_row_exactly_once(db):
     with db.connect() as conn:
-        ox.fresh_tables(conn)
+        experiments.fresh_tables(conn)
         outbox_publishers.add_rows(conn, pending=2_000)
     sink = RecordingSink()
 
@@ -165,8 +171,8 @@ def test_polling_every_second_adds_under_a_second_of_latency(db, mf):
 
 
 def test_a_stopped_publisher_trips_the_age_alarm_first_and_the_count_alarm_later(db, mf, reloj):
-    rows = outbox_operations.stopped_publisher(db, mf, reloj)
-    assert outbox_operations.first_alarm_minutes(rows) == {"pending_alarm": 34.0, "age_alarm": 2.0}
+    rows = operations.stopped_publisher(db, mf, reloj)
+    assert operations.first_alarm_minutes(rows) == {"pending_alarm": 34.0, "age_alarm": 2.0}
     assert rows[-1]["pending"] == 0 and rows[-1]["age_alarm"] == rows[-1]["pending_alarm"] == "OK"
 
 
@@ -182,7 +188,7 @@ def test_place_orders_writes_what_place_order_writes_and_all_or_nothing(db):
             lambda: [outbox.place_order(conn, *pair) for pair in placed],
             lambda: outbox.place_orders(conn, placed),
         ):
-            ox.fresh_tables(conn)
+            experiments.fresh_tables(conn)
             write()
             with conn.transaction():
                 tables.append(conn.execute(query).fetchall())
@@ -196,7 +202,7 @@ def test_place_orders_writes_what_place_order_writes_and_all_or_nothing(db):
 
 
 def test_streams_cdc_loses_nothing_when_the_writer_dies(mf):
-    result = outbox_streams.run_streams(mf, carts=30, crash_probability=0.2)
+    result = streams.run_streams(mf, carts=30, crash_probability=0.2)
     assert result["writer deaths"] > 0 and result["lost"] == 0 and result["events published"] == 30
 
 
@@ -246,7 +252,7 @@ def test_a_small_dev_shm_is_passed_over_and_a_full_disk_is_refused_with_what_it_
 
 def test_the_settings_reject_values_out_of_range():
     with pytest.raises(ValueError, match=r"crash_probability must be between 0 and 0\.5"):
-        ox.CrashConfig(crash_probability=0.9)
+        experiments.CrashConfig(crash_probability=0.9)
     with pytest.raises(ValueError, match="batch_size must be between 1 and 1000"):
         outbox.PublisherPolicy(batch_size=0)
 

@@ -9,7 +9,7 @@ import pytest
 from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
 
 from mercadofresco import clock
-from mercadofresco.lessons import retry_experiments as rx
+from mercadofresco.lessons.retry import experiments as rx
 from mercadofresco.models import gateway
 from mercadofresco.patterns import backoff, retry, retry_budget, retry_layers, retry_rules
 

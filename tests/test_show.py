@@ -46,12 +46,12 @@ def test_refusal_replaces_whole_names_only():
 
 
 def test_a_redrive_without_failures_draws_its_axis_from_zero():
-    from mercadofresco.lessons import show_dlq
+    from mercadofresco.lessons.dlq import figures
     from mercadofresco.sims import mass_redrive
 
     paced = mass_redrive.run_mass_redrive(mass_redrive.MassRedriveConfig(release="paced", max_concurrency=40))
     assert paced.summary()["failed_attempts"] == 0
-    right = show_dlq.mass_redrive([paced]).axes[1]
+    right = figures.mass_redrive([paced]).axes[1]
     assert right.get_ylim() == (0, 1)
 
 

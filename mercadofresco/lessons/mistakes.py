@@ -1,6 +1,6 @@
 """Section 17's common mistakes that no earlier section measured, and the self-check (notebook 17).
 
-Most mistakes reuse earlier experiments (`duplicates`, `retry_experiments`,
+Most mistakes reuse earlier experiments (`duplicates`, `retry.experiments`,
 `sims.recovery`); the ones here are new:
 
 - `lock_blocks_for`: how long a consumer that dies holding EN_CURSO blocks the
@@ -26,7 +26,8 @@ from typing import Any
 from mercadofresco import orders, queues, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
-from mercadofresco.lessons import duplicates, incidents, redrive
+from mercadofresco.lessons import duplicates
+from mercadofresco.lessons.dlq import incidents, redrive
 from mercadofresco.models import gateway as gw
 from mercadofresco.models import lambda_poller, move_task
 from mercadofresco.patterns import backoff, dlq, idempotency, retry, retry_rules

@@ -13,7 +13,7 @@ yet. The tools here answer it without destroying the evidence:
 - `classify`: poison, transient or data (`FailureKind`). The time distribution
   (`TimeShape`: a burst or a trickle) and the receive counts are clues; the
   content is the proof. The verdict carries its evidence as data; the lesson's
-  display (`lessons.show_dlq`) words it.
+  display (`lessons.dlq.figures`) words it.
 - `alarm_rules` / `define_alarms`: messages visible > 0 over 5 minutes, and the
   oldest message older than 1 hour (`models.alarm_evaluation.check_dlq_alarms`
   evaluates them, since moto publishes no SQS metrics and evaluates no alarm).

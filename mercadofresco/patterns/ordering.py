@@ -16,7 +16,7 @@ Or make order irrelevant: every update carries a version and the write is
 conditional (`if version > version_actual`), so a late, older update is
 discarded and the table ends in the newest state whatever the arrival order.
 `StockTable.put_if_newer` does it on `mercadofresco-stock`. (The unconditional
-write it replaces is section 12's counter-example: `lessons.ordering_experiments`.)
+write it replaces is section 12's counter-example: `lessons.ordering.experiments`.)
 """
 
 from __future__ import annotations

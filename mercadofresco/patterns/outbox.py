@@ -16,7 +16,7 @@ jobs: watch the backlog (pending rows, age of the oldest) and delete rows publis
 more than 7 days ago. Times are passed in (`now`), never read from the server, so the
 virtual clock drives them.
 
-The experiments (the claim without SKIP LOCKED, the query plans) live in `lessons/outbox_*`.
+The experiments (the claim without SKIP LOCKED, the query plans) live in `lessons/outbox/`.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from decimal import Decimal
 
 from mercadofresco import alarms, clock, orders, queues, world
 from mercadofresco.course.checker import Check
-from mercadofresco.lessons import incidents
+from mercadofresco.lessons.dlq import incidents
 from mercadofresco.models import gateway, lambda_poller, queue_age
 
 SERVICES = ("sqs",)

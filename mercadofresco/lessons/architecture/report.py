@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from mercadofresco import queues, world
-from mercadofresco.lessons.architecture import CONSUMER_QUEUES, Flow, FlowRun
+from mercadofresco.lessons.architecture.flow import CONSUMER_QUEUES, Flow, FlowRun
 from mercadofresco.patterns import breaker
 
 HOPS = {

@@ -7,7 +7,7 @@ are a model: simpy processes on the virtual clock that receive one message
 (WaitTimeSeconds=0; an empty receive waits `IDLE_POLL_SECONDS`, standing in
 for a long poll), spend the processing time, apply it and delete it.
 `run_ordering(config, seed)` returns an `OrderingRun` with every message, who
-processed it and when. Notebook 12 uses it through `ordering_experiments`.
+processed it and when. Notebook 12 uses it through `ordering.experiments`.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from typing import Any
 import psycopg
 
 from mercadofresco import clock, orders, queues, world
-from mercadofresco.lessons.outbox_experiments import fresh_tables
+from mercadofresco.lessons.outbox.experiments import fresh_tables
 from mercadofresco.models import event_faults
 from mercadofresco.patterns import idempotency, outbox
 from mercadofresco.runtime.database import Database

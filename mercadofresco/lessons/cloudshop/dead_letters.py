@@ -28,7 +28,8 @@ from typing import Any
 from mercadofresco import alarms, orders, world
 from mercadofresco.clock import MADRID, VirtualClock
 from mercadofresco.errors import check_range
-from mercadofresco.lessons import duplicates, incidents
+from mercadofresco.lessons import duplicates
+from mercadofresco.lessons.dlq import incidents
 from mercadofresco.patterns import dlq, idempotency
 from mercadofresco.sims.mass_redrive import MassRedriveResult
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from mercadofresco import alarms, clock, orders, world
 from mercadofresco.errors import check_range
-from mercadofresco.lessons.outbox_experiments import fresh_tables
+from mercadofresco.lessons.outbox.experiments import fresh_tables
 from mercadofresco.models import alarm_evaluation
 from mercadofresco.patterns import outbox
 from mercadofresco.runtime.database import Database

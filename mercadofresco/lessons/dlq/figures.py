@@ -1,4 +1,4 @@
-"""Tables, text and figures for notebooks 09-11 (breaker, DLQs, runbook); figures use matplotlib.figure.Figure.
+"""Tables, text and figures for notebooks 10-11 (DLQs, runbook); figures use matplotlib.figure.Figure.
 
 The DLQ pattern returns samples and verdicts as data; this module words them for
 people, in Madrid time.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from matplotlib.figure import Figure
 
@@ -16,10 +16,7 @@ from mercadofresco.clock import MADRID
 from mercadofresco.patterns.dlq import Classification, FailureKind, Sample
 from mercadofresco.sims.mass_redrive import MassRedriveResult
 
-if TYPE_CHECKING:  # outage imports the Redis-backed breaker (redis, 0.15 s); here it only names a type
-    from mercadofresco.lessons.outage import OutageRun
-
-COLORS = {"per_process": "tab:red", "shared": "tab:blue", "all_at_once": "tab:red", "paced": "tab:green"}
+COLORS = {"all_at_once": "tab:red", "paced": "tab:green"}
 
 
 def madrid(instant: dt.datetime) -> str:
@@ -61,22 +58,6 @@ def evidence(verdict: Classification) -> list[str]:
     if verdict.kind is FailureKind.TRANSIENT:
         lines.append("the content is a valid order: the dependency failed, not the message")
     return lines
-
-
-def gateway_calls(runs: list[OutageRun], title: str = "") -> Figure:
-    """Cumulative calls that reached the gateway, one line per kind of breaker; the outage shaded."""
-    figure = Figure(figsize=(8, 3.2), layout="constrained")
-    ax = figure.subplots()
-    for run in runs:
-        seconds = [call["second"] for call in run.calls]
-        ax.step(seconds, range(1, len(seconds) + 1), where="post", color=COLORS[run.mode], label=run.mode)
-    down = runs[0].config.down_seconds
-    ax.axvspan(0, down, color="grey", alpha=0.15, label="gateway down")
-    ax.set_xlabel("seconds since the gateway went down (virtual time)")
-    ax.set_ylabel("calls that reached the gateway")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    return figure
 
 
 def arrivals(groups: dict[str, list[Sample]], title: str = "") -> Figure:

@@ -7,7 +7,7 @@ from typing import Any
 from matplotlib.figure import Figure
 
 from mercadofresco.lessons import show
-from mercadofresco.lessons.outbox_experiments import LossResult
+from mercadofresco.lessons.outbox.experiments import LossResult
 from mercadofresco.patterns import outbox
 
 OUTCOMES = ("lost", "phantom", "duplicated")

@@ -9,8 +9,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import NullFormatter, StrMethodFormatter
 
 from mercadofresco.clock import MADRID
-from mercadofresco.lessons.cloudshop import BAD_MESSAGE, StockRun
-from mercadofresco.lessons.cloudshop_dlq import RETENTION_SECONDS, DeadLetter, kind_of
+from mercadofresco.lessons.cloudshop.case import BAD_MESSAGE, StockRun
+from mercadofresco.lessons.cloudshop.dead_letters import RETENTION_SECONDS, DeadLetter, kind_of
 
 KIND_COLORS = {"transient": "tab:blue", "poison": "tab:orange", "data": "tab:red"}
 

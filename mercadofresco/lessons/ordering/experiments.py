@@ -17,7 +17,7 @@ from typing import Any
 
 from mercadofresco import world
 from mercadofresco.clock import VirtualClock
-from mercadofresco.lessons import stock_queue
+from mercadofresco.lessons.ordering import stock_queue
 from mercadofresco.patterns import ordering
 
 # -- the three questions, on class 210's examples -------------------------------------------------

@@ -13,7 +13,7 @@ gateway, Lambda's poller, the alarm evaluation, the move task, the outbox
 (`shop.confirm.OrderBook` and `publish_pending` here; notebook 13 has the real
 one), and the rule's SNS target: moto raises NotImplementedError for it, so
 `publish_pending` delivers to the topic what that target would.
-`lessons.flow_report` reads a finished run.
+`lessons.architecture.report` reads a finished run.
 """
 
 from __future__ import annotations

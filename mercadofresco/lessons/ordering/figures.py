@@ -7,7 +7,7 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from mercadofresco.lessons.stock_queue import OrderingRun
+from mercadofresco.lessons.ordering.stock_queue import OrderingRun
 
 SETUP_COLOURS = {"standard queue": "tab:gray", "FIFO, group = sku": "tab:green"}  # any other FIFO setup: red
 

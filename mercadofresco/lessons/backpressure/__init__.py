@@ -1,0 +1,1 @@
+"""Section 14: backpressure, upstream and downstream (notebook 14)."""

@@ -1,0 +1,1 @@
+"""Class 210's CloudShop case (notebook 18)."""

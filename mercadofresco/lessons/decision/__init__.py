@@ -1,0 +1,1 @@
+"""Section 15: which service for which need (notebook 15)."""
