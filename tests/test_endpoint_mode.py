@@ -12,7 +12,7 @@ from background import Background
 from moto.server import ThreadedMotoServer
 
 from mercadofresco import queues, world
-from mercadofresco.lessons import delivery
+from mercadofresco.lessons.delivery import experiments as delivery
 from mercadofresco.runtime import settings
 from mercadofresco.runtime.settings import EndpointConfig
 

@@ -204,14 +204,14 @@ def test_pinned_moto_is_the_version_the_fix_was_written_for() -> None:
 
 def _poller_run(skip_empty_receives: bool, monkeypatch) -> tuple[list, int]:
     """Exercise 1's slow gateway (visibility 120 s, gateway 150 s): the timeline, and how many receives were made."""
-    from mercadofresco.lessons import delivery
+    from mercadofresco.lessons.delivery import experiments
 
     if not skip_empty_receives:
         monkeypatch.setattr(moto_speedups, "nothing_to_receive", lambda sqs, url: False)
     with clock.VirtualClock() as reloj, world.build(world.WorldConfig()) as mf:
         receives = []
         mf.sqs.meta.events.register("before-call.sqs.ReceiveMessage", lambda **_: receives.append(1))
-        run = delivery.slow_gateway(mf, reloj)
+        run = experiments.slow_gateway(mf, reloj)
         return [run.timeline, run.summary(), reloj.now()], len(receives)
 
 

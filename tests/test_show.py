@@ -1,6 +1,7 @@
 import math
 
-from mercadofresco.lessons import delivery, show
+from mercadofresco.lessons import show
+from mercadofresco.lessons.delivery import experiments, figures
 
 
 def typed(slider, value):
@@ -15,8 +16,8 @@ def test_table_is_aligned_and_deterministic(capsys):
 
 
 def test_timeline_figure_has_a_lane_per_consumer(mf, reloj):
-    run = delivery.slow_gateway(mf, reloj)
-    figure = show.timeline(run)
+    run = experiments.slow_gateway(mf, reloj)
+    figure = figures.timeline(run)
     labels = [tick.get_text() for tick in figure.axes[0].get_yticklabels()]
     assert labels == ["consumidor-1", "consumidor-2"]
 
@@ -26,7 +27,7 @@ def test_panel_names_the_control_the_learner_touched(mf, reloj, capsys):
 
     slider = widgets.IntSlider(value=5, min=0, max=10, description="orders (x100)")
     box = show.panel(
-        lambda order_count: delivery.charges_per_order(mf, reloj, order_count=order_count * 100),
+        lambda order_count: experiments.charges_per_order(mf, reloj, order_count=order_count * 100),
         {"order_count": slider},
     )
     box.button.click()  # 500 orders: out of range

@@ -17,13 +17,14 @@ from typing import Any
 from mercadofresco import orders, queues, world
 from mercadofresco.clock import Task, VirtualClock, Waiter, together
 from mercadofresco.errors import check_range
-from mercadofresco.lessons import delivery, rehearsal
+from mercadofresco.lessons import rehearsal
+from mercadofresco.lessons.delivery import experiments
 from mercadofresco.models import gateway, lambda_poller
 from mercadofresco.patterns import idempotency, ordering
 from mercadofresco.patterns.idempotency import DEFAULT_LOCK_SECONDS, Estado, IdempotencyStore
 from mercadofresco.shop import handlers
 
-ORDER = delivery.INCIDENT_ORDER  # PED-2026-084417, 48.20 €
+ORDER = experiments.INCIDENT_ORDER  # PED-2026-084417, 48.20 €
 STOCK_TABLE = "mercadofresco-stock"  # a small table for the set-vs-increment experiment only
 
 

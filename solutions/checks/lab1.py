@@ -262,9 +262,9 @@ def check_mechanism_sdk_retries(lab):
 
 
 def orders_incident_id():
-    from mercadofresco.lessons import delivery
+    from mercadofresco.lessons.delivery import experiments
 
-    return delivery.INCIDENT_ORDER.pedido_id
+    return experiments.INCIDENT_ORDER.pedido_id
 
 
 # -- (b), (c) -----------------------------------------------------------------------------------

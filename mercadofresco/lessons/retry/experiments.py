@@ -26,7 +26,8 @@ from botocore.retries import quota, standard
 from mercadofresco import orders, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
-from mercadofresco.lessons import delivery, rehearsal
+from mercadofresco.lessons import rehearsal
+from mercadofresco.lessons.delivery import experiments as delivery
 from mercadofresco.models import gateway as gw
 from mercadofresco.models import lambda_poller
 from mercadofresco.patterns import backoff, idempotency, retry, retry_budget, retry_layers, retry_rules
