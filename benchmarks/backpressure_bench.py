@@ -32,16 +32,17 @@ def time_friday() -> tuple[float, int]:
 
 def time_flow() -> tuple[float, float, bool]:
     """The notebook's two runs, one clean order and three orders with every fault, on one fresh world."""
-    from mercadofresco import clock, world
+    from mercadofresco import world
+    from mercadofresco.clock import VirtualClock
     from mercadofresco.lessons.architecture import flow as architecture
     from mercadofresco.lessons.architecture import report
 
-    with clock.VirtualClock() as reloj, world.build() as mf:
+    with VirtualClock() as clock, world.build() as aws:
         started = time.perf_counter()
-        architecture.run_flow(mf, reloj, 1)
+        architecture.run_flow(aws, clock, 1)
         clean = time.perf_counter() - started
         started = time.perf_counter()
-        run = architecture.run_flow(mf, reloj, 3, architecture.EVERY_FAULT, first=90_001)
+        run = architecture.run_flow(aws, clock, 3, architecture.EVERY_FAULT, first=90_001)
         faulty = time.perf_counter() - started
     once = all(row["charges"] == row["written"] == row["correo"] == 1 for row in report.tally(run))
     return clean, faulty, once

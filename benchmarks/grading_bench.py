@@ -26,10 +26,10 @@ from mercadofresco.course import checker, gradebook, grading, labs, nbrun, resul
 
 CALLS = 300
 KERNEL_CELL = """import time
-def sqs_calls(mf, n):
+def sqs_calls(aws, n):
     started = time.perf_counter()
     for _ in range(n):
-        mf.sqs.get_queue_attributes(QueueUrl=mf.orders.url, AttributeNames=["All"])
+        aws.sqs.get_queue_attributes(QueueUrl=aws.orders.url, AttributeNames=["All"])
     return (time.perf_counter() - started) / n
 """
 
@@ -51,9 +51,9 @@ def boundary_cost() -> tuple[float, float]:
             pair = queues.create_queue_pair(
                 sqs, world.ORDERS_QUEUE, world.ORDERS_DLQ, visibility_timeout_seconds=120, max_receive_count=4
             )
-            mf = world.World(world.WorldConfig(), lab.session(), pair, "", "", {}, "", _clients={"sqs": sqs})
-            lab.call("sqs_calls", mf, 20)  # the kernel's first client and imports
-            through = lab.call("sqs_calls", mf, CALLS)
+            aws = world.World(world.WorldConfig(), lab.session(), pair, "", "", {}, "", _clients={"sqs": sqs})
+            lab.call("sqs_calls", aws, 20)  # the kernel's first client and imports
+            through = lab.call("sqs_calls", aws, CALLS)
             started = time.perf_counter()
             for _ in range(CALLS):
                 sqs.get_queue_attributes(QueueUrl=pair.url, AttributeNames=["All"])

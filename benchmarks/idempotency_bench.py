@@ -14,23 +14,24 @@ from __future__ import annotations
 
 import sys
 
-from mercadofresco import clock, world
+from mercadofresco import world
+from mercadofresco.clock import VirtualClock
 from mercadofresco.lessons import powertools_compare as compare
 from mercadofresco.lessons.duplicates import empty_table
 from mercadofresco.models import gateway
 
 
 def main(keys: int = 500) -> int:
-    reloj = clock.VirtualClock().start()
-    mf = world.build(world.WorldConfig())
+    clock = VirtualClock().start()
+    aws = world.build(world.WorldConfig())
     makers = {"ours": compare.our_charge, "powertools": compare.powertools_charge}
     rates = {name: 0.0 for name in makers}
     for round_ in range(4):  # round 0 warms moto up; then the best of three, alternating who goes first
         for name in sorted(makers, reverse=round_ % 2 == 1):
-            empty_table(mf)
-            rate = compare.calls_per_second(makers[name](mf, gateway.PaymentGateway(reloj), reloj), keys)
+            empty_table(aws)
+            rate = compare.calls_per_second(makers[name](aws, gateway.PaymentGateway(clock), clock), keys)
             rates[name] = max(rates[name], rate) if round_ else 0.0
-    operations = {row["implementation"]: row for row in compare.operations_per_charge(mf, reloj)}
+    operations = {row["implementation"]: row for row in compare.operations_per_charge(aws, clock)}
     for name, rate in rates.items():
         ops = ", ".join(f"{op} {n:g}" for op, n in operations[name].items() if op != "implementation" and n)
         print(f"{name:11} {rate:8.0f} calls/s ({keys} distinct keys, best of 3)   DynamoDB per charge: {ops}")

@@ -20,32 +20,32 @@ from mercadofresco.runtime import moto_speedups
 REPEATS = 5
 
 
-def fill(mf: world.World, depth: int) -> None:
+def fill(aws: world.World, depth: int) -> None:
     """Send `depth` orders in batches of 10."""
     for start in range(0, depth, 10):
         entries = [{"Id": str(i), "MessageBody": f'{{"pedido_id": "PED-{start + i}"}}'} for i in range(10)]
-        mf.sqs.send_message_batch(QueueUrl=mf.orders.url, Entries=entries[: depth - start])
+        aws.sqs.send_message_batch(QueueUrl=aws.orders.url, Entries=entries[: depth - start])
 
 
-def receive_and_delete(mf: world.World) -> float:
+def receive_and_delete(aws: world.World) -> float:
     """Seconds for one receive of 10 and the batch delete of what it returned."""
     started = time.perf_counter()
-    messages = mf.sqs.receive_message(QueueUrl=mf.orders.url, MaxNumberOfMessages=10, WaitTimeSeconds=0)["Messages"]
+    messages = aws.sqs.receive_message(QueueUrl=aws.orders.url, MaxNumberOfMessages=10, WaitTimeSeconds=0)["Messages"]
     entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)]
-    mf.sqs.delete_message_batch(QueueUrl=mf.orders.url, Entries=entries)
+    aws.sqs.delete_message_batch(QueueUrl=aws.orders.url, Entries=entries)
     return time.perf_counter() - started
 
 
-def send_one(mf: world.World) -> float:
+def send_one(aws: world.World) -> float:
     started = time.perf_counter()
-    mf.sqs.send_message(QueueUrl=mf.orders.url, MessageBody='{"pedido_id": "PED-extra"}')
+    aws.sqs.send_message(QueueUrl=aws.orders.url, MessageBody='{"pedido_id": "PED-extra"}')
     return time.perf_counter() - started
 
 
-def measure(mf: world.World, repeats: int) -> tuple[float, float]:
+def measure(aws: world.World, repeats: int) -> tuple[float, float]:
     """Median seconds of receive(10)+delete and of one send."""
-    cycles = [receive_and_delete(mf) for _ in range(repeats)]
-    sends = [send_one(mf) for _ in range(repeats)]
+    cycles = [receive_and_delete(aws) for _ in range(repeats)]
+    sends = [send_one(aws) for _ in range(repeats)]
     return statistics.median(cycles), statistics.median(sends)
 
 
@@ -54,13 +54,13 @@ def main(depths: list[int]) -> int:
     print(f"{'':>6} {'before':>13} {'after':>14} {'before':>10} {'after':>11}")
     with clock.VirtualClock():
         for depth in depths:
-            with world.build(world.WorldConfig()) as mf:
-                fill(mf, depth)
-                mf.sqs.receive_message(QueueUrl=mf.orders.url, WaitTimeSeconds=0)  # warm up
-                after = measure(mf, REPEATS)
-                mf.moto_speedups.undo()
-                before = measure(mf, max(2, REPEATS if depth <= 1000 else 2))
-                mf.moto_speedups = moto_speedups.apply()
+            with world.build(world.WorldConfig()) as aws:
+                fill(aws, depth)
+                aws.sqs.receive_message(QueueUrl=aws.orders.url, WaitTimeSeconds=0)  # warm up
+                after = measure(aws, REPEATS)
+                aws.moto_speedups.undo()
+                before = measure(aws, max(2, REPEATS if depth <= 1000 else 2))
+                aws.moto_speedups = moto_speedups.apply()
             print(
                 f"{depth:6d} {before[0] * 1000:13.1f} {after[0] * 1000:14.1f} "
                 f"{before[1] * 1000:10.1f} {after[1] * 1000:11.1f}"

@@ -69,8 +69,8 @@ def main(argv: list[str]) -> int:
     started = time.perf_counter()
     db = database.start(schema="mercadofresco_bench")
     print(f"database: {db} started in {time.perf_counter() - started:.2f} s")
-    with clock.VirtualClock(), world.build() as mf:  # moto needs the clock; the throughput is wall-clock time
-        for label, inner in (("database only", None), ("moto bus", outbox.EventBusSink(mf.client("events")))):
+    with clock.VirtualClock(), world.build() as aws:  # moto needs the clock; the throughput is wall-clock time
+        for label, inner in (("database only", None), ("moto bus", outbox.EventBusSink(aws.client("events")))):
             for publishers in (1, 4):
                 rate = run(db, rows if inner is None else rows // 10, publishers, CountingSink(inner))
                 print(f"{label:14} {publishers} publisher(s): {rate:9,.0f} rows/s")

@@ -266,7 +266,7 @@ def build(config: WorldConfig | None = None) -> World:
 
     In memory mode this starts moto in this process, with `moto_speedups` so
     that deep queues stay fast; call `World.close()` (or use
-    `with world.build() as mf:`) to stop it. Elsewhere `close()` deletes
+    `with world.build() as aws:`) to stop it. Elsewhere `close()` deletes
     what the world created; a world built from the environment (as every
     notebook builds it), and any world in aws mode, also does that when the
     Python process ends. A world configured by hand is yours to close.

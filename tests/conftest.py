@@ -61,7 +61,7 @@ def unpacked(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def reloj() -> Iterator:
+def clock() -> Iterator:
     """The virtual clock, started at the lesson's Friday 19:14 and stopped afterwards."""
     from mercadofresco import clock  # imported here: a notebook-only run (nbval) does not need moto
     from mercadofresco.runtime import realtime
@@ -71,7 +71,7 @@ def reloj() -> Iterator:
 
 
 @pytest.fixture
-def mf(reloj) -> Iterator:
+def aws(clock) -> Iterator:
     """A fresh world in moto, in this process."""
     from mercadofresco import world
 

@@ -61,15 +61,15 @@ EDITS: dict[str, list[tuple[str, str, str]]] = {
     # "Reprocess. With a rate limit, always": a redrive that moves everything at once.
     "redrive_without_rate_limit": [
         (REDRIVE, "MaxNumberOfMessages=min(10, max_per_second),", "MaxNumberOfMessages=10,"),
-        (REDRIVE, "        reloj.advance(len(batch) / max_per_second)\n", ""),
+        (REDRIVE, "        clock.advance(len(batch) / max_per_second)\n", ""),
     ],
     # "There is no redrive without a fix first": the messages meet the old consumer again.
     "redrive_before_fix": [
         (
             RUNBOOK,
-            "    moved = redrive_dlq(mf, reloj, max_per_second=10)  # 5\n",
-            "    moved = redrive_dlq(mf, reloj, max_per_second=10)  # 5\n"
-            "    old = lambda_poller.Poller(mf.sqs, mf.orders.url, handlers.ChargeOrders(client), reloj, config)\n"
+            "    moved = redrive_dlq(aws, clock, max_per_second=10)  # 5\n",
+            "    moved = redrive_dlq(aws, clock, max_per_second=10)  # 5\n"
+            "    old = lambda_poller.Poller(aws.sqs, aws.orders.url, handlers.ChargeOrders(client), clock, config)\n"
             "    old.run_until_idle(3_600)  # the consumer still deployed expects version 1\n",
         )
     ],
@@ -123,10 +123,10 @@ EDITS: dict[str, list[tuple[str, str, str]]] = {
     "contain_receives_source": [
         (
             CONTAIN,
-            "    oldest = source_queue_age(mf.sqs, mf.orders.url, reloj)",
-            "    peek = mf.sqs.receive_message(QueueUrl=mf.orders.url, WaitTimeSeconds=0, VisibilityTimeout=1,"
+            "    oldest = source_queue_age(aws.sqs, aws.orders.url, clock)",
+            "    peek = aws.sqs.receive_message(QueueUrl=aws.orders.url, WaitTimeSeconds=0, VisibilityTimeout=1,"
             ' MessageSystemAttributeNames=["All"]).get("Messages", [])\n'
-            '    oldest = reloj.timestamp() - int(peek[0]["Attributes"]["SentTimestamp"]) / 1000 if peek else 0.0',
+            '    oldest = clock.timestamp() - int(peek[0]["Attributes"]["SentTimestamp"]) / 1000 if peek else 0.0',
         )
     ],
     # Paced per batch, but a batch is always 10: at 5 a second, ten arrive within one second.
@@ -135,9 +135,9 @@ EDITS: dict[str, list[tuple[str, str, str]]] = {
     "stops_at_first_empty_receive": [
         (
             REDRIVE,
-            '            if not queues.queue_counts(mf.sqs, mf.orders.dlq_url)["in_flight"]:\n'
+            '            if not queues.queue_counts(aws.sqs, aws.orders.dlq_url)["in_flight"]:\n'
             "                return moved\n"
-            "            reloj.advance(1)  # some are still hidden by an inspection: wait for them\n"
+            "            clock.advance(1)  # some are still hidden by an inspection: wait for them\n"
             "            continue\n",
             "            return moved\n",
         )

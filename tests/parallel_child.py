@@ -10,21 +10,22 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 
-from mercadofresco import clock, world
+from mercadofresco import world
+from mercadofresco.clock import Stopwatch, VirtualClock
 from mercadofresco.models import gateway
 from mercadofresco.patterns import idempotency
 from mercadofresco.runtime.settings import EndpointConfig
 
 
 def main(endpoint_url: str, threads: int) -> None:
-    reloj = clock.VirtualClock().start()  # the same frozen instant as the parent: locks do not expire
-    mf = world.build(world.WorldConfig(endpoint=EndpointConfig(mode="endpoint", endpoint_url=endpoint_url)))
-    provider = gateway.PaymentGateway(reloj)  # this process's view of the gateway: counts its own charges
-    store = idempotency.IdempotencyStore(mf.dynamodb, reloj)
+    clock = VirtualClock().start()  # the same frozen instant as the parent: locks do not expire
+    aws = world.build(world.WorldConfig(endpoint=EndpointConfig(mode="endpoint", endpoint_url=endpoint_url)))
+    provider = gateway.PaymentGateway(clock)  # this process's view of the gateway: counts its own charges
+    store = idempotency.IdempotencyStore(aws.dynamodb, clock)
     start = threading.Barrier(threads)
 
     def charge() -> dict:
-        made = provider.charge("PED-2026-084417", Decimal("48.20"), waiter=clock.Stopwatch(reloj))
+        made = provider.charge("PED-2026-084417", Decimal("48.20"), waiter=Stopwatch(clock))
         return {"referencia_cobro": f"{made.referencia_cobro}@pid{os.getpid()}"}  # unique across processes
 
     def attempt(_: int) -> dict:

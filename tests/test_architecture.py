@@ -23,21 +23,21 @@ def _exactly_once(run):
     return rows
 
 
-def test_one_order_through_every_hop(mf, reloj):
-    run = architecture.run_flow(mf, reloj, 1)
+def test_one_order_through_every_hop(aws, clock):
+    run = architecture.run_flow(aws, clock, 1)
     _exactly_once(run)
     hops = {row["hop"] for row in report.trace(run, "PED-2026-084417")}
     assert hops == {"cobro", "outbox", "preparacion", "correo", "erp"}
 
 
 @pytest.mark.parametrize("fault", FAULTS)
-def test_a_fault_at_one_hop_loses_nothing_and_repeats_nothing(mf, reloj, fault):
-    run = architecture.run_flow(mf, reloj, 2, architecture.Faults(**{fault: True}))
+def test_a_fault_at_one_hop_loses_nothing_and_repeats_nothing(aws, clock, fault):
+    run = architecture.run_flow(aws, clock, 2, architecture.Faults(**{fault: True}))
     _exactly_once(run)
 
 
-def test_every_fault_at_once(mf, reloj):
-    run = architecture.run_flow(mf, reloj, 5, architecture.EVERY_FAULT)
+def test_every_fault_at_once(aws, clock):
+    run = architecture.run_flow(aws, clock, 5, architecture.EVERY_FAULT)
     rows = _exactly_once(run)
     assert sum(row["events_published"] for row in rows) == 6  # the publisher's death published one event twice
     assert any("breaker" in alert for alert in run.flow.alarms_seen)
@@ -45,8 +45,8 @@ def test_every_fault_at_once(mf, reloj):
     assert run.flow.redriven[architecture.CONSUMER_QUEUES["erp"]] > 0 and run.flow.client.refused > 0
 
 
-def test_a_provider_that_ignores_the_key_repeats_the_effect_after_a_crash(mf, reloj):
-    run = architecture.run_flow(mf, reloj, 2, architecture.Faults(crash_after_effect=True), honours_key=False)
+def test_a_provider_that_ignores_the_key_repeats_the_effect_after_a_crash(aws, clock):
+    run = architecture.run_flow(aws, clock, 2, architecture.Faults(crash_after_effect=True), honours_key=False)
     rows = report.tally(run)
     assert max(row["preparacion"] for row in rows) == 2  # the gap between the effect and COMPLETADO
 

@@ -91,33 +91,35 @@ def test_store_errors_are_raised_unless_a_degraded_mode_is_chosen():
     assert time.perf_counter() - started < 2  # a dead store fails fast (redis-py's default retries take 4.6 s a call)
 
 
-def test_an_idle_record_expires_on_the_virtual_clock(reloj):
+def test_an_idle_record_expires_on_the_virtual_clock(clock):
     one = shared(forget_after_seconds=600)
-    one.record_failure(reloj.timestamp())
+    one.record_failure(clock.timestamp())
     assert one.load().consecutive_failures == 1
-    reloj.advance(601)
+    clock.advance(601)
     assert one.load() == breaker.BreakerState()
 
 
-def test_opening_publishes_a_metric_and_raises_the_alarm(mf, reloj):
-    inbox = alarms.subscribe_inbox(mf.client("sns"), mf.sqs, mf.alerts_topic_arn)
-    alarm = alarm_evaluation.OpenAlarm(mf.client("cloudwatch"), mf.client("sns"), mf.alerts_topic_arn, "pasarela-pagos")
+def test_opening_publishes_a_metric_and_raises_the_alarm(aws, clock):
+    inbox = alarms.subscribe_inbox(aws.client("sns"), aws.sqs, aws.alerts_topic_arn)
+    alarm = alarm_evaluation.OpenAlarm(
+        aws.client("cloudwatch"), aws.client("sns"), aws.alerts_topic_arn, "pasarela-pagos"
+    )
     one = shared(alarm=alarm)
-    assert alarms.state_of(mf.client("cloudwatch"), alarm.rule.name) == "OK"  # moto starts alarms at OK
+    assert alarms.state_of(aws.client("cloudwatch"), alarm.rule.name) == "OK"  # moto starts alarms at OK
     for _ in range(3):
-        one.record_failure(reloj.timestamp())
-    assert alarm.openings(reloj.now()) == 1
-    assert alarms.state_of(mf.client("cloudwatch"), alarm.rule.name) == "ALARM"
-    notes = alarms.read_inbox(mf.sqs, inbox)
+        one.record_failure(clock.timestamp())
+    assert alarm.openings(clock.now()) == 1
+    assert alarms.state_of(aws.client("cloudwatch"), alarm.rule.name) == "ALARM"
+    notes = alarms.read_inbox(aws.sqs, inbox)
     assert len(notes) == 1 and notes[0].startswith("ALARM: mercadofresco-breaker-pasarela-pagos-abierto")
-    reloj.advance(120)
-    assert alarm.evaluate(reloj.now()).state == "OK"
+    clock.advance(120)
+    assert alarm.evaluate(clock.now()).state == "OK"
 
 
-def test_shared_breaker_stops_the_gateway_after_threshold_failures_per_process_after_threshold_times_consumers(reloj):
+def test_shared_breaker_stops_the_gateway_after_threshold_failures_per_process_after_threshold_times_consumers(clock):
     config = outage.OutageConfig(20, breaker.BreakerPolicy(20, open_seconds=60), down_seconds=60, run_seconds=60)
-    per_process = outage.run_outage(reloj, "per_process", config)
-    shared_run = outage.run_outage(reloj, "shared", config)
+    per_process = outage.run_outage(clock, "per_process", config)
+    shared_run = outage.run_outage(clock, "shared", config)
     # the lesson: 20 concurrent consumers, each with its own counter, take 20 failures each
     assert per_process.calls_while_down() == 20 * 20
     assert shared_run.calls_while_down() == 20
@@ -129,9 +131,9 @@ def test_the_outage_holds_a_breaker_policy_and_the_panel_builds_it_from_the_widg
     assert outage.panel_config(5, 60, 10) == outage.OutageConfig(10, breaker.BreakerPolicy(5, 60))
 
 
-def test_erp_notice_is_deferred_instead_of_spending_a_receive_per_visibility_timeout(mf, reloj):
-    naive = outage.erp_notice_during_outage(mf, reloj, defer=False)
-    deferred = outage.erp_notice_during_outage(mf, reloj, defer=True)
+def test_erp_notice_is_deferred_instead_of_spending_a_receive_per_visibility_timeout(aws, clock):
+    naive = outage.erp_notice_during_outage(aws, clock, defer=False)
+    deferred = outage.erp_notice_during_outage(aws, clock, defer=True)
     assert naive["delivered"] and deferred["delivered"]
     assert deferred["erp_calls"] == 1 and naive["erp_calls"] > 10
     assert deferred["receives"] <= 4 < naive["receives"]
@@ -155,25 +157,25 @@ def test_a_failure_rate_opens_what_consecutive_failures_never_would():
         breaker.BreakerPolicy(failure_rate=0)
 
 
-def test_charge_or_refuse_does_not_count_a_declined_card_against_the_gateway(reloj):
-    provider = gateway.PaymentGateway(reloj, declined_orders={f"PED-2026-{n:06d}" for n in range(5)})
+def test_charge_or_refuse_does_not_count_a_declined_card_against_the_gateway(clock):
+    provider = gateway.PaymentGateway(clock, declined_orders={f"PED-2026-{n:06d}" for n in range(5)})
     client = gateway.GatewayClient(provider)
     guard = breaker.CircuitBreaker(breaker.BreakerPolicy(failure_threshold=3))
     answers = [
-        outage.charge_or_refuse(guard, client, orders.Order(f"PED-2026-{n:06d}", Decimal("48.20")), reloj.timestamp())
+        outage.charge_or_refuse(guard, client, orders.Order(f"PED-2026-{n:06d}", Decimal("48.20")), clock.timestamp())
         for n in range(5)
     ]
     assert [a["mensaje"] for a in answers] == ["CardDeclinedError"] * 5  # five 402s, every one reached the gateway
-    assert guard.state_at(reloj.timestamp()) is State.CLOSED and provider.calls == 5
+    assert guard.state_at(clock.timestamp()) is State.CLOSED and provider.calls == 5
 
 
-def test_charge_or_refuse_counts_an_unavailable_gateway_and_then_refuses(reloj):
-    provider = gateway.PaymentGateway(reloj)
+def test_charge_or_refuse_counts_an_unavailable_gateway_and_then_refuses(clock):
+    provider = gateway.PaymentGateway(clock)
     provider.fail_next(gateway.Fault.UNAVAILABLE, times=3)
     client = gateway.GatewayClient(provider)
     guard = breaker.CircuitBreaker(breaker.BreakerPolicy(failure_threshold=3))
     order = orders.Order("PED-2026-084417", Decimal("48.20"))
-    answers = [outage.charge_or_refuse(guard, client, order, reloj.timestamp())["mensaje"] for _ in range(4)]
+    answers = [outage.charge_or_refuse(guard, client, order, clock.timestamp())["mensaje"] for _ in range(4)]
     assert answers[:3] == ["GatewayUnavailableError"] * 3
     assert answers[3] == outage.CUSTOMER_MESSAGE and provider.calls == 3
     assert provider.ledger == []

@@ -54,8 +54,8 @@ def test_bad_settings_name_the_setting(field, value):
 
 
 # -- partial batch failure ---------------------------------------------------------------------
-def test_partial_batch_response_redelivers_only_the_bad_message(mf, reloj):
-    run = case.partial_batch(mf, reloj, report_batch_item_failures=True)
+def test_partial_batch_response_redelivers_only_the_bad_message(aws, clock):
+    run = case.partial_batch(aws, clock, report_batch_item_failures=True)
     good = {p: n for p, n in run.receives.items() if p != case.BAD_MESSAGE}
     assert len(good) == 9 and set(good.values()) == {1}
     assert run.receives[case.BAD_MESSAGE] == 5  # maxReceiveCount 5, then the DLQ
@@ -63,22 +63,22 @@ def test_partial_batch_response_redelivers_only_the_bad_message(mf, reloj):
     assert run.in_dlq == 1
 
 
-def test_without_partial_batch_response_one_bad_message_repeats_nine_good_ones(mf, reloj):
-    run = case.partial_batch(mf, reloj, report_batch_item_failures=False)
+def test_without_partial_batch_response_one_bad_message_repeats_nine_good_ones(aws, clock):
+    run = case.partial_batch(aws, clock, report_batch_item_failures=False)
     assert set(run.discounts.values()) == {5}  # 45 discounts for 9 orders: 36 of them duplicates
     assert run.summary()["duplicated"] == 36
     assert run.in_dlq == 10  # the good ones end in the DLQ too
 
 
 # -- visibility and emails ---------------------------------------------------------------------
-def test_visibility_below_the_batch_time_duplicates_stock_and_300_s_does_not(mf, reloj):
-    assert case.stock_discounts(mf, reloj, 30).summary()["duplicated"] > 0
-    assert case.stock_discounts(mf, reloj, 300).summary()["duplicated"] == 0
+def test_visibility_below_the_batch_time_duplicates_stock_and_300_s_does_not(aws, clock):
+    assert case.stock_discounts(aws, clock, 30).summary()["duplicated"] > 0
+    assert case.stock_discounts(aws, clock, 300).summary()["duplicated"] == 0
 
 
-def test_only_the_key_marked_before_waiting_stops_duplicate_emails(mf, reloj):
+def test_only_the_key_marked_before_waiting_stops_duplicate_emails(aws, clock):
     direct, queue_key, marked = (
-        case.duplicate_emails(mf, reloj, design, events=30, timeout_seconds=5) for design in case.EMAIL_DESIGNS
+        case.duplicate_emails(aws, clock, design, events=30, timeout_seconds=5) for design in case.EMAIL_DESIGNS
     )
     assert direct["duplicates"] > 0
     assert queue_key["duplicates"] > 0  # the key alone does not cover an effect made before it completes
@@ -101,15 +101,15 @@ def test_the_outage_expires_within_two_days_of_discovery_and_the_alarms_fire_on_
     assert dead_letters.miss_probability(41_200, 120, 10) == pytest.approx(0.971, abs=0.001)
 
 
-def test_moto_stops_delivering_a_message_after_14_days(mf, reloj):
+def test_moto_stops_delivering_a_message_after_14_days(aws, clock):
     letters = dead_letters.billing_dlq(counts={"transient": 50, "poison": 0, "data": 0})
-    rows = dead_letters.retention_on_moto(mf, reloj, letters, sample=5)
+    rows = dead_letters.retention_on_moto(aws, clock, letters, sample=5)
     assert [row["still_in_the_dlq"] for row in rows] == [5, 0]
 
 
-def test_a_24_hour_key_lets_a_day_13_redrive_send_again_and_21_days_does_not(mf, reloj):
-    assert dead_letters.key_after(mf, reloj, ttl_days=1, days_later=13)["emails_sent"] == 2
-    assert dead_letters.key_after(mf, reloj, ttl_days=21, days_later=13)["emails_sent"] == 1
+def test_a_24_hour_key_lets_a_day_13_redrive_send_again_and_21_days_does_not(aws, clock):
+    assert dead_letters.key_after(aws, clock, ttl_days=1, days_later=13)["emails_sent"] == 2
+    assert dead_letters.key_after(aws, clock, ttl_days=21, days_later=13)["emails_sent"] == 1
 
 
 def test_the_dlq_bodies_are_the_producers_bodies():

@@ -9,97 +9,97 @@ from mercadofresco.shop import handlers
 ORDER = orders.Order("PED-2026-084417", Decimal("48.20"))
 
 
-def make_poller(mf, reloj, crashes=None, latency=0.24, config=None, provider=None):
-    provider = provider or gateway.PaymentGateway(reloj, latency=gateway.LatencyProfile(baseline_seconds=latency))
+def make_poller(aws, clock, crashes=None, latency=0.24, config=None, provider=None):
+    provider = provider or gateway.PaymentGateway(clock, latency=gateway.LatencyProfile(baseline_seconds=latency))
     client = gateway.GatewayClient(provider, read_timeout_seconds=180, send_idempotency_key=False)
     poller = lambda_poller.Poller(
-        mf.sqs,
-        mf.orders.url,
+        aws.sqs,
+        aws.orders.url,
         handlers.ChargeOrders(client),
-        reloj,
+        clock,
         config=config or lambda_poller.PollerConfig(),
         crashes=crashes or lambda_poller.CrashPlan(),
     )
     return poller, provider
 
 
-def counts(mf, url=None):
-    return queues.queue_counts(mf.sqs, url or mf.orders.url)
+def counts(aws, url=None):
+    return queues.queue_counts(aws.sqs, url or aws.orders.url)
 
 
 @pytest.mark.parametrize("step", ["received", "after_charge", "before_delete"])
-def test_a_crash_at_a_named_step_leaves_the_message_to_be_redelivered(mf, reloj, step):
-    poller, provider = make_poller(mf, reloj, crashes=lambda_poller.CrashPlan({step: 1}))
-    orders.send_order(mf.sqs, mf.orders.url, ORDER)
+def test_a_crash_at_a_named_step_leaves_the_message_to_be_redelivered(aws, clock, step):
+    poller, provider = make_poller(aws, clock, crashes=lambda_poller.CrashPlan({step: 1}))
+    orders.send_order(aws.sqs, aws.orders.url, ORDER)
     poller.run(10)
-    assert counts(mf)["in_flight"] == 1  # not deleted: hidden until the visibility timeout
+    assert counts(aws)["in_flight"] == 1  # not deleted: hidden until the visibility timeout
     assert [row["detail"] for row in poller.timeline if row["event"] == "crashed"] == [step]
     poller.run(130)  # the message comes back and the (non-idempotent) consumer finishes it
-    assert counts(mf) == {"visible": 0, "in_flight": 0, "delayed": 0}
+    assert counts(aws) == {"visible": 0, "in_flight": 0, "delayed": 0}
     receives = [row["detail"] for row in poller.timeline if row["event"] == "received"]
     assert receives == ["receive #1", "receive #2"]
     expected_charges = 1 if step == "received" else 2  # died after charging: charged twice
     assert provider.charges_per_order()["PED-2026-084417"] == expected_charges
 
 
-def test_a_handler_error_fails_the_whole_batch(mf, reloj):
+def test_a_handler_error_fails_the_whole_batch(aws, clock):
     def broken(event, context):
         raise RuntimeError("bug")
 
-    poller = lambda_poller.Poller(mf.sqs, mf.orders.url, broken, reloj)
+    poller = lambda_poller.Poller(aws.sqs, aws.orders.url, broken, clock)
     for number in range(3):
-        orders.send_order(mf.sqs, mf.orders.url, orders.Order(orders.order_id(number), Decimal(1)))
+        orders.send_order(aws.sqs, aws.orders.url, orders.Order(orders.order_id(number), Decimal(1)))
     poller.run(5)
-    assert counts(mf)["in_flight"] == 3
+    assert counts(aws)["in_flight"] == 3
     assert [row["event"] for row in poller.timeline].count("handler_error") == 1
 
 
-def test_partial_batch_response_keeps_only_the_failed_message_and_the_dlq_gets_it(mf, reloj):
-    poller, provider = make_poller(mf, reloj)
-    mf.sqs.send_message(QueueUrl=mf.orders.url, MessageBody='{"pedido_id": "PED-2026-000001"}')
+def test_partial_batch_response_keeps_only_the_failed_message_and_the_dlq_gets_it(aws, clock):
+    poller, provider = make_poller(aws, clock)
+    aws.sqs.send_message(QueueUrl=aws.orders.url, MessageBody='{"pedido_id": "PED-2026-000001"}')
     for number in (2, 3):
-        orders.send_order(mf.sqs, mf.orders.url, orders.Order(orders.order_id(number), Decimal(1)))
+        orders.send_order(aws.sqs, aws.orders.url, orders.Order(orders.order_id(number), Decimal(1)))
     poller.run_until_idle(3_600)
     assert provider.charges_per_order() == {"PED-2026-000002": 1, "PED-2026-000003": 1}
-    dlq = mf.sqs.receive_message(QueueUrl=mf.orders.dlq_url, WaitTimeSeconds=0)["Messages"]
+    dlq = aws.sqs.receive_message(QueueUrl=aws.orders.dlq_url, WaitTimeSeconds=0)["Messages"]
     assert [m["Body"] for m in dlq] == ['{"pedido_id": "PED-2026-000001"}']
     failed = [row["detail"] for row in poller.timeline if row["event"] == "failed"]
     assert len(failed) == 4 and "missing field(s): importe, version" in failed[0]
 
 
-def test_without_report_batch_item_failures_one_bad_message_repeats_the_good_ones(mf, reloj):
+def test_without_report_batch_item_failures_one_bad_message_repeats_the_good_ones(aws, clock):
     config = lambda_poller.PollerConfig(report_batch_item_failures=False)
-    poller, provider = make_poller(mf, reloj, config=config)
-    mf.sqs.send_message(QueueUrl=mf.orders.url, MessageBody="not json")
-    orders.send_order(mf.sqs, mf.orders.url, ORDER)
+    poller, provider = make_poller(aws, clock, config=config)
+    aws.sqs.send_message(QueueUrl=aws.orders.url, MessageBody="not json")
+    orders.send_order(aws.sqs, aws.orders.url, ORDER)
     poller.run_until_idle(3_600)
     assert provider.charges_per_order()["PED-2026-084417"] == 4  # charged on every receive of the batch
 
 
-def test_function_timeout_deletes_nothing(mf, reloj):
+def test_function_timeout_deletes_nothing(aws, clock):
     config = lambda_poller.PollerConfig(function_timeout_seconds=60)
-    poller, _ = make_poller(mf, reloj, latency=90, config=config)
-    orders.send_order(mf.sqs, mf.orders.url, ORDER)
+    poller, _ = make_poller(aws, clock, latency=90, config=config)
+    orders.send_order(aws.sqs, aws.orders.url, ORDER)
     poller.run(100)
     assert "timed_out" in [row["event"] for row in poller.timeline]
-    assert counts(mf)["in_flight"] == 1
+    assert counts(aws)["in_flight"] == 1
 
 
-def test_max_concurrency_bounds_the_invocations_in_flight(mf, reloj):
-    provider = gateway.PaymentGateway(reloj, latency=gateway.LatencyProfile(baseline_seconds=10))
+def test_max_concurrency_bounds_the_invocations_in_flight(aws, clock):
+    provider = gateway.PaymentGateway(clock, latency=gateway.LatencyProfile(baseline_seconds=10))
     config = lambda_poller.PollerConfig(batch_size=1, max_concurrency=3)
-    poller, _ = make_poller(mf, reloj, config=config, provider=provider)
+    poller, _ = make_poller(aws, clock, config=config, provider=provider)
     for number in range(9):
-        orders.send_order(mf.sqs, mf.orders.url, orders.Order(orders.order_id(number), Decimal(1)))
+        orders.send_order(aws.sqs, aws.orders.url, orders.Order(orders.order_id(number), Decimal(1)))
     poller.run_until_idle(600)
     starts = sorted(row["seconds"] for row in poller.timeline if row["event"] == "received")
     assert starts == [0, 0, 0, 10, 10, 10, 20, 20, 20]
     assert len(provider.ledger) == 9
 
 
-def test_two_consumers_overlap_in_virtual_time(mf, reloj):
-    poller, provider = make_poller(mf, reloj, latency=150)
-    orders.send_order(mf.sqs, mf.orders.url, ORDER)
+def test_two_consumers_overlap_in_virtual_time(aws, clock):
+    poller, provider = make_poller(aws, clock, latency=150)
+    orders.send_order(aws.sqs, aws.orders.url, ORDER)
     poller.run_until_idle(3_600)
     received = [(row["seconds"], row["consumer"]) for row in poller.timeline if row["event"] == "received"]
     assert received == [(0, "consumidor-1"), (121, "consumidor-2")]  # the second came while the first waited
@@ -139,26 +139,26 @@ def test_poller_settings_are_checked(settings, message):
         lambda_poller.PollerConfig(**settings)
 
 
-def test_the_function_timeout_cuts_the_invocation_where_it_waits(mf, reloj):
+def test_the_function_timeout_cuts_the_invocation_where_it_waits(aws, clock):
     """Past the timeout nothing more happens: no later write, no delete, and the message comes back."""
-    provider = gateway.PaymentGateway(reloj, latency=gateway.LatencyProfile(baseline_seconds=90))
+    provider = gateway.PaymentGateway(clock, latency=gateway.LatencyProfile(baseline_seconds=90))
     config = lambda_poller.PollerConfig(function_timeout_seconds=60)
-    poller, _ = make_poller(mf, reloj, config=config, provider=provider)
-    orders.send_order(mf.sqs, mf.orders.url, ORDER)
+    poller, _ = make_poller(aws, clock, config=config, provider=provider)
+    orders.send_order(aws.sqs, aws.orders.url, ORDER)
     poller.run(100)
     events = [(row["seconds"], row["event"]) for row in poller.timeline]
     assert (60, "timed_out") in events and "charged" not in [event for _, event in events]
-    assert counts(mf)["in_flight"] == 1
+    assert counts(aws)["in_flight"] == 1
 
 
-def test_stopping_the_poller_mid_invocation_kills_it_and_the_next_run_starts_clean(mf, reloj):
-    poller, provider = make_poller(mf, reloj, latency=60)
-    orders.send_order(mf.sqs, mf.orders.url, ORDER)
+def test_stopping_the_poller_mid_invocation_kills_it_and_the_next_run_starts_clean(aws, clock):
+    poller, provider = make_poller(aws, clock, latency=60)
+    orders.send_order(aws.sqs, aws.orders.url, ORDER)
     poller.run(30)  # stops while the first call is waiting for the gateway
     assert poller.running == 0 and not poller.in_flight
     assert [row["detail"] for row in poller.timeline if row["event"] == "crashed"] == ["poller_stopped"]
     poller.run_until_idle(3_600)
-    assert counts(mf) == {"visible": 0, "in_flight": 0, "delayed": 0}
+    assert counts(aws) == {"visible": 0, "in_flight": 0, "delayed": 0}
     assert len(provider.ledger) == 2  # the killed call had already charged: at least once, as always
 
 

@@ -33,26 +33,26 @@ def test_every_combination_is_answered_and_never_sns_straight_to_a_function():
     assert all("function" not in row["service"] for row in rows)
 
 
-def test_sns_fan_out_keeps_the_copy_of_a_consumer_that_is_down(mf, reloj):
-    rows = combinations.sns_to_sqs(mf, reloj)
+def test_sns_fan_out_keeps_the_copy_of_a_consumer_that_is_down(aws, clock):
+    rows = combinations.sns_to_sqs(aws, clock)
     assert rows[2]["cola-mercadofresco-correo"] == 1 and rows[2]["cola-mercadofresco-erp"] == 0
     assert rows[3]["cola-mercadofresco-correo"] == 0
 
 
-def test_eventbridge_routes_by_content(mf):
-    warehouse, delivery = combinations.eventbridge_to_sqs(mf)
+def test_eventbridge_routes_by_content(aws):
+    warehouse, delivery = combinations.eventbridge_to_sqs(aws)
     assert len(warehouse["received"]) == 2
     assert delivery["received"] == ["PedidoConfirmado PED-2026-084417"]
 
 
-def test_a_duplicate_event_starts_one_execution_and_moto_still_lacks_the_target(mf):
-    result = combinations.eventbridge_to_step_functions(mf)
+def test_a_duplicate_event_starts_one_execution_and_moto_still_lacks_the_target(aws):
+    result = combinations.eventbridge_to_step_functions(aws)
     assert result["distinct executions"] == 1
     assert "NotImplementedError" in result["moto, rule with a state machine target"]
     # the demo left the bus as it found it: the warehouse rule works and nothing stray waits
     from mercadofresco import queues
 
-    assert queues.queue_counts(mf.sqs, mf.warehouse_queue_url)["visible"] == 0
+    assert queues.queue_counts(aws.sqs, aws.warehouse_queue_url)["visible"] == 0
 
 
 def test_sns_straight_to_a_function_loses_what_an_outage_outlasts_and_a_queue_loses_nothing():
@@ -64,5 +64,5 @@ def test_sns_straight_to_a_function_loses_what_an_outage_outlasts_and_a_queue_lo
     assert all(row["first_try"] == row["orders"] for row in short)
 
 
-def test_throttle_knobs_are_stored_on_moto(mf):
-    assert set(combinations.throttle_knobs(mf, 15).values()) == {15}
+def test_throttle_knobs_are_stored_on_moto(aws):
+    assert set(combinations.throttle_knobs(aws, 15).values()) == {15}

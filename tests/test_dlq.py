@@ -17,8 +17,8 @@ from mercadofresco.shop import handlers
 from mercadofresco.sims import mass_redrive
 
 
-def bodies(mf, url):
-    return sorted(s.body for s in dlq.inspect(mf.sqs, url, max_messages=1000))
+def bodies(aws, url):
+    return sorted(s.body for s in dlq.inspect(aws.sqs, url, max_messages=1000))
 
 
 def classify_by_time_only(samples):
@@ -27,65 +27,65 @@ def classify_by_time_only(samples):
 
 
 @pytest.fixture
-def kinds(mf, reloj):
-    return incidents.seed_kinds(mf, reloj, seed=7).incidents
+def kinds(aws, clock):
+    return incidents.seed_kinds(aws, clock, seed=7).incidents
 
 
-def test_inspect_deletes_nothing(mf, reloj):
-    incident = incidents.seed_exercise2_incident(mf, reloj, seed=1, count=40)
+def test_inspect_deletes_nothing(aws, clock):
+    incident = incidents.seed_exercise2_incident(aws, clock, seed=1, count=40)
     assert incident.count == 40
-    before = bodies(mf, incident.dlq_url)
-    reloj.advance(6)
-    sample = dlq.inspect(mf.sqs, incident.dlq_url, max_messages=10)
+    before = bodies(aws, incident.dlq_url)
+    clock.advance(6)
+    sample = dlq.inspect(aws.sqs, incident.dlq_url, max_messages=10)
     assert len(sample) == 10
-    reloj.advance(6)  # 5 s visibility: they are back
-    assert bodies(mf, incident.dlq_url) == before and len(before) == 40
+    clock.advance(6)  # 5 s visibility: they are back
+    assert bodies(aws, incident.dlq_url) == before and len(before) == 40
 
 
-def test_alarm_replay_fires_the_count_alarm_at_2209_and_the_age_alarm_an_hour_later(mf, reloj):
-    rows = incidents.seed_kinds(mf, reloj, seed=0, watch="rafaga-version-2").alarm_rows
+def test_alarm_replay_fires_the_count_alarm_at_2209_and_the_age_alarm_an_hour_later(aws, clock):
+    rows = incidents.seed_kinds(aws, clock, seed=0, watch="rafaga-version-2").alarm_rows
     first_count = next(row["at"] for row in rows if row["count"] == "ALARM")
     first_age = next(row["at"] for row in rows if row["age"] == "ALARM")
     assert (first_count.hour, first_count.minute) == (22, 9)
     assert (first_age.hour, first_age.minute) == (23, 9)
 
 
-def test_exercise2_seed_has_the_lessons_shape(mf, reloj):
-    incident = incidents.seed_exercise2_incident(mf, reloj, seed=1, count=60)
-    sample = dlq.inspect(mf.sqs, incident.dlq_url, max_messages=10)
+def test_exercise2_seed_has_the_lessons_shape(aws, clock):
+    incident = incidents.seed_exercise2_incident(aws, clock, seed=1, count=60)
+    sample = dlq.inspect(aws.sqs, incident.dlq_url, max_messages=10)
     assert {s.receive_count for s in sample} == {5}
     assert all(s.problem == "version 2, this consumer expects 1" for s in sample)
-    assert reloj.now() == incidents.MONDAY_0900
-    reloj.advance(6)
-    everything = dlq.inspect(mf.sqs, incident.dlq_url, max_messages=1000)
+    assert clock.now() == incidents.MONDAY_0900
+    clock.advance(6)
+    everything = dlq.inspect(aws.sqs, incident.dlq_url, max_messages=1000)
     assert everything[0].sent_at == incidents.SUNDAY_2204 and everything[-1].sent_at == incidents.SUNDAY_2351
-    sent = mf.sqs.receive_message(QueueUrl=incident.source_url, MessageSystemAttributeNames=["All"], WaitTimeSeconds=0)
+    sent = aws.sqs.receive_message(QueueUrl=incident.source_url, MessageSystemAttributeNames=["All"], WaitTimeSeconds=0)
     oldest_ms = int(sent["Messages"][0]["Attributes"]["SentTimestamp"])
     assert incidents.MONDAY_0900.timestamp() - oldest_ms / 1000 == pytest.approx(incidents.SOURCE_OLDEST_SECONDS)
     with pytest.raises(incidents.SeedError):
-        incidents.seed_exercise2_incident(mf, reloj)
+        incidents.seed_exercise2_incident(aws, clock)
 
 
-def test_classifier_labels_each_seeded_incident(mf, reloj, kinds):
+def test_classifier_labels_each_seeded_incident(aws, clock, kinds):
     for incident in kinds.values():
-        samples = dlq.inspect(mf.sqs, incident.dlq_url, max_messages=1000)
+        samples = dlq.inspect(aws.sqs, incident.dlq_url, max_messages=1000)
         assert dlq.classify(samples).kind is incident.expected_kind, incident.name
-    reloj.advance(6)
-    assert dlq.time_shape(dlq.inspect(mf.sqs, kinds["rafaga-transitoria"].dlq_url, 1000)) is dlq.TimeShape.BURST
-    assert dlq.time_shape(dlq.inspect(mf.sqs, kinds["rafaga-version-2"].dlq_url, 1000)) is dlq.TimeShape.BURST
-    assert dlq.time_shape(dlq.inspect(mf.sqs, kinds["goteo-veneno"].dlq_url, 1000)) is dlq.TimeShape.TRICKLE
+    clock.advance(6)
+    assert dlq.time_shape(dlq.inspect(aws.sqs, kinds["rafaga-transitoria"].dlq_url, 1000)) is dlq.TimeShape.BURST
+    assert dlq.time_shape(dlq.inspect(aws.sqs, kinds["rafaga-version-2"].dlq_url, 1000)) is dlq.TimeShape.BURST
+    assert dlq.time_shape(dlq.inspect(aws.sqs, kinds["goteo-veneno"].dlq_url, 1000)) is dlq.TimeShape.TRICKLE
 
 
-def test_time_only_classifier_mislabels_the_version_2_burst(mf, kinds):
-    samples = dlq.inspect(mf.sqs, kinds["rafaga-version-2"].dlq_url, max_messages=1000)
+def test_time_only_classifier_mislabels_the_version_2_burst(aws, kinds):
+    samples = dlq.inspect(aws.sqs, kinds["rafaga-version-2"].dlq_url, max_messages=1000)
     assert classify_by_time_only(samples) is dlq.FailureKind.TRANSIENT  # the clue misleads
     assert dlq.classify(samples).kind is dlq.FailureKind.POISON  # the content is the proof
-    transient = dlq.inspect(mf.sqs, kinds["rafaga-transitoria"].dlq_url, max_messages=1000)
+    transient = dlq.inspect(aws.sqs, kinds["rafaga-transitoria"].dlq_url, max_messages=1000)
     assert classify_by_time_only(transient) is dlq.classify(transient).kind is dlq.FailureKind.TRANSIENT
 
 
-def test_the_verdict_is_an_enum_with_the_lessons_names_and_its_evidence_is_data(mf, kinds):
-    verdict = dlq.classify(dlq.inspect(mf.sqs, kinds["rafaga-version-2"].dlq_url, max_messages=1000))
+def test_the_verdict_is_an_enum_with_the_lessons_names_and_its_evidence_is_data(aws, kinds):
+    verdict = dlq.classify(dlq.inspect(aws.sqs, kinds["rafaga-version-2"].dlq_url, max_messages=1000))
     assert isinstance(verdict.kind, dlq.FailureKind) and isinstance(verdict.time_shape, dlq.TimeShape)
     assert {kind.value for kind in dlq.FailureKind} == {"poison", "transient", "data"}
     assert (verdict.kind.value, verdict.time_shape.value) == ("poison", "burst")
@@ -113,61 +113,63 @@ def test_the_dlq_pattern_needs_no_world():
     }
 
 
-def test_reason_is_kept_with_the_message(mf, kinds):
-    sample = dlq.inspect(mf.sqs, kinds["rafaga-transitoria"].dlq_url, max_messages=3)
+def test_reason_is_kept_with_the_message(aws, kinds):
+    sample = dlq.inspect(aws.sqs, kinds["rafaga-transitoria"].dlq_url, max_messages=3)
     assert sample[0].reason == dlq.FailureReason(
         "GatewayUnavailableError", "503 Service Unavailable", "1.4.0", 4, world.ORDERS_QUEUE
     )
 
 
-def test_alarms_fire_by_count_after_5_minutes_and_by_age_after_an_hour(mf, reloj):
-    dlq.define_alarms(mf.client("cloudwatch"), mf.alerts_topic_arn)
-    pair = mf.orders
+def test_alarms_fire_by_count_after_5_minutes_and_by_age_after_an_hour(aws, clock):
+    dlq.define_alarms(aws.client("cloudwatch"), aws.alerts_topic_arn)
+    pair = aws.orders
     reason = dlq.FailureReason("GatewayUnavailableError", "503", "1.4.0", 4, world.ORDERS_QUEUE)
-    dlq.dead_letter_copy(mf.sqs, pair.dlq_url, "{}", reason, int(reloj.timestamp() * 1000))
-    start = reloj.now()
+    dlq.dead_letter_copy(aws.sqs, pair.dlq_url, "{}", reason, int(clock.timestamp() * 1000))
+    start = clock.now()
     states = {}
     for minutes in (5, 55, 65):
-        reloj.advance_to(start + dt.timedelta(minutes=minutes))
-        states[minutes] = alarm_evaluation.check_dlq_alarms(mf, pair.dlq_url, reloj.now())
+        clock.advance_to(start + dt.timedelta(minutes=minutes))
+        states[minutes] = alarm_evaluation.check_dlq_alarms(aws, pair.dlq_url, clock.now())
     assert states[5] == {"visible": 1, "oldest_minutes": 5.0, "count": "ALARM", "age": "OK"}
     assert states[55]["age"] == "OK" and states[65]["age"] == "ALARM"
-    assert alarms.state_of(mf.client("cloudwatch"), f"{world.ORDERS_DLQ}-antiguedad") == "ALARM"
+    assert alarms.state_of(aws.client("cloudwatch"), f"{world.ORDERS_DLQ}-antiguedad") == "ALARM"
 
 
-def test_discard_keeps_a_record_and_refuses_without_a_reason(mf, reloj, kinds):
+def test_discard_keeps_a_record_and_refuses_without_a_reason(aws, clock, kinds):
     url = kinds["goteo-datos"].dlq_url
-    victim = dlq.inspect(mf.sqs, url, max_messages=1)[0]
+    victim = dlq.inspect(aws.sqs, url, max_messages=1)[0]
     with pytest.raises(dlq.DiscardRefusedError):
-        dlq.discard(mf.sqs, url, {victim.message_id}, who="marta", why="", now=reloj.now())
-    reloj.advance(6)
-    records = dlq.discard(mf.sqs, url, {victim.message_id}, "marta", "importe negativo del integrador", reloj.now())
+        dlq.discard(aws.sqs, url, {victim.message_id}, who="marta", why="", now=clock.now())
+    clock.advance(6)
+    records = dlq.discard(aws.sqs, url, {victim.message_id}, "marta", "importe negativo del integrador", clock.now())
     assert records[0]["quien"] == "marta" and records[0]["cuerpo"] == victim.body
-    reloj.advance(31)
-    left = bodies(mf, url)
+    clock.advance(31)
+    left = bodies(aws, url)
     assert victim.body not in left and len(left) == kinds["goteo-datos"].count - 1
 
 
-def test_redrive_of_340_at_10_per_second_takes_34_virtual_seconds_and_loses_none(mf, reloj):
-    incident = incidents.seed_exercise2_incident(mf, reloj, seed=2)
-    task = move_task.start_message_move_task(mf.sqs, reloj, incident.dlq_url, incident.source_url, 10)
+def test_redrive_of_340_at_10_per_second_takes_34_virtual_seconds_and_loses_none(aws, clock):
+    incident = incidents.seed_exercise2_incident(aws, clock, seed=2)
+    task = move_task.start_message_move_task(aws.sqs, clock, incident.dlq_url, incident.source_url, 10)
     assert task.approximate_number_of_messages_moved == 340
     assert (task.status, task.failure_reason) == ("COMPLETED", None)
     assert task.duration_seconds >= 34
     assert task.max_moved_in_any_second() <= 10
-    assert queues.queue_counts(mf.sqs, incident.dlq_url)["visible"] == 0
-    moved = {orders.parse_order(b, 2).pedido_id for b in bodies(mf, incident.source_url) if '"version": 2' in b}
+    assert queues.queue_counts(aws.sqs, incident.dlq_url)["visible"] == 0
+    moved = {orders.parse_order(b, 2).pedido_id for b in bodies(aws, incident.source_url) if '"version": 2' in b}
     assert moved == set(incident.pedido_ids)
 
 
-def test_redrive_can_move_a_single_message(mf, reloj):
-    incident = incidents.seed_exercise2_incident(mf, reloj, seed=3, count=30)
-    one = dlq.inspect(mf.sqs, incident.dlq_url, max_messages=30)[17]
-    reloj.advance(6)
-    task = move_task.start_message_move_task(mf.sqs, reloj, incident.dlq_url, incident.source_url, 10, {one.message_id})
+def test_redrive_can_move_a_single_message(aws, clock):
+    incident = incidents.seed_exercise2_incident(aws, clock, seed=3, count=30)
+    one = dlq.inspect(aws.sqs, incident.dlq_url, max_messages=30)[17]
+    clock.advance(6)
+    task = move_task.start_message_move_task(
+        aws.sqs, clock, incident.dlq_url, incident.source_url, 10, {one.message_id}
+    )
     assert task.approximate_number_of_messages_moved == 1
-    reloj.advance(31)
-    assert len(bodies(mf, incident.dlq_url)) == 29 and one.body not in bodies(mf, incident.dlq_url)
+    clock.advance(31)
+    assert len(bodies(aws, incident.dlq_url)) == 29 and one.body not in bodies(aws, incident.dlq_url)
 
 
 class RefusingSqs:
@@ -186,50 +188,50 @@ class RefusingSqs:
         return {"Successful": answer.get("Successful", []), "Failed": failed}
 
 
-def test_a_refused_send_stays_in_the_dlq_and_fails_the_task(mf, reloj):
-    incident = incidents.seed_exercise2_incident(mf, reloj, seed=5, count=12)
+def test_a_refused_send_stays_in_the_dlq_and_fails_the_task(aws, clock):
+    incident = incidents.seed_exercise2_incident(aws, clock, seed=5, count=12)
     victim = incident.pedido_ids[3]
     task = move_task.start_message_move_task(
-        RefusingSqs(mf.sqs, victim), reloj, incident.dlq_url, incident.source_url, 10
+        RefusingSqs(aws.sqs, victim), clock, incident.dlq_url, incident.source_url, 10
     )
     assert task.status == "FAILED" and "1 message(s) could not be sent" in task.failure_reason
     assert list(task.failed_sends.values()) == ["InternalError"]
     assert task.approximate_number_of_messages_moved == 11
-    reloj.advance(31)
-    left = bodies(mf, incident.dlq_url)
+    clock.advance(31)
+    left = bodies(aws, incident.dlq_url)
     assert len(left) == 1 and victim in left[0]  # not deleted: nothing lost
 
 
-def test_a_chosen_message_that_is_not_there_fails_the_task(mf, reloj):
-    incident = incidents.seed_exercise2_incident(mf, reloj, seed=6, count=5)
-    task = move_task.start_message_move_task(mf.sqs, reloj, incident.dlq_url, incident.source_url, 10, {"no-such-id"})
+def test_a_chosen_message_that_is_not_there_fails_the_task(aws, clock):
+    incident = incidents.seed_exercise2_incident(aws, clock, seed=6, count=5)
+    task = move_task.start_message_move_task(aws.sqs, clock, incident.dlq_url, incident.source_url, 10, {"no-such-id"})
     assert (task.status, task.not_found) == ("FAILED", {"no-such-id"})
     assert task.failure_reason == "1 chosen message(s) not found in the DLQ"
     assert task.approximate_number_of_messages_moved == 0
 
 
-def run_consumer(mf, reloj, versions, incident):
-    client = gateway.GatewayClient(gateway.PaymentGateway(reloj))
-    return redrive.consume(mf.sqs, incident.source_url, reloj, client, versions), client.gateway
+def run_consumer(aws, clock, versions, incident):
+    client = gateway.GatewayClient(gateway.PaymentGateway(clock))
+    return redrive.consume(aws.sqs, incident.source_url, clock, client, versions), client.gateway
 
 
-def test_redrive_without_the_fix_sends_the_messages_back(mf, reloj):
-    incident = incidents.seed_exercise2_incident(mf, reloj, seed=4, count=20)
-    task = move_task.start_message_move_task(mf.sqs, reloj, incident.dlq_url, incident.source_url, 10)
-    poller, provider = run_consumer(mf, reloj, (1,), incident)
+def test_redrive_without_the_fix_sends_the_messages_back(aws, clock):
+    incident = incidents.seed_exercise2_incident(aws, clock, seed=4, count=20)
+    task = move_task.start_message_move_task(aws.sqs, clock, incident.dlq_url, incident.source_url, 10)
+    poller, provider = run_consumer(aws, clock, (1,), incident)
     assert redrive.deleted_count(poller) == 1  # only the healthy version-1 order
-    assert queues.queue_counts(mf.sqs, incident.dlq_url)["visible"] == 20
-    assert not move_task.verify(mf.sqs, incident.dlq_url, task, redrive.deleted_count(poller))["ok"]
-    task = move_task.start_message_move_task(mf.sqs, reloj, incident.dlq_url, incident.source_url, 10)
-    poller, provider = run_consumer(mf, reloj, (1, 2), incident)  # the fix: read version 2 too
-    check = move_task.verify(mf.sqs, incident.dlq_url, task, redrive.deleted_count(poller))
+    assert queues.queue_counts(aws.sqs, incident.dlq_url)["visible"] == 20
+    assert not move_task.verify(aws.sqs, incident.dlq_url, task, redrive.deleted_count(poller))["ok"]
+    task = move_task.start_message_move_task(aws.sqs, clock, incident.dlq_url, incident.source_url, 10)
+    poller, provider = run_consumer(aws, clock, (1, 2), incident)  # the fix: read version 2 too
+    check = move_task.verify(aws.sqs, incident.dlq_url, task, redrive.deleted_count(poller))
     assert check == {"moved": 20, "deleted_by_consumer": 20, "left_in_dlq": 0, "ok": True}
     assert set(provider.charges_per_order().values()) == {1}
 
 
-def test_rate_must_be_within_sqs_limits(mf, reloj):
+def test_rate_must_be_within_sqs_limits(aws, clock):
     with pytest.raises(ValueError, match="max_number_of_messages_per_second"):
-        move_task.start_message_move_task(mf.sqs, reloj, mf.orders.dlq_url, mf.orders.url, 501)
+        move_task.start_message_move_task(aws.sqs, clock, aws.orders.dlq_url, aws.orders.url, 501)
 
 
 def test_version2_body_is_what_the_fixed_consumer_reads():
@@ -241,9 +243,9 @@ def test_pacing_matches_the_lesson_and_the_move_task():
     assert move_task.pacing_seconds(10_000, 500) == 20
 
 
-def test_redrive_into_a_non_idempotent_consumer_duplicates_charges(mf, reloj):
-    naive = redrive.redrive_after_lost_responses(mf, reloj, 5, send_idempotency_key=False)
-    keyed = redrive.redrive_after_lost_responses(mf, reloj, 5, send_idempotency_key=True)
+def test_redrive_into_a_non_idempotent_consumer_duplicates_charges(aws, clock):
+    naive = redrive.redrive_after_lost_responses(aws, clock, 5, send_idempotency_key=False)
+    keyed = redrive.redrive_after_lost_responses(aws, clock, 5, send_idempotency_key=True)
     assert naive["in_dlq_before_redrive"] == keyed["in_dlq_before_redrive"] == 5
     assert (naive["charges"], naive["orders_charged_twice"]) == (10, 5)
     assert (keyed["charges"], keyed["orders_charged_twice"]) == (5, 0)
@@ -267,40 +269,40 @@ def test_the_fixed_consumer_reads_both_versions_the_old_one_says_why_not():
         handlers.read_order(body, (1,))
 
 
-def test_an_alarm_configuration_can_be_checked_against_the_exercise2_incident(mf, reloj):
-    incident = incidents.seed_exercise2_incident(mf, reloj, seed=5, count=30)
-    arrivals = [s.sent_at for s in dlq.inspect(mf.sqs, incident.dlq_url, max_messages=1000)]
+def test_an_alarm_configuration_can_be_checked_against_the_exercise2_incident(aws, clock):
+    incident = incidents.seed_exercise2_incident(aws, clock, seed=5, count=30)
+    arrivals = [s.sent_at for s in dlq.inspect(aws.sqs, incident.dlq_url, max_messages=1000)]
     count_rule, age_rule = dlq.alarm_rules()
-    fired = incidents.first_alarm_at(count_rule, arrivals, until=reloj.now())
+    fired = incidents.first_alarm_at(count_rule, arrivals, until=clock.now())
     assert fired.astimezone(incidents.MADRID).strftime("%a %H:%M") == "Sun 22:09"
-    aged = incidents.first_alarm_at(age_rule, arrivals, until=reloj.now())
+    aged = incidents.first_alarm_at(age_rule, arrivals, until=clock.now())
     assert aged.astimezone(incidents.MADRID).strftime("%a %H:%M") == "Sun 23:09"
     too_lax = alarms.AlarmRule("laxa", "AWS/SQS", "ApproximateNumberOfMessagesVisible", threshold=400)
-    assert incidents.first_alarm_at(too_lax, arrivals, until=reloj.now()) is None
+    assert incidents.first_alarm_at(too_lax, arrivals, until=clock.now()) is None
 
 
-def test_the_problem_kind_comes_from_the_parser_not_from_its_wording(mf, reloj):
-    pair = mf.reset_orders_queue()
+def test_the_problem_kind_comes_from_the_parser_not_from_its_wording(aws, clock):
+    pair = aws.reset_orders_queue()
     for body in (
         '{"pedido_id": "84417", "importe": "48.20", "version": 1}',  # a malformed id: the shape is wrong
         '{"pedido_id": "PED-2026-084417", "importe": "-1", "version": 1}',  # a well-formed order, impossible amount
     ):
-        mf.sqs.send_message(QueueUrl=pair.dlq_url, MessageBody=body)
-    samples = dlq.inspect(mf.sqs, pair.dlq_url)
+        aws.sqs.send_message(QueueUrl=pair.dlq_url, MessageBody=body)
+    samples = dlq.inspect(aws.sqs, pair.dlq_url)
     assert {s.problem: s.problem_kind for s in samples} == {
         "pedido_id '84417' is not like PED-2026-084417": "schema",
         "importe '-1' must be a positive amount": "value",
     }
 
 
-def test_give_up_keeps_the_reason_and_the_send_time(mf, reloj):
-    mf.sqs.send_message(QueueUrl=mf.orders.url, MessageBody='{"version": 3}')
-    sent = mf.sqs.receive_message(QueueUrl=mf.orders.url, WaitTimeSeconds=0, MessageSystemAttributeNames=["All"])
+def test_give_up_keeps_the_reason_and_the_send_time(aws, clock):
+    aws.sqs.send_message(QueueUrl=aws.orders.url, MessageBody='{"version": 3}')
+    sent = aws.sqs.receive_message(QueueUrl=aws.orders.url, WaitTimeSeconds=0, MessageSystemAttributeNames=["All"])
     message = sent["Messages"][0]
     reason = dlq.FailureReason("MalformedOrderError", "version 3", "v1.4", 1, "cola-mercadofresco-pedidos")
-    reloj.advance(600)
-    dlq.give_up(mf.sqs, message, mf.orders.url, mf.orders.dlq_url, reason)
-    assert queues.queue_counts(mf.sqs, mf.orders.url) == {"visible": 0, "in_flight": 0, "delayed": 0}
-    (sample,) = dlq.inspect(mf.sqs, mf.orders.dlq_url, max_messages=5)
+    clock.advance(600)
+    dlq.give_up(aws.sqs, message, aws.orders.url, aws.orders.dlq_url, reason)
+    assert queues.queue_counts(aws.sqs, aws.orders.url) == {"visible": 0, "in_flight": 0, "delayed": 0}
+    (sample,) = dlq.inspect(aws.sqs, aws.orders.dlq_url, max_messages=5)
     assert sample.reason == reason
-    assert sample.sent_at == reloj.now() - dt.timedelta(seconds=600)  # the original send, not the copy's
+    assert sample.sent_at == clock.now() - dt.timedelta(seconds=600)  # the original send, not the copy's

@@ -3,26 +3,26 @@ import pytest
 from mercadofresco.lessons import duplicates, powertools_compare, show
 
 
-def test_increment_drifts_assignment_does_not(mf):
-    assert duplicates.stock_drift(mf, deliveries=3) == {
+def test_increment_drifts_assignment_does_not(aws):
+    assert duplicates.stock_drift(aws, deliveries=3) == {
         "deliveries": 3,
         "expected": 39,
         "increment": 37,
         "assignment": 39,
     }
     with pytest.raises(ValueError, match="deliveries must be between 1 and 20; got 0"):
-        duplicates.stock_drift(mf, deliveries=0)
+        duplicates.stock_drift(aws, deliveries=0)
 
 
-def test_transient_is_retried_permanent_is_kept(mf, reloj):
-    unavailable, declined = duplicates.failure_kinds(mf, reloj)
+def test_transient_is_retried_permanent_is_kept(aws, clock):
+    unavailable, declined = duplicates.failure_kinds(aws, clock)
     assert (unavailable["receives"], unavailable["charges"], unavailable["estado"]) == (2, 1, "COMPLETADO")
     assert (declined["receives"], declined["charges"], declined["estado"]) == (1, 0, "FALLIDO")
 
 
 @pytest.mark.parametrize(("ttl", "hours", "charges"), [(1, 0.5, 1), (1, 3, 2), (24, 20, 1), (24, 30, 2), (96, 80, 1)])
-def test_ttl_decides_whether_a_late_duplicate_charges_again(mf, reloj, ttl, hours, charges):
-    assert duplicates.same_order_later(mf, reloj, ttl, hours)["charges"] == charges
+def test_ttl_decides_whether_a_late_duplicate_charges_again(aws, clock, ttl, hours, charges):
+    assert duplicates.same_order_later(aws, clock, ttl, hours)["charges"] == charges
 
 
 def test_monthly_cost_reproduces_the_lesson_under_stated_assumptions():
@@ -30,17 +30,17 @@ def test_monthly_cost_reproduces_the_lesson_under_stated_assumptions():
     assert duplicates.monthly_cost(24 * 365)["storage_usd"] > 100 * duplicates.monthly_cost(24)["storage_usd"]
 
 
-def test_widget_values_are_checked(mf, reloj):
+def test_widget_values_are_checked(aws, clock):
     with pytest.raises(ValueError, match="ttl_hours must be between 0 and 336"):
-        duplicates.same_order_later(mf, reloj, 0, 1)
+        duplicates.same_order_later(aws, clock, 0, 1)
     with pytest.raises(ValueError, match='design must be "two states" or "three states"'):
-        duplicates.race(mf, reloj, "one state")
+        duplicates.race(aws, clock, "one state")
     with pytest.raises(ValueError, match="copies must be between 2 and 200; got 1"):
-        duplicates.parallel_duplicates(mf, reloj, copies=1)
+        duplicates.parallel_duplicates(aws, clock, copies=1)
 
 
-def test_powertools_side_by_side(mf, reloj):
-    ours, powertools = powertools_compare.behaviour_table(mf, reloj)
+def test_powertools_side_by_side(aws, clock):
+    ours, powertools = powertools_compare.behaviour_table(aws, clock)
     assert ours["50 parallel: charges"] == powertools["50 parallel: charges"] == 1
     assert ours["declined card: gateway calls"] == 1 and powertools["declined card: gateway calls"] == 2
     assert ours["states seen"] == "COMPLETADO" and powertools["states seen"] == "COMPLETED"

@@ -20,7 +20,7 @@ logging.getLogger("werkzeug").setLevel(logging.ERROR)
 
 
 @pytest.fixture
-def server_world(reloj):
+def server_world(clock):
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
@@ -32,17 +32,17 @@ def server_world(reloj):
         server.stop()
 
 
-def test_notebook_01_experiments_run_against_a_moto_server(server_world, reloj):
+def test_notebook_01_experiments_run_against_a_moto_server(server_world, clock):
     assert server_world.sqs.meta.endpoint_url.startswith("http://127.0.0.1:")
     assert server_world._mock is None  # nothing is mocked in this process: it is all HTTP
-    six = delivery.six_steps(server_world, reloj)
+    six = delivery.six_steps(server_world, clock)
     assert six.charges_per_order() == {"PED-2026-084417": 2}
-    slow = delivery.slow_gateway(server_world, reloj)
+    slow = delivery.slow_gateway(server_world, clock)
     assert len(slow.ledger) == 2
     assert [r["detail"] for r in slow.timeline if r["event"] == "received"] == ["receive #1", "receive #2"]
 
 
-def test_endpoint_mode_via_environment(monkeypatch, reloj):
+def test_endpoint_mode_via_environment(monkeypatch, clock):
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     try:
@@ -83,7 +83,7 @@ import time  # noqa: E402
 
 from moto_process import moto_server_process  # noqa: E402
 
-from mercadofresco import clock  # noqa: E402
+from mercadofresco.clock import LESSON_START, VirtualClock  # noqa: E402
 from mercadofresco.lessons import rehearsal  # noqa: E402
 from mercadofresco.models import gateway  # noqa: E402
 from mercadofresco.runtime import cleanup, cleanup_cli, realtime  # noqa: E402
@@ -107,38 +107,38 @@ def test_the_clock_reads_its_pace_from_the_mode(monkeypatch, outside_url):
         host, port = inside.get_host_and_port()
         monkeypatch.setenv("MERCADOFRESCO_MODE", "endpoint")
         monkeypatch.setenv("MERCADOFRESCO_ENDPOINT_URL", f"http://{host}:{port}")
-        with clock.VirtualClock() as reloj:  # a server in this process reads the patched time
-            assert not reloj.real_time
+        with VirtualClock() as clock:  # a server in this process reads the patched time
+            assert not clock.real_time
         monkeypatch.setenv("MERCADOFRESCO_ENDPOINT_URL", outside_url)
-        with clock.VirtualClock() as reloj:  # one in another process does not
-            assert reloj.real_time and reloj.pace.where == f"the endpoint {outside_url}"
+        with VirtualClock() as clock:  # one in another process does not
+            assert clock.real_time and clock.pace.where == f"the endpoint {outside_url}"
         monkeypatch.delenv("MERCADOFRESCO_MODE")
-        with clock.VirtualClock() as reloj:
-            assert reloj.pace == realtime.VIRTUAL
+        with VirtualClock() as clock:
+            assert clock.pace == realtime.VIRTUAL
     finally:
         inside.stop()
 
 
 def test_real_pace_waits_for_real_and_still_shows_the_lessons_instants(capsys, outside_url):
-    with clock.VirtualClock(pace=real_pace(outside_url)) as reloj:
+    with VirtualClock(pace=real_pace(outside_url)) as clock:
         assert "keeps its own, real time" in capsys.readouterr().err  # the notice, in the first cell
         started = time.monotonic()
-        assert reloj.advance(0.6) == clock.LESSON_START + dt.timedelta(seconds=0.6)
+        assert clock.advance(0.6) == LESSON_START + dt.timedelta(seconds=0.6)
         assert 0.55 <= time.monotonic() - started < 3
 
 
 def test_six_steps_scaled_down_charge_twice_against_a_server_in_another_process(outside_url):
     """Notebook 01's experiment with a 4 s visibility timeout instead of 120 s: the same two charges, for real."""
     with (
-        clock.VirtualClock(pace=real_pace(outside_url)) as reloj,
-        world.build(world.WorldConfig(endpoint=EndpointConfig(mode="endpoint", endpoint_url=outside_url))) as mf,
+        VirtualClock(pace=real_pace(outside_url)) as clock,
+        world.build(world.WorldConfig(endpoint=EndpointConfig(mode="endpoint", endpoint_url=outside_url))) as aws,
     ):
-        mf.reset_orders_queue(visibility_timeout_seconds=4)  # what six_steps does, with 4 s for 120 s
-        provider = gateway.PaymentGateway(reloj)
+        aws.reset_orders_queue(visibility_timeout_seconds=4)  # what six_steps does, with 4 s for 120 s
+        provider = gateway.PaymentGateway(clock)
         provider.fail_next(gateway.Fault.RESPONSE_LOST)
         client = gateway.GatewayClient(provider, read_timeout_seconds=180, send_idempotency_key=False)
         started = time.monotonic()
-        run = delivery.run_orders(mf, reloj, client, [delivery.INCIDENT_ORDER], max_seconds=10)
+        run = delivery.run_orders(aws, clock, client, [delivery.INCIDENT_ORDER], max_seconds=10)
         assert time.monotonic() - started >= 4  # the visibility timeout passed for real
     assert run.charges_per_order() == {"PED-2026-084417": 2}
     assert run.summary()["left_in_queue"] == 0
@@ -151,26 +151,26 @@ def test_six_steps_scaled_down_charge_twice_against_a_server_in_another_process(
 def test_a_virtual_clock_against_a_server_in_another_process_gets_the_wrong_answer(outside_url):
     """What the issue saw: the server never sees the clock move, the message never comes back, one charge."""
     with (
-        clock.VirtualClock(pace=realtime.VIRTUAL) as reloj,
-        world.build(world.WorldConfig(endpoint=EndpointConfig(mode="endpoint", endpoint_url=outside_url))) as mf,
+        VirtualClock(pace=realtime.VIRTUAL) as clock,
+        world.build(world.WorldConfig(endpoint=EndpointConfig(mode="endpoint", endpoint_url=outside_url))) as aws,
     ):
-        mf.reset_orders_queue(visibility_timeout_seconds=4)
-        provider = gateway.PaymentGateway(reloj)
+        aws.reset_orders_queue(visibility_timeout_seconds=4)
+        provider = gateway.PaymentGateway(clock)
         provider.fail_next(gateway.Fault.RESPONSE_LOST)
         client = gateway.GatewayClient(provider, read_timeout_seconds=180, send_idempotency_key=False)
-        run = delivery.run_orders(mf, reloj, client, [delivery.INCIDENT_ORDER], max_seconds=10)
+        run = delivery.run_orders(aws, clock, client, [delivery.INCIDENT_ORDER], max_seconds=10)
     assert len(run.ledger) == 1 and run.summary()["left_in_queue"] == 1
 
 
 def test_an_experiment_that_cannot_fit_refuses_before_waiting(outside_url):
     with (
-        clock.VirtualClock(pace=real_pace(outside_url, budget=30)) as reloj,
-        world.build(world.WorldConfig(endpoint=EndpointConfig(mode="endpoint", endpoint_url=outside_url))) as mf,
+        VirtualClock(pace=real_pace(outside_url, budget=30)) as clock,
+        world.build(world.WorldConfig(endpoint=EndpointConfig(mode="endpoint", endpoint_url=outside_url))) as aws,
     ):
-        started, before = time.monotonic(), reloj.now()
+        started, before = time.monotonic(), clock.now()
         with pytest.raises(realtime.RealTimeRefusedError) as refused:
-            delivery.fifo_window(mf, reloj, gap_seconds=360)  # FIFO's 5-minute window, waited out
-        assert time.monotonic() - started < 2 and reloj.now() == before  # nothing waited, the clock did not move
+            delivery.fifo_window(aws, clock, gap_seconds=360)  # FIFO's 5-minute window, waited out
+        assert time.monotonic() - started < 2 and clock.now() == before  # nothing waited, the clock did not move
     message = str(refused.value)
     for part in ("360 s of real time", "mode 'endpoint'", outside_url, "30 s left of 30 s", "unset MERCADOFRESCO_MODE"):
         assert part in message
@@ -178,31 +178,31 @@ def test_an_experiment_that_cannot_fit_refuses_before_waiting(outside_url):
 
 
 def test_the_budget_counts_every_wait_and_a_declared_need_refuses_up_front(outside_url):
-    with clock.VirtualClock(pace=real_pace(outside_url, budget=1)) as reloj:
-        reloj.advance(0.6)
+    with VirtualClock(pace=real_pace(outside_url, budget=1)) as clock:
+        clock.advance(0.6)
         with pytest.raises(realtime.RealTimeRefusedError, match=r"0\.4 s left of 1 s"):
-            reloj.need(4 * 86_400, "the 4-day retention")
+            clock.need(4 * 86_400, "the 4-day retention")
         with pytest.raises(realtime.RealTimeRefusedError, match=r"advancing the clock 0\.5 s"):
-            reloj.advance(0.5)
-    with clock.VirtualClock(pace=realtime.VIRTUAL) as reloj:
-        reloj.need(4 * 86_400, "the 4-day retention")  # in process it costs nothing
+            clock.advance(0.5)
+    with VirtualClock(pace=realtime.VIRTUAL) as clock:
+        clock.need(4 * 86_400, "the 4-day retention")  # in process it costs nothing
 
 
 def test_a_learner_can_interrupt_a_real_wait(outside_url):
-    with clock.VirtualClock(pace=real_pace(outside_url)) as reloj:
+    with VirtualClock(pace=real_pace(outside_url)) as clock:
         threading.Timer(0.3, _thread.interrupt_main).start()
-        started, before = time.monotonic(), reloj.now()
+        started, before = time.monotonic(), clock.now()
         with pytest.raises(KeyboardInterrupt):
-            reloj.advance(30)
-        assert time.monotonic() - started < 2 and reloj.now() == before
+            clock.advance(30)
+        assert time.monotonic() - started < 2 and clock.now() == before
 
 
 def test_in_aws_mode_the_clock_shows_real_time_and_refuses_the_lessons_fixed_instants():
     pace = realtime.Pace(real=True, mode="aws", where="real AWS", budget_seconds=60, follows_wall=True)
-    with clock.VirtualClock(pace=pace) as reloj:  # AWS checks each request's signature time: no time travel
-        assert abs((reloj.now() - dt.datetime.fromtimestamp(realtime.wall_time(), dt.UTC)).total_seconds()) < 2
+    with VirtualClock(pace=pace) as clock:  # AWS checks each request's signature time: no time travel
+        assert abs((clock.now() - dt.datetime.fromtimestamp(realtime.wall_time(), dt.UTC)).total_seconds()) < 2
         with pytest.raises(realtime.RealTimeRefusedError, match="an instant of the lesson's calendar"):
-            reloj.advance_to(clock.LESSON_START + dt.timedelta(days=3))  # Monday 09:00 is in the past
+            clock.advance_to(LESSON_START + dt.timedelta(days=3))  # Monday 09:00 is in the past
 
 
 def test_a_bad_budget_names_the_variable(monkeypatch):
@@ -215,22 +215,22 @@ def test_a_bad_budget_names_the_variable(monkeypatch):
 
 
 # -- what a world creates outside this process goes away -------------------------------------------------
-def test_close_deletes_what_the_world_and_its_experiments_created(outside_url, reloj):
-    mf = world.build(world.WorldConfig(endpoint=EndpointConfig(mode="endpoint", endpoint_url=outside_url)))
-    table = mf.client("dynamodb").create_table(  # an experiment's own resource, made through the world's client
+def test_close_deletes_what_the_world_and_its_experiments_created(outside_url, clock):
+    aws = world.build(world.WorldConfig(endpoint=EndpointConfig(mode="endpoint", endpoint_url=outside_url)))
+    table = aws.client("dynamodb").create_table(  # an experiment's own resource, made through the world's client
         TableName="mercadofresco-stock-prueba",
         KeySchema=[{"AttributeName": "sku", "KeyType": "HASH"}],
         AttributeDefinitions=[{"AttributeName": "sku", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )["TableDescription"]["TableName"]
-    tagged = cleanup.find_tagged(mf.client, mf.ledger.run_id)
+    tagged = cleanup.find_tagged(aws.client, aws.ledger.run_id)
     assert ("table", table) in tagged and len(tagged) == 13  # 6 queues... every one carries the run's tag
-    gone = mf.close()
-    assert len(gone) == 13 and cleanup.find_tagged(mf.client) == []
-    assert mf.sqs.list_queues().get("QueueUrls", []) == []
+    gone = aws.close()
+    assert len(gone) == 13 and cleanup.find_tagged(aws.client) == []
+    assert aws.sqs.list_queues().get("QueueUrls", []) == []
 
 
-def test_the_cleanup_command_lists_then_deletes_what_a_cut_off_run_left(outside_url, reloj, capsys):
+def test_the_cleanup_command_lists_then_deletes_what_a_cut_off_run_left(outside_url, clock, capsys):
     world.build(
         world.WorldConfig(endpoint=EndpointConfig(mode="endpoint", endpoint_url=outside_url))
     )  # never closed: the run was cut off
@@ -321,26 +321,26 @@ def test_an_endpoint_where_nothing_answers_says_so():
 def test_an_experiment_of_many_waits_declares_its_whole_need_before_it_starts(outside_url):
     """Notebook 01's latency sweep: five runs of short waits. It once waited a minute, then refused a 1 s step."""
     with (
-        clock.VirtualClock(pace=real_pace(outside_url, budget=120)) as reloj,
-        world.build(world.WorldConfig(endpoint=EndpointConfig(mode="endpoint", endpoint_url=outside_url))) as mf,
+        VirtualClock(pace=real_pace(outside_url, budget=120)) as clock,
+        world.build(world.WorldConfig(endpoint=EndpointConfig(mode="endpoint", endpoint_url=outside_url))) as aws,
     ):
-        started, before = time.monotonic(), reloj.now()
+        started, before = time.monotonic(), clock.now()
         with pytest.raises(realtime.RealTimeRefusedError) as refused:
-            delivery.latency_sweep(mf, reloj, [0.24, 20, 60, 150, 250], 120, 180)
-        assert time.monotonic() - started < 10 and reloj.now() == before  # rehearsed in process, nothing waited
+            delivery.latency_sweep(aws, clock, [0.24, 20, 60, 150, 250], 120, 180)
+        assert time.monotonic() - started < 10 and clock.now() == before  # rehearsed in process, nothing waited
     assert str(refused.value).startswith("the latency sweep would take ")
     assert "nothing has waited yet" in str(refused.value)
-    with clock.VirtualClock() as reloj, world.build(world.WorldConfig()) as mf:  # in process: the same answer
-        span = rehearsal.virtual_span(delivery.latency_sweep, reloj, [0.24, 20], 120, 180)
-        rows = delivery.latency_sweep(mf, reloj, [0.24, 20], 120, 180)
-        assert reloj.seconds_since_start() == span and [row["charges_per_order"] for row in rows] == [1.0, 1.0]
+    with VirtualClock() as clock, world.build(world.WorldConfig()) as aws:  # in process: the same answer
+        span = rehearsal.virtual_span(delivery.latency_sweep, clock, [0.24, 20], 120, 180)
+        rows = delivery.latency_sweep(aws, clock, [0.24, 20], 120, 180)
+        assert clock.seconds_since_start() == span and [row["charges_per_order"] for row in rows] == [1.0, 1.0]
     assert refused.value.seconds > 600  # the sweep's whole need, not one step of it
 
 
 def test_a_declared_need_that_fits_is_said_before_it_starts(outside_url, capsys):
-    with clock.VirtualClock(pace=real_pace(outside_url, budget=60)) as reloj:
+    with VirtualClock(pace=real_pace(outside_url, budget=60)) as clock:
         capsys.readouterr()
-        reloj.need(10, "the six-step double charge")
+        clock.need(10, "the six-step double charge")
     assert (
         "the six-step double charge needs about 10 s of real time (60 s of the budget left)" in capsys.readouterr().err
     )

@@ -18,8 +18,8 @@ def _entries(count, size=20):
 
 
 @pytest.fixture
-def events(mf):
-    client = mf.client("events")
+def events(aws):
+    client = aws.client("events")
     if world.BUS not in [bus["Name"] for bus in client.list_event_buses()["EventBuses"]]:
         client.create_event_bus(Name=world.BUS)
     return client

@@ -2,15 +2,15 @@ from decimal import Decimal
 
 import pytest
 
-from mercadofresco import clock
+from mercadofresco.clock import Stopwatch
 from mercadofresco.models import gateway
 
 AMOUNT = Decimal("48.20")
 
 
 @pytest.fixture
-def provider(reloj):
-    return gateway.PaymentGateway(reloj)
+def provider(clock):
+    return gateway.PaymentGateway(clock)
 
 
 def test_same_idempotency_key_returns_the_same_charge(provider):
@@ -33,21 +33,21 @@ def test_different_keys_are_different_charges(provider):
     assert len(provider.ledger) == 2
 
 
-def test_latency_follows_the_virtual_clock(reloj):
-    provider = gateway.PaymentGateway(reloj, latency=gateway.spike_at(reloj.now(), minutes=10, latency_seconds=150))
+def test_latency_follows_the_virtual_clock(clock):
+    provider = gateway.PaymentGateway(clock, latency=gateway.spike_at(clock.now(), minutes=10, latency_seconds=150))
     provider.charge("PED-2026-084417", AMOUNT, read_timeout_seconds=180)
-    assert reloj.seconds_since_start() == 150  # the caller waited 150 s of virtual time
-    reloj.advance(600)
+    assert clock.seconds_since_start() == 150  # the caller waited 150 s of virtual time
+    clock.advance(600)
     provider.charge("PED-2026-084418", AMOUNT)
-    assert reloj.seconds_since_start() == pytest.approx(750.24)  # spike over: 240 ms again
+    assert clock.seconds_since_start() == pytest.approx(750.24)  # spike over: 240 ms again
 
 
-def test_read_timeout_leaves_a_charge_the_caller_never_saw(reloj):
-    provider = gateway.PaymentGateway(reloj, latency=gateway.LatencyProfile(baseline_seconds=150))
+def test_read_timeout_leaves_a_charge_the_caller_never_saw(clock):
+    provider = gateway.PaymentGateway(clock, latency=gateway.LatencyProfile(baseline_seconds=150))
     with pytest.raises(gateway.GatewayTimeoutError) as info:
         provider.charge("PED-2026-084417", AMOUNT, read_timeout_seconds=30)
     assert info.value.waited_seconds == 30
-    assert reloj.seconds_since_start() == 30
+    assert clock.seconds_since_start() == 30
     assert len(provider.ledger) == 1
 
 
@@ -71,24 +71,24 @@ def test_503_and_429_charge_nothing(provider):
     assert provider.charge("PED-2026-084417", AMOUNT).pedido_id == "PED-2026-084417"
 
 
-def test_declined_card_is_402_and_charges_nothing(reloj):
-    provider = gateway.PaymentGateway(reloj, declined_orders={"PED-2026-084417"})
+def test_declined_card_is_402_and_charges_nothing(clock):
+    provider = gateway.PaymentGateway(clock, declined_orders={"PED-2026-084417"})
     with pytest.raises(gateway.CardDeclinedError) as info:
         provider.charge("PED-2026-084417", AMOUNT)
     assert info.value.status == 402
     assert provider.ledger == []
 
 
-def test_stopwatch_waits_without_moving_the_shared_clock(reloj):
-    provider = gateway.PaymentGateway(reloj, latency=gateway.LatencyProfile(baseline_seconds=150))
-    watch = clock.Stopwatch(reloj)
+def test_stopwatch_waits_without_moving_the_shared_clock(clock):
+    provider = gateway.PaymentGateway(clock, latency=gateway.LatencyProfile(baseline_seconds=150))
+    watch = Stopwatch(clock)
     provider.charge("PED-2026-084417", AMOUNT, read_timeout_seconds=180, waiter=watch)
     assert watch.elapsed_seconds == 150
-    assert reloj.seconds_since_start() == 0
+    assert clock.seconds_since_start() == 0
 
 
-def test_sdk_retries_a_timeout_and_charges_each_time_without_the_key(reloj):
-    provider = gateway.PaymentGateway(reloj, latency=gateway.LatencyProfile(baseline_seconds=200))
+def test_sdk_retries_a_timeout_and_charges_each_time_without_the_key(clock):
+    provider = gateway.PaymentGateway(clock, latency=gateway.LatencyProfile(baseline_seconds=200))
     client = gateway.GatewayClient(provider, read_timeout_seconds=180, max_attempts=5, send_idempotency_key=False)
     with pytest.raises(gateway.GatewayTimeoutError):
         client.charge("PED-2026-084417", AMOUNT, "cobro:PED-2026-084417")
@@ -96,8 +96,8 @@ def test_sdk_retries_a_timeout_and_charges_each_time_without_the_key(reloj):
     assert provider.charges_per_order() == {"PED-2026-084417": 5}
 
 
-def test_sdk_retries_with_the_key_charge_once(reloj):
-    provider = gateway.PaymentGateway(reloj)
+def test_sdk_retries_with_the_key_charge_once(clock):
+    provider = gateway.PaymentGateway(clock)
     provider.fail_next(gateway.Fault.RESPONSE_LOST, times=4)
     client = gateway.GatewayClient(provider, max_attempts=5, send_idempotency_key=True)
     charge = client.charge("PED-2026-084417", AMOUNT, "cobro:PED-2026-084417")
@@ -117,7 +117,7 @@ def test_client_settings_are_checked(provider, settings, message):
         gateway.GatewayClient(provider, **settings)
 
 
-def test_a_number_for_latency_is_refused_when_the_gateway_is_built(reloj):
+def test_a_number_for_latency_is_refused_when_the_gateway_is_built(clock):
     """latency=150 used to pass silently and fail later inside the consumer, sending the order to the DLQ."""
     with pytest.raises(TypeError, match=r"latency must be a LatencyProfile, not int 150: use gateway.spike_at"):
-        gateway.PaymentGateway(reloj, latency=150)
+        gateway.PaymentGateway(clock, latency=150)

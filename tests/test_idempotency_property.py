@@ -13,7 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mercadofresco import clock, orders, world
+from mercadofresco import orders, world
+from mercadofresco.clock import VirtualClock
 from mercadofresco.models import gateway, lambda_poller
 from mercadofresco.patterns import idempotency
 from mercadofresco.patterns.idempotency import Estado, IdempotencyStore
@@ -26,12 +27,12 @@ numbers = itertools.count(1)
 class SteppedAttempt:
     """One delivery of the message to one consumer, advanced a step at a time by the test."""
 
-    def __init__(self, handler, body, reloj, name):
+    def __init__(self, handler, body, clock, name):
         self.go = threading.Semaphore(0)
         self.arrived = threading.Semaphore(0)
         self.crash_next = False
         self.finished = False
-        self.poller = lambda_poller.Poller(None, "", handler, reloj, crashes=self)
+        self.poller = lambda_poller.Poller(None, "", handler, clock, crashes=self)
         self.invocation = lambda_poller.Invocation(self.poller, name, 1)
         self.event = {"Records": [{"messageId": name, "receiptHandle": "", "body": body, "attributes": {}}]}
         self.thread = threading.Thread(target=self._run, args=(handler,), daemon=True)
@@ -84,29 +85,29 @@ actions = st.lists(
 @pytest.fixture(scope="module")
 def table(request):
 
-    reloj = clock.VirtualClock().start()
+    clock = VirtualClock().start()
     built = world.build(world.WorldConfig())
-    yield built, reloj
+    yield built, clock
     built.close()
-    reloj.stop()
+    clock.stop()
 
 
-def play(mf, reloj, schedule, declined, send_idempotency_key=True):
+def play(aws, clock, schedule, declined, send_idempotency_key=True):
     """Run one schedule; return (charges seen at most at any moment, final charges, final estado)."""
     order = orders.Order(orders.order_id(next(numbers)), Decimal("48.20"))
-    provider = gateway.PaymentGateway(reloj, declined_orders={order.pedido_id} if declined else set())
+    provider = gateway.PaymentGateway(clock, declined_orders={order.pedido_id} if declined else set())
     client = gateway.GatewayClient(provider, send_idempotency_key=send_idempotency_key)
-    handler = handlers.IdempotentChargeOrders(client, IdempotencyStore(mf.dynamodb, reloj))
+    handler = handlers.IdempotentChargeOrders(client, IdempotencyStore(aws.dynamodb, clock))
     body = orders.order_body(order)
     active: dict[int, SteppedAttempt] = {}
     most = 0
     for action, value in schedule:
         if action == "advance":
-            reloj.advance(value)
+            clock.advance(value)
             continue
         attempt = active.get(value)
         if action == "deliver" and (attempt is None or attempt.finished):
-            active[value] = SteppedAttempt(handler, body, reloj, f"consumidor-{value + 1}")
+            active[value] = SteppedAttempt(handler, body, clock, f"consumidor-{value + 1}")
         elif attempt is not None and not attempt.finished:
             attempt.step() if action == "step" else attempt.crash()
         most = max(most, len(provider.ledger))
@@ -118,8 +119,8 @@ def play(mf, reloj, schedule, declined, send_idempotency_key=True):
         record = handler.store.get(clave)
         if record is not None and record.estado is not Estado.EN_CURSO:
             break
-        reloj.advance(130)
-        SteppedAttempt(handler, body, reloj, "redelivery").finish()
+        clock.advance(130)
+        SteppedAttempt(handler, body, clock, "redelivery").finish()
     return most, len(provider.ledger), handler.store.get(clave).estado
 
 

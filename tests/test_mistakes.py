@@ -11,18 +11,18 @@ ROOT = Path(__file__).resolve().parents[1]
 RIGHT = {1: "c", 2: "b", 3: "d", 4: "80", 5: "250", 6: "b"}
 
 
-def test_a_lock_without_expiry_blocks_the_order_for_the_whole_ttl(mf, reloj):
-    wrong = mistakes.lock_blocks_for(mf, reloj, lock_expires=False)
-    right = mistakes.lock_blocks_for(mf, reloj, lock_expires=True)
+def test_a_lock_without_expiry_blocks_the_order_for_the_whole_ttl(aws, clock):
+    wrong = mistakes.lock_blocks_for(aws, clock, lock_expires=False)
+    right = mistakes.lock_blocks_for(aws, clock, lock_expires=True)
     assert wrong["blocked_seconds"] == 24 * 3600 - 1 and right["blocked_seconds"] == 60
     assert all(row["refused_1s_before"] and row["taken_1s_after"] for row in (wrong, right))
 
 
-def test_retrying_a_402_wastes_calls_and_only_the_429_deserves_a_retry(reloj):
+def test_retrying_a_402_wastes_calls_and_only_the_429_deserves_a_retry(clock):
     rows = {
         (row["classifier"], row["error"][:3]): row
         for name in mistakes.CLASSIFIERS
-        for row in mistakes.declined_and_throttled(reloj, name)
+        for row in mistakes.declined_and_throttled(clock, name)
     }
     assert rows[("retry everything", "402")]["wasted_calls"] == 4
     assert rows[("classify", "402")]["wasted_calls"] == 0
@@ -31,14 +31,14 @@ def test_retrying_a_402_wastes_calls_and_only_the_429_deserves_a_retry(reloj):
     assert rows[("never retry 4xx", "429")]["outcome"].startswith("gave up")
 
 
-def test_inspecting_by_deleting_loses_what_was_read(mf, reloj):
-    assert mistakes.inspect_by_deleting(mf, reloj, deleting=True)["lost"] == 10
-    assert mistakes.inspect_by_deleting(mf, reloj, deleting=False)["lost"] == 0
+def test_inspecting_by_deleting_loses_what_was_read(aws, clock):
+    assert mistakes.inspect_by_deleting(aws, clock, deleting=True)["lost"] == 10
+    assert mistakes.inspect_by_deleting(aws, clock, deleting=False)["lost"] == 0
 
 
-def test_one_message_group_serialises_four_consumers(mf, reloj):
-    one = mistakes.ordering_cost(mf, reloj, one_group=True, order_count=8)
-    many = mistakes.ordering_cost(mf, reloj, one_group=False, order_count=8)
+def test_one_message_group_serialises_four_consumers(aws, clock):
+    one = mistakes.ordering_cost(aws, clock, one_group=True, order_count=8)
+    many = mistakes.ordering_cost(aws, clock, one_group=False, order_count=8)
     assert one["seconds_to_drain"] >= 3 * many["seconds_to_drain"]
 
 
@@ -48,8 +48,8 @@ def test_the_dual_write_loses_events_and_committing_them_with_the_order_loses_no
     assert together["events_missing"] == 0
 
 
-def test_redriving_before_the_fix_sends_everything_back(mf, reloj):
-    before, after = mistakes.redrive_before_fix(mf, reloj, count=5)
+def test_redriving_before_the_fix_sends_everything_back(aws, clock):
+    before, after = mistakes.redrive_before_fix(aws, clock, count=5)
     assert before["left_in_dlq"] == 5 and before["charges"] == 0
     assert after["left_in_dlq"] == 0 and after["charges"] == 5
 

@@ -14,7 +14,8 @@ import pytest
 from botocore.exceptions import ClientError
 from moto.sqs import models as sqs_models
 
-from mercadofresco import clock, world
+from mercadofresco import world
+from mercadofresco.clock import VirtualClock
 from mercadofresco.runtime import moto_speedups
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,15 +52,15 @@ def _error(call) -> str:
     return "ok"
 
 
-def _standard_and_dlq(mf: world.World, reloj: clock.VirtualClock) -> list:
+def _standard_and_dlq(aws: world.World, clock: VirtualClock) -> list:
     """Visibility, receive counts, deletes, change of visibility, delays and redrive to the DLQ."""
-    sqs, pair, seen = mf.sqs, mf.orders, []
+    sqs, pair, seen = aws.sqs, aws.orders, []
     for i in range(25):
         sqs.send_message(QueueUrl=pair.url, MessageBody=f"PED-{i:03d}", DelaySeconds=30 if i % 7 == 6 else 0)
     seen.append(_counts(sqs, pair.url))
     first = _receive(sqs, pair.url)
     seen.append(_bodies(first))
-    reloj.advance(60)
+    clock.advance(60)
     second = _receive(sqs, pair.url)
     seen += [_bodies(second), _counts(sqs, pair.url)]
     for message in first[:5]:
@@ -67,10 +68,10 @@ def _standard_and_dlq(mf: world.World, reloj: clock.VirtualClock) -> list:
     seen.append(_error(lambda: sqs.delete_message(QueueUrl=pair.url, ReceiptHandle=first[0]["ReceiptHandle"])))
     seen.append(_error(lambda: sqs.delete_message(QueueUrl=pair.url, ReceiptHandle="not-a-handle")))
     sqs.change_message_visibility(QueueUrl=pair.url, ReceiptHandle=second[0]["ReceiptHandle"], VisibilityTimeout=0)
-    reloj.advance(0.01)
+    clock.advance(0.01)
     seen.append(_bodies(_receive(sqs, pair.url, count=3, visibility=5)))
     for _ in range(7):  # until every message left has been received more than maxReceiveCount (4) times
-        reloj.advance(121)
+        clock.advance(121)
         seen.append(_bodies(_receive(sqs, pair.url)))
         seen += [_counts(sqs, pair.url), _counts(sqs, pair.dlq_url)]
     seen.append(sorted(body for body, _ in _bodies(_receive(sqs, pair.dlq_url))))
@@ -78,19 +79,19 @@ def _standard_and_dlq(mf: world.World, reloj: clock.VirtualClock) -> list:
     return seen
 
 
-def _retention(mf: world.World, reloj: clock.VirtualClock) -> list:
+def _retention(aws: world.World, clock: VirtualClock) -> list:
     """A message older than MessageRetentionPeriod is not returned."""
-    url = mf.sqs.create_queue(QueueName="retencion", Attributes={"MessageRetentionPeriod": "60"})["QueueUrl"]
-    mf.sqs.send_message(QueueUrl=url, MessageBody="viejo")
-    reloj.advance(30)
-    mf.sqs.send_message(QueueUrl=url, MessageBody="nuevo")
-    reloj.advance(45)
-    return [_bodies(_receive(mf.sqs, url)), _counts(mf.sqs, url)]
+    url = aws.sqs.create_queue(QueueName="retencion", Attributes={"MessageRetentionPeriod": "60"})["QueueUrl"]
+    aws.sqs.send_message(QueueUrl=url, MessageBody="viejo")
+    clock.advance(30)
+    aws.sqs.send_message(QueueUrl=url, MessageBody="nuevo")
+    clock.advance(45)
+    return [_bodies(_receive(aws.sqs, url)), _counts(aws.sqs, url)]
 
 
-def _fifo(mf: world.World, reloj: clock.VirtualClock) -> list:
+def _fifo(aws: world.World, clock: VirtualClock) -> list:
     """Content deduplication within 5 minutes, and a group held while one of its messages is in flight."""
-    sqs, seen = mf.sqs, []
+    sqs, seen = aws.sqs, []
     url = sqs.create_queue(
         QueueName="pedidos.fifo", Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"}
     )["QueueUrl"]
@@ -99,10 +100,10 @@ def _fifo(mf: world.World, reloj: clock.VirtualClock) -> list:
     seen.append(_counts(sqs, url))
     first = _receive(sqs, url, count=1)
     seen += [_bodies(first), _bodies(_receive(sqs, url))]
-    reloj.advance(31)
+    clock.advance(31)
     seen.append(_bodies(_receive(sqs, url)))
     sqs.delete_message(QueueUrl=url, ReceiptHandle=first[0]["ReceiptHandle"])
-    reloj.advance(301)
+    clock.advance(301)
     sqs.send_message(QueueUrl=url, MessageBody="a1", MessageGroupId="A")
     seen += [_counts(sqs, url), _bodies(_receive(sqs, url))]
     seen.append(_error(lambda: sqs.send_message(QueueUrl=url, MessageBody="x")))  # no MessageGroupId
@@ -113,12 +114,12 @@ SCENARIOS = [_standard_and_dlq, _retention, _fifo]
 
 
 def _run(scenario, patched: bool) -> list:
-    with clock.VirtualClock() as reloj, world.build(world.WorldConfig()) as mf:
-        assert mf.moto_speedups is not None and mf.moto_speedups.applied
+    with VirtualClock() as clock, world.build(world.WorldConfig()) as aws:
+        assert aws.moto_speedups is not None and aws.moto_speedups.applied
         if not patched:
-            mf.moto_speedups.undo()
+            aws.moto_speedups.undo()
             assert not moto_speedups.is_applied()
-        return scenario(mf, reloj)
+        return scenario(aws, clock)
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.__name__.strip("_"))
@@ -138,34 +139,34 @@ def test_the_scenario_exercises_redrive_and_retention() -> None:
 
 
 def test_attribute_view_equals_moto_property() -> None:
-    with clock.VirtualClock(), world.build(world.WorldConfig()) as mf:
-        mf.sqs.create_queue(QueueName="cola.fifo", Attributes={"FifoQueue": "true"})
-        mf.sqs.create_queue(QueueName="cifrada", Attributes={"KmsMasterKeyId": "alias/mercadofresco-datos"})
-        mf.sqs.send_message(QueueUrl=mf.orders.url, MessageBody="x", DelaySeconds=5)
-        backend = sqs_models.sqs_backends["123456789012"][mf.config.endpoint.region]
-        original = mf.moto_speedups.originals[(sqs_models.Queue, "attributes")]
+    with VirtualClock(), world.build(world.WorldConfig()) as aws:
+        aws.sqs.create_queue(QueueName="cola.fifo", Attributes={"FifoQueue": "true"})
+        aws.sqs.create_queue(QueueName="cifrada", Attributes={"KmsMasterKeyId": "alias/mercadofresco-datos"})
+        aws.sqs.send_message(QueueUrl=aws.orders.url, MessageBody="x", DelaySeconds=5)
+        backend = sqs_models.sqs_backends["123456789012"][aws.config.endpoint.region]
+        original = aws.moto_speedups.originals[(sqs_models.Queue, "attributes")]
         for queue in backend.queues.values():
             expected = original.fget(queue)
             view = dict(queue.attributes)
             assert list(view.items()) == list(expected.items()), queue.name
 
 
-def _cycle_seconds(mf: world.World) -> float:
+def _cycle_seconds(aws: world.World) -> float:
     started = time.perf_counter()
-    messages = mf.sqs.receive_message(QueueUrl=mf.orders.url, MaxNumberOfMessages=10, WaitTimeSeconds=0)["Messages"]
+    messages = aws.sqs.receive_message(QueueUrl=aws.orders.url, MaxNumberOfMessages=10, WaitTimeSeconds=0)["Messages"]
     entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)]
-    mf.sqs.delete_message_batch(QueueUrl=mf.orders.url, Entries=entries)
-    mf.sqs.send_message(QueueUrl=mf.orders.url, MessageBody="PED-nuevo")
+    aws.sqs.delete_message_batch(QueueUrl=aws.orders.url, Entries=entries)
+    aws.sqs.send_message(QueueUrl=aws.orders.url, MessageBody="PED-nuevo")
     return time.perf_counter() - started
 
 
 def _median_cycle(depth: int) -> float:
-    with clock.VirtualClock(), world.build(world.WorldConfig()) as mf:
+    with VirtualClock(), world.build(world.WorldConfig()) as aws:
         for start in range(0, depth, 10):
             entries = [{"Id": str(i), "MessageBody": f"PED-{start + i}"} for i in range(10)]
-            mf.sqs.send_message_batch(QueueUrl=mf.orders.url, Entries=entries)
-        _cycle_seconds(mf)  # warm up
-        return statistics.median(_cycle_seconds(mf) for _ in range(7))
+            aws.sqs.send_message_batch(QueueUrl=aws.orders.url, Entries=entries)
+        _cycle_seconds(aws)  # warm up
+        return statistics.median(_cycle_seconds(aws) for _ in range(7))
 
 
 def test_cost_per_call_is_flat_from_100_to_5000_messages() -> None:
@@ -175,7 +176,7 @@ def test_cost_per_call_is_flat_from_100_to_5000_messages() -> None:
 
 def test_undo_puts_moto_back_and_a_second_world_does_not_own_the_patch() -> None:
     originals = {name: sqs_models.Queue.__dict__[name] for name in ("attributes", "messages", "delete_message")}
-    with clock.VirtualClock(), world.build(world.WorldConfig()) as outer:
+    with VirtualClock(), world.build(world.WorldConfig()) as outer:
         assert moto_speedups.is_applied()
         with world.build(world.WorldConfig()) as inner:
             assert not inner.moto_speedups.applied  # the outer world owns it
@@ -208,11 +209,11 @@ def _poller_run(skip_empty_receives: bool, monkeypatch) -> tuple[list, int]:
 
     if not skip_empty_receives:
         monkeypatch.setattr(moto_speedups, "nothing_to_receive", lambda sqs, url: False)
-    with clock.VirtualClock() as reloj, world.build(world.WorldConfig()) as mf:
+    with VirtualClock() as clock, world.build(world.WorldConfig()) as aws:
         receives = []
-        mf.sqs.meta.events.register("before-call.sqs.ReceiveMessage", lambda **_: receives.append(1))
-        run = experiments.slow_gateway(mf, reloj)
-        return [run.timeline, run.summary(), reloj.now()], len(receives)
+        aws.sqs.meta.events.register("before-call.sqs.ReceiveMessage", lambda **_: receives.append(1))
+        run = experiments.slow_gateway(aws, clock)
+        return [run.timeline, run.summary(), clock.now()], len(receives)
 
 
 def test_the_poller_skips_only_receives_that_would_find_nothing(monkeypatch) -> None:
@@ -225,18 +226,18 @@ def test_the_poller_skips_only_receives_that_would_find_nothing(monkeypatch) -> 
 
 
 def test_nothing_to_receive_says_false_whenever_it_cannot_be_sure() -> None:
-    with clock.VirtualClock() as reloj, world.build(world.WorldConfig()) as mf:
-        url = mf.orders.url
-        assert moto_speedups.nothing_to_receive(mf.sqs, url)  # empty queue
-        mf.sqs.send_message(QueueUrl=url, MessageBody="PED-1", DelaySeconds=10)
-        assert moto_speedups.nothing_to_receive(mf.sqs, url)  # delayed: a receive would not see it
-        reloj.advance(10.01)
-        assert not moto_speedups.nothing_to_receive(mf.sqs, url)  # visible now
-        mf.sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0)
-        assert moto_speedups.nothing_to_receive(mf.sqs, url)  # in flight
+    with VirtualClock() as clock, world.build(world.WorldConfig()) as aws:
+        url = aws.orders.url
+        assert moto_speedups.nothing_to_receive(aws.sqs, url)  # empty queue
+        aws.sqs.send_message(QueueUrl=url, MessageBody="PED-1", DelaySeconds=10)
+        assert moto_speedups.nothing_to_receive(aws.sqs, url)  # delayed: a receive would not see it
+        clock.advance(10.01)
+        assert not moto_speedups.nothing_to_receive(aws.sqs, url)  # visible now
+        aws.sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0)
+        assert moto_speedups.nothing_to_receive(aws.sqs, url)  # in flight
         gone = url.replace(world.ORDERS_QUEUE, "cola-que-no-existe")
-        assert not moto_speedups.nothing_to_receive(mf.sqs, gone)  # a queue moto does not hold: ask for real
-        elsewhere = mf.session.client("sqs", endpoint_url="http://127.0.0.1:9")
+        assert not moto_speedups.nothing_to_receive(aws.sqs, gone)  # a queue moto does not hold: ask for real
+        elsewhere = aws.session.client("sqs", endpoint_url="http://127.0.0.1:9")
         assert not moto_speedups.nothing_to_receive(elsewhere, url)  # another endpoint: never guess
-        mf.moto_speedups.undo()
-        assert not moto_speedups.nothing_to_receive(mf.sqs, url)  # the fix is off: receive as moto would
+        aws.moto_speedups.undo()
+        assert not moto_speedups.nothing_to_receive(aws.sqs, url)  # the fix is off: receive as moto would

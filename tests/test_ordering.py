@@ -78,9 +78,9 @@ NEWEST = (4, 4)
 
 
 @pytest.fixture
-def stock_table(mf):
-    ordering.create_stock_table(mf.dynamodb)
-    return ordering.StockTable(mf.dynamodb)
+def stock_table(aws):
+    ordering.create_stock_table(aws.dynamodb)
+    return ordering.StockTable(aws.dynamodb)
 
 
 def _apply_all(table, updates, conditional):
@@ -121,62 +121,62 @@ def test_a_stale_update_is_discarded_not_raised(stock_table):
 # -- FIFO groups on moto -------------------------------------------------------------------------
 
 
-def test_moto_holds_a_fifo_group_while_one_of_its_messages_is_in_flight(mf, reloj):
-    rows = experiments.group_hold_probe(mf, reloj)
+def test_moto_holds_a_fifo_group_while_one_of_its_messages_is_in_flight(aws, clock):
+    rows = experiments.group_hold_probe(aws, clock)
     assert [row["moto gives"] for row in rows[:4]] == [row["AWS gives"] for row in rows[:4]]
     # moto 5.2.5 redelivers a timed-out batch of one group last-first (AWS keeps the group's order).
     # If this starts failing, moto was fixed: update notebook 12's text.
     assert rows[4]["moto gives"] == "SKU-0042 v3" != rows[4]["AWS gives"]
 
 
-def test_one_fifo_group_is_processed_serially_whatever_the_consumers(mf, reloj):
+def test_one_fifo_group_is_processed_serially_whatever_the_consumers(aws, clock):
     config = stock_queue.OrderingConfig(groups=1, skus=50, consumers=10, messages=12, jitter=0.5)
-    run = stock_queue.run_ordering(mf, reloj, config)
+    run = stock_queue.run_ordering(aws, clock, config)
     assert len(run.applied) == 12
     assert run.most_in_flight == 1 and run.most_in_flight_per_group == 1
     assert run.out_of_order == 0 and run.wrong_skus == 0
 
 
-def test_sku_groups_run_in_parallel_but_keep_each_sku_serial(mf, reloj):
+def test_sku_groups_run_in_parallel_but_keep_each_sku_serial(aws, clock):
     config = stock_queue.OrderingConfig(groups=8, skus=8, consumers=8, messages=20, absolute_share=0.5, jitter=0.5)
-    run = stock_queue.run_ordering(mf, reloj, config)
+    run = stock_queue.run_ordering(aws, clock, config)
     assert run.most_in_flight >= 4  # several groups at once
     assert run.most_in_flight_per_group == 1  # never two of one sku
     assert run.out_of_order == 0 and run.wrong_skus == 0
 
 
-def test_a_standard_queue_reorders_and_only_absolute_updates_suffer(mf, reloj):
-    rows = experiments.mix_matters(mf, reloj, shares=(0.0, 1.0))
+def test_a_standard_queue_reorders_and_only_absolute_updates_suffer(aws, clock):
+    rows = experiments.mix_matters(aws, clock, shares=(0.0, 1.0))
     relative, absolute = rows
     assert relative["max_in_flight_per_group"] > 1 and relative["out_of_order"] > 0
     assert relative["wrong_skus"] == 0  # "−1 unit" commutes: late, but harmless
     assert absolute["out_of_order"] > 0 and absolute["wrong_skus"] > 0
 
 
-def test_throughput_one_group_is_flat_sku_groups_scale(mf, reloj):
-    runs = experiments.throughput(mf, reloj, consumer_counts=(1, 10))
+def test_throughput_one_group_is_flat_sku_groups_scale(aws, clock):
+    runs = experiments.throughput(aws, clock, consumer_counts=(1, 10))
     rates = {(run.config.label(), run.config.consumers): run.per_minute for run in runs}
     assert rates[("FIFO, 1 group", 1)] == rates[("FIFO, 1 group", 10)] == 60
     assert rates[("FIFO, group = sku", 10)] == 10 * rates[("FIFO, group = sku", 1)] == 600
 
 
-def test_versions_fix_what_reordering_breaks_on_the_same_schedule(mf, reloj):
-    put, conditional = experiments.versioned_updates(mf, reloj)
+def test_versions_fix_what_reordering_breaks_on_the_same_schedule(aws, clock):
+    put, conditional = experiments.versioned_updates(aws, clock)
     assert put["out_of_order"] == conditional["out_of_order"] > 0  # the same reordering in both runs
     assert put["skus_not_newest"] > 0
     assert conditional["skus_not_newest"] == 0
     assert conditional["stale_discarded"] == conditional["out_of_order"]
 
 
-def test_the_widget_refuses_more_groups_than_skus_by_name(mf, reloj):
+def test_the_widget_refuses_more_groups_than_skus_by_name(aws, clock):
     with pytest.raises(ValueError, match="groups must be between 1 and 8; got 9"):
-        experiments.compare_setups(mf, reloj, groups=9, skus=8)
+        experiments.compare_setups(aws, clock, groups=9, skus=8)
 
 
-def test_the_figures_draw_a_lane_per_consumer_and_a_bar_per_setup(mf, reloj):
+def test_the_figures_draw_a_lane_per_consumer_and_a_bar_per_setup(aws, clock):
     from mercadofresco.lessons.ordering import figures
 
-    run = stock_queue.run_ordering(mf, reloj, stock_queue.OrderingConfig(groups=1, skus=4, consumers=2, messages=3))
+    run = stock_queue.run_ordering(aws, clock, stock_queue.OrderingConfig(groups=1, skus=4, consumers=2, messages=3))
     lanes = figures.lanes([run])
     assert [tick.get_text() for tick in lanes.axes[0].get_yticklabels()] == ["c1", "c2"]
     assert len(lanes.axes[0].patches) == 3  # one bar per message

@@ -20,13 +20,14 @@ import psutil
 import psycopg
 import pytest
 
-from mercadofresco import clock, orders
+from mercadofresco import orders
+from mercadofresco.clock import LESSON_START
 from mercadofresco.lessons.outbox import experiments, operations, streams
 from mercadofresco.lessons.outbox import publishers as outbox_publishers
 from mercadofresco.patterns import outbox
 from mercadofresco.runtime import database
 
-NOW = clock.LESSON_START
+NOW = LESSON_START
 
 
 @pytest.fixture(scope="module")
@@ -35,18 +36,18 @@ def db():
         yield started
 
 
-def test_the_dual_write_loses_one_event_per_crash_and_the_outbox_loses_none(db, mf):
+def test_the_dual_write_loses_one_event_per_crash_and_the_outbox_loses_none(db, aws):
     config = experiments.CrashConfig(orders=400, crash_probability=0.05)
-    dual = experiments.run_dual_write(db, mf.client("events"), config, seed=3)
-    kept, _ = experiments.run_outbox(db, mf.client("events"), config, seed=3)
+    dual = experiments.run_dual_write(db, aws.client("events"), config, seed=3)
+    kept, _ = experiments.run_outbox(db, aws.client("events"), config, seed=3)
     assert dual.crashes > 5
     assert dual.lost == dual.crashes and dual.in_database == 400 and dual.phantom == 0
     assert kept.lost == 0 and kept.published == kept.in_database == 400
 
 
-def test_at_one_in_900_every_crash_is_a_lost_order_and_a_month_loses_about_266(db, mf):
+def test_at_one_in_900_every_crash_is_a_lost_order_and_a_month_loses_about_266(db, aws):
     config = experiments.CrashConfig(orders=900)
-    dual = experiments.run_dual_write(db, mf.client("events"), config, seed=1)
+    dual = experiments.run_dual_write(db, aws.client("events"), config, seed=1)
     assert dual.crashes >= 1 and dual.lost == dual.crashes
     months = experiments.monthly_losses(months=24)
     expected = experiments.ORDERS_PER_MONTH * experiments.MARTA_RATE
@@ -54,8 +55,8 @@ def test_at_one_in_900_every_crash_is_a_lost_order_and_a_month_loses_about_266(d
     assert abs(sum(months) / len(months) - expected) < 15
 
 
-def test_the_bus_received_what_the_tap_counted(db, mf):
-    events = mf.client("events")
+def test_the_bus_received_what_the_tap_counted(db, aws):
+    events = aws.client("events")
     archive = events.create_archive(
         ArchiveName="archivo-outbox",
         EventSourceArn=events.describe_event_bus(Name="bus-mercadofresco")["Arn"],
@@ -66,27 +67,27 @@ def test_the_bus_received_what_the_tap_counted(db, mf):
     assert events.describe_archive(ArchiveName="archivo-outbox")["EventCount"] == len(tap.accepted) == 120
 
 
-def test_publishing_first_announces_orders_that_do_not_exist(db, mf):
+def test_publishing_first_announces_orders_that_do_not_exist(db, aws):
     result = experiments.run_dual_write(
-        db, mf.client("events"), experiments.CrashConfig(orders=200, crash_probability=0.1), 2, True
+        db, aws.client("events"), experiments.CrashConfig(orders=200, crash_probability=0.1), 2, True
     )
     assert result.phantom == result.crashes > 0
     assert result.lost == 0 and result.in_database == 200 - result.crashes
 
 
-def test_retrying_put_events_covers_failed_calls_but_not_dead_processes(db, mf):
+def test_retrying_put_events_covers_failed_calls_but_not_dead_processes(db, aws):
     flaky = experiments.CrashConfig(orders=300, crash_probability=0.05, throttle_probability=0.05)
-    once = experiments.run_dual_write(db, mf.client("events"), flaky, seed=4)
+    once = experiments.run_dual_write(db, aws.client("events"), flaky, seed=4)
     retried = experiments.run_dual_write(
-        db, mf.client("events"), experiments.CrashConfig(**{**vars(flaky), "put_events_attempts": 3}), 4
+        db, aws.client("events"), experiments.CrashConfig(**{**vars(flaky), "put_events_attempts": 3}), 4
     )
     assert once.lost > once.crashes  # throttled calls lost on top of the crashes
     assert retried.lost == retried.crashes > 0  # retries recovered every throttled call, and no crash
 
 
-def test_a_publisher_that_dies_between_publishing_and_marking_duplicates_its_batch(db, mf):
+def test_a_publisher_that_dies_between_publishing_and_marking_duplicates_its_batch(db, aws):
     result, tap = experiments.run_outbox(
-        db, mf.client("events"), experiments.CrashConfig(orders=300, crash_probability=0), 1, 1
+        db, aws.client("events"), experiments.CrashConfig(orders=300, crash_probability=0), 1, 1
     )
     assert result.lost == 0 and result.crashes == 1
     assert result.duplicated == outbox.BATCH_SIZE
@@ -146,32 +147,32 @@ def test_the_partial_index_exists_and_the_claim_uses_it(db):
     assert pages["outbox_pendientes"] * 10 < pages["outbox_todas"]
 
 
-def test_cleanup_removes_only_rows_published_more_than_7_days_ago(db, reloj):
-    rows = outbox_publishers.cleanup_demo(db, reloj.now())
+def test_cleanup_removes_only_rows_published_more_than_7_days_ago(db, clock):
+    rows = outbox_publishers.cleanup_demo(db, clock.now())
     assert [row["after cleanup"] for row in rows] == ["deleted", "deleted", "kept", "kept"]
 
 
-def test_the_consumer_deduplicates_by_outbox_id(db, mf, reloj):
-    result = outbox_publishers.deliver_and_consume(db, mf, reloj, count=25)
+def test_the_consumer_deduplicates_by_outbox_id(db, aws, clock):
+    result = outbox_publishers.deliver_and_consume(db, aws, clock, count=25)
     assert result["messages delivered"] == 35  # the first batch of 10 went out twice
     assert result["orders prepared"] == 25 and result["prepared twice"] == 0
 
 
-def test_a_partly_refused_put_events_loses_orders_only_when_the_answer_is_read_as_all_or_nothing(db, mf, reloj):
-    found = {row["design"]: row for row in outbox_publishers.partial_failures(db, mf, reloj.now(), 0.05, 100)}
+def test_a_partly_refused_put_events_loses_orders_only_when_the_answer_is_read_as_all_or_nothing(db, aws, clock):
+    found = {row["design"]: row for row in outbox_publishers.partial_failures(db, aws, clock.now(), 0.05, 100)}
     ignoring, rolled_back, accepted = (found[design] for design in outbox_publishers.PARTIAL_DESIGNS)
     assert ignoring["orders lost"] > 0 and ignoring["polls"] == 1
     assert rolled_back["orders lost"] == 0 and rolled_back["events repeated"] > 100
     assert accepted["orders lost"] == accepted["events repeated"] == 0 and accepted["events on the bus"] == 100
 
 
-def test_polling_every_second_adds_under_a_second_of_latency(db, mf):
-    latencies = outbox_publishers.publish_latency(db, mf.client("events"))
+def test_polling_every_second_adds_under_a_second_of_latency(db, aws):
+    latencies = outbox_publishers.publish_latency(db, aws.client("events"))
     assert len(latencies) == 120 and max(latencies) <= 1.0 and 0.3 < sum(latencies) / 120 < 0.7
 
 
-def test_a_stopped_publisher_trips_the_age_alarm_first_and_the_count_alarm_later(db, mf, reloj):
-    rows = operations.stopped_publisher(db, mf, reloj)
+def test_a_stopped_publisher_trips_the_age_alarm_first_and_the_count_alarm_later(db, aws, clock):
+    rows = operations.stopped_publisher(db, aws, clock)
     assert operations.first_alarm_minutes(rows) == {"pending_alarm": 34.0, "age_alarm": 2.0}
     assert rows[-1]["pending"] == 0 and rows[-1]["age_alarm"] == rows[-1]["pending_alarm"] == "OK"
 
@@ -201,8 +202,8 @@ def test_place_orders_writes_what_place_order_writes_and_all_or_nothing(db):
     assert counts == (3, 3)
 
 
-def test_streams_cdc_loses_nothing_when_the_writer_dies(mf):
-    result = streams.run_streams(mf, carts=30, crash_probability=0.2)
+def test_streams_cdc_loses_nothing_when_the_writer_dies(aws):
+    result = streams.run_streams(aws, carts=30, crash_probability=0.2)
     assert result["writer deaths"] > 0 and result["lost"] == 0 and result["events published"] == 30
 
 

@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
 
-from mercadofresco import clock
+from mercadofresco.clock import Stopwatch
 from mercadofresco.lessons.retry import experiments as rx
 from mercadofresco.models import gateway
 from mercadofresco.patterns import backoff, retry, retry_budget, retry_layers, retry_rules
@@ -231,19 +231,19 @@ def test_budget_settings_are_checked(settings, message):
 
 
 # -- the retrier on the gateway model -----------------------------------------------------
-def test_gateway_client_waits_its_backoff_on_the_virtual_clock(reloj):
-    provider = gateway.PaymentGateway(reloj)
+def test_gateway_client_waits_its_backoff_on_the_virtual_clock(clock):
+    provider = gateway.PaymentGateway(clock)
     provider.fail_next(gateway.Fault.UNAVAILABLE, times=3)
     policy = retry.RetryPolicy(backoff.Exponential(base=1, cap=60), max_attempts=5)
     client = gateway.GatewayClient(provider, policy=policy)
     client.charge("PED-2026-084417", AMOUNT, "cobro:PED-2026-084417")
     assert client.attempts == 4
     assert client.retrier.waits == [2, 4, 8]
-    assert reloj.seconds_since_start() == pytest.approx(14 + 4 * 0.24)
+    assert clock.seconds_since_start() == pytest.approx(14 + 4 * 0.24)
 
 
-def test_disciplined_client_does_not_retry_a_timeout_without_a_key(reloj):
-    provider = gateway.PaymentGateway(reloj, latency=gateway.LatencyProfile(baseline_seconds=200))
+def test_disciplined_client_does_not_retry_a_timeout_without_a_key(clock):
+    provider = gateway.PaymentGateway(clock, latency=gateway.LatencyProfile(baseline_seconds=200))
     policy = retry.RetryPolicy(backoff.FullJitter(base=1, cap=20), max_attempts=5)
     client = gateway.GatewayClient(provider, read_timeout_seconds=30, policy=policy, send_idempotency_key=False)
     with pytest.raises(gateway.GatewayTimeoutError):
@@ -252,19 +252,19 @@ def test_disciplined_client_does_not_retry_a_timeout_without_a_key(reloj):
     assert len(provider.ledger) == 1
 
 
-def test_stopwatch_spends_the_waits_without_moving_the_shared_clock(reloj):
-    provider = gateway.PaymentGateway(reloj)
+def test_stopwatch_spends_the_waits_without_moving_the_shared_clock(clock):
+    provider = gateway.PaymentGateway(clock)
     provider.fail_next(gateway.Fault.THROTTLED, times=1, retry_after_seconds=5)
     client = gateway.GatewayClient(provider, policy=retry.RetryPolicy(backoff.FullJitter(0.1, 1), max_attempts=2))
-    watch = clock.Stopwatch(reloj)
+    watch = Stopwatch(clock)
     client.charge("PED-2026-084417", AMOUNT, "cobro:PED-2026-084417", watch)
     assert watch.elapsed_seconds == pytest.approx(0.24 + 5 + 0.24)
-    assert reloj.seconds_since_start() == 0
+    assert clock.seconds_since_start() == 0
 
 
-def test_two_different_max_attempts_are_refused(reloj):
+def test_two_different_max_attempts_are_refused(clock):
     with pytest.raises(ValueError, match="max_attempts either to the client or to its policy"):
-        gateway.GatewayClient(gateway.PaymentGateway(reloj), max_attempts=3, policy=retry.RetryPolicy(max_attempts=2))
+        gateway.GatewayClient(gateway.PaymentGateway(clock), max_attempts=3, policy=retry.RetryPolicy(max_attempts=2))
 
 
 # -- layers ----------------------------------------------------------------------------
@@ -292,19 +292,19 @@ def test_disciplined_layers_stay_under_the_limit():
 
 
 # -- experiments on moto and the gateway model ------------------------------------------------
-def test_a_retried_timeout_charges_twice_without_the_key_and_once_with_it(reloj):
+def test_a_retried_timeout_charges_twice_without_the_key_and_once_with_it(clock):
 
-    assert rx.timeout_retries(reloj, send_key=False)["charges"] == 2
-    assert rx.timeout_retries(reloj, send_key=True)["charges"] == 1
-    disciplined = rx.timeout_retries(reloj, send_key=False, policy=retry.RetryPolicy(backoff.FullJitter(), 3))
+    assert rx.timeout_retries(clock, send_key=False)["charges"] == 2
+    assert rx.timeout_retries(clock, send_key=True)["charges"] == 1
+    disciplined = rx.timeout_retries(clock, send_key=False, policy=retry.RetryPolicy(backoff.FullJitter(), 3))
     assert (disciplined["attempts"], disciplined["charges"]) == (1, 1)
 
 
-def test_layers_counted_on_moto_match_the_calculator(mf, reloj):
+def test_layers_counted_on_moto_match_the_calculator(aws, clock):
 
-    lesson = rx.layer_calls(mf, reloj, order_count=3)
+    lesson = rx.layer_calls(aws, clock, order_count=3)
     assert (lesson["gateway_calls"], lesson["calculator_per_order"], lesson["in_dlq"]) == (240, 80, 3)
-    disciplined = rx.layer_calls(mf, reloj, order_count=3, sdk_attempts=2, catch_failures=True)
+    disciplined = rx.layer_calls(aws, clock, order_count=3, sdk_attempts=2, catch_failures=True)
     assert (disciplined["gateway_calls"], disciplined["in_dlq"], disciplined["caught_by_workflow"]) == (24, 0, 3)
 
 
@@ -316,8 +316,8 @@ def test_botocore_table_reads_the_installed_botocore():
     assert "ConditionalCheckFailedException" not in rows  # botocore does not retry it either
 
 
-def test_retry_after_reads_seconds_and_http_dates_from_the_instant_given(reloj):
-    now = reloj.now()  # Friday 16 October 2026 17:14:00 UTC
+def test_retry_after_reads_seconds_and_http_dates_from_the_instant_given(clock):
+    now = clock.now()  # Friday 16 October 2026 17:14:00 UTC
     assert retry_rules.retry_after_seconds("7", now) == 7
     assert retry_rules.retry_after_seconds(None, now) == 0
     assert retry_rules.retry_after_seconds("Fri, 16 Oct 2026 17:14:30 GMT", now) == 30
@@ -326,9 +326,9 @@ def test_retry_after_reads_seconds_and_http_dates_from_the_instant_given(reloj):
     assert retry_rules.retry_after_seconds("not a date", now) == 0
 
 
-def test_a_retry_after_date_is_counted_from_the_waiters_clock(reloj):
+def test_a_retry_after_date_is_counted_from_the_waiters_clock(clock):
     throttled = aws_error("ThrottlingException", 400, "Fri, 16 Oct 2026 17:14:30 GMT")
-    assert retry_rules.classify(throttled, False, reloj.now()).not_before_seconds == 30
+    assert retry_rules.classify(throttled, False, clock.now()).not_before_seconds == 30
     calls = iter([throttled])
 
     def operation():
@@ -338,6 +338,6 @@ def test_a_retry_after_date_is_counted_from_the_waiters_clock(reloj):
         return "ok"
 
     retrier = retry.Retrier(retry.RetryPolicy(backoff.NoBackoff(), max_attempts=2))
-    watch = clock.Stopwatch(reloj)
+    watch = Stopwatch(clock)
     assert retrier.call(operation, watch, idempotent=False) == "ok"
     assert retrier.waits == [30] and watch.elapsed_seconds == 30

@@ -22,10 +22,10 @@ def test_each_variable_is_read():
             "MERCADOFRESCO_ENDPOINT_URL": "http://127.0.0.1:5000",
             "MERCADOFRESCO_ALLOW_REAL_AWS": "Yes",
             "MERCADOFRESCO_REAL_TIME_BUDGET_SECONDS": "90",
-            "MERCADOFRESCO_DATABASE_URL": "postgresql://u@db:5432/mf",
+            "MERCADOFRESCO_DATABASE_URL": "postgresql://u@db:5432/aws",
         }
     )
-    assert read == settings.Settings("endpoint", "http://127.0.0.1:5000", True, 90.0, "postgresql://u@db:5432/mf")
+    assert read == settings.Settings("endpoint", "http://127.0.0.1:5000", True, 90.0, "postgresql://u@db:5432/aws")
 
 
 @pytest.mark.parametrize(("raw", "message"), [("ten", "must be a number of seconds; got 'ten'"), ("-1", "between 0")])

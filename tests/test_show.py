@@ -15,19 +15,19 @@ def test_table_is_aligned_and_deterministic(capsys):
     assert capsys.readouterr().out.splitlines() == ["a   b", "--  ---", "1   0.5", "22  x"]
 
 
-def test_timeline_figure_has_a_lane_per_consumer(mf, reloj):
-    run = experiments.slow_gateway(mf, reloj)
+def test_timeline_figure_has_a_lane_per_consumer(aws, clock):
+    run = experiments.slow_gateway(aws, clock)
     figure = figures.timeline(run)
     labels = [tick.get_text() for tick in figure.axes[0].get_yticklabels()]
     assert labels == ["consumidor-1", "consumidor-2"]
 
 
-def test_panel_names_the_control_the_learner_touched(mf, reloj, capsys):
+def test_panel_names_the_control_the_learner_touched(aws, clock, capsys):
     import ipywidgets as widgets
 
     slider = widgets.IntSlider(value=5, min=0, max=10, description="orders (x100)")
     box = show.panel(
-        lambda order_count: experiments.charges_per_order(mf, reloj, order_count=order_count * 100),
+        lambda order_count: experiments.charges_per_order(aws, clock, order_count=order_count * 100),
         {"order_count": slider},
     )
     box.button.click()  # 500 orders: out of range

@@ -7,55 +7,55 @@ from mercadofresco import queues, world
 from mercadofresco.runtime import settings
 from mercadofresco.runtime.settings import EndpointConfig
 
-pytestmark = pytest.mark.usefixtures("reloj")
+pytestmark = pytest.mark.usefixtures("clock")
 
 
 def _receive(sqs, url):
     return sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0, MessageSystemAttributeNames=["All"]).get("Messages", [])
 
 
-def test_world_has_the_lessons_resources(mf):
-    names = sorted(url.rsplit("/", 1)[1] for url in mf.sqs.list_queues()["QueueUrls"])
+def test_world_has_the_lessons_resources(aws):
+    names = sorted(url.rsplit("/", 1)[1] for url in aws.sqs.list_queues()["QueueUrls"])
     assert {"cola-mercadofresco-pedidos", "mercadofresco-pedidos-fallidos"} <= set(names)
-    table = mf.dynamodb.describe_table(TableName="mercadofresco-idempotencia")["Table"]
+    table = aws.dynamodb.describe_table(TableName="mercadofresco-idempotencia")["Table"]
     assert table["KeySchema"] == [{"AttributeName": "clave", "KeyType": "HASH"}]
     assert table["SSEDescription"]["SSEType"] == "KMS"
-    ttl = mf.dynamodb.describe_time_to_live(TableName="mercadofresco-idempotencia")["TimeToLiveDescription"]
+    ttl = aws.dynamodb.describe_time_to_live(TableName="mercadofresco-idempotencia")["TimeToLiveDescription"]
     assert ttl == {"TimeToLiveStatus": "ENABLED", "AttributeName": "expira_en"}
-    aliases = [a["AliasName"] for a in mf.client("kms").list_aliases()["Aliases"]]
+    aliases = [a["AliasName"] for a in aws.client("kms").list_aliases()["Aliases"]]
     assert "alias/mercadofresco-datos" in aliases
-    attributes = mf.sqs.get_queue_attributes(QueueUrl=mf.orders.url, AttributeNames=["All"])["Attributes"]
+    attributes = aws.sqs.get_queue_attributes(QueueUrl=aws.orders.url, AttributeNames=["All"])["Attributes"]
     assert attributes["VisibilityTimeout"] == "120"
     assert attributes["MessageRetentionPeriod"] == str(4 * 86_400)
     redrive = json.loads(attributes["RedrivePolicy"])
-    assert redrive["deadLetterTargetArn"] == mf.orders.dlq_arn and int(redrive["maxReceiveCount"]) == 4
-    dlq = mf.sqs.get_queue_attributes(QueueUrl=mf.orders.dlq_url, AttributeNames=["MessageRetentionPeriod"])
+    assert redrive["deadLetterTargetArn"] == aws.orders.dlq_arn and int(redrive["maxReceiveCount"]) == 4
+    dlq = aws.sqs.get_queue_attributes(QueueUrl=aws.orders.dlq_url, AttributeNames=["MessageRetentionPeriod"])
     assert dlq["Attributes"]["MessageRetentionPeriod"] == str(14 * 86_400)
 
 
-def test_visibility_timeout_and_redrive_follow_the_virtual_clock(mf, reloj):
+def test_visibility_timeout_and_redrive_follow_the_virtual_clock(aws, clock):
     real_start = time.perf_counter()
-    mf.sqs.send_message(QueueUrl=mf.orders.url, MessageBody="{}")
-    assert len(_receive(mf.sqs, mf.orders.url)) == 1
-    reloj.advance(119)
-    assert _receive(mf.sqs, mf.orders.url) == []  # still hidden at +119 s
-    reloj.advance(2)
-    again = _receive(mf.sqs, mf.orders.url)  # back at +121 s
+    aws.sqs.send_message(QueueUrl=aws.orders.url, MessageBody="{}")
+    assert len(_receive(aws.sqs, aws.orders.url)) == 1
+    clock.advance(119)
+    assert _receive(aws.sqs, aws.orders.url) == []  # still hidden at +119 s
+    clock.advance(2)
+    again = _receive(aws.sqs, aws.orders.url)  # back at +121 s
     assert [m["Attributes"]["ApproximateReceiveCount"] for m in again] == ["2"]
     for expected in ("3", "4"):
-        reloj.advance(121)
-        assert [m["Attributes"]["ApproximateReceiveCount"] for m in _receive(mf.sqs, mf.orders.url)] == [expected]
-    reloj.advance(121)
-    assert _receive(mf.sqs, mf.orders.url) == []  # the 5th receive moves it to the DLQ instead
-    assert len(_receive(mf.sqs, mf.orders.dlq_url)) == 1
+        clock.advance(121)
+        assert [m["Attributes"]["ApproximateReceiveCount"] for m in _receive(aws.sqs, aws.orders.url)] == [expected]
+    clock.advance(121)
+    assert _receive(aws.sqs, aws.orders.url) == []  # the 5th receive moves it to the DLQ instead
+    assert len(_receive(aws.sqs, aws.orders.dlq_url)) == 1
     assert time.perf_counter() - real_start < 1.0
 
 
-def test_topic_fans_out_and_bus_rule_routes(mf):
-    mf.client("sns").publish(TopicArn=mf.topic_arn, Message='{"pedido_id": "PED-2026-084417"}')
-    for url in mf.fanout_queue_urls.values():
-        assert [m["Body"] for m in _receive(mf.sqs, url)] == ['{"pedido_id": "PED-2026-084417"}']
-    mf.client("events").put_events(
+def test_topic_fans_out_and_bus_rule_routes(aws):
+    aws.client("sns").publish(TopicArn=aws.topic_arn, Message='{"pedido_id": "PED-2026-084417"}')
+    for url in aws.fanout_queue_urls.values():
+        assert [m["Body"] for m in _receive(aws.sqs, url)] == ['{"pedido_id": "PED-2026-084417"}']
+    aws.client("events").put_events(
         Entries=[
             {
                 "EventBusName": world.BUS,
@@ -65,15 +65,15 @@ def test_topic_fans_out_and_bus_rule_routes(mf):
             }
         ]
     )
-    routed = _receive(mf.sqs, mf.warehouse_queue_url)
+    routed = _receive(aws.sqs, aws.warehouse_queue_url)
     assert json.loads(routed[0]["Body"])["detail"] == {"pedido_id": "PED-2026-084417"}
 
 
-def test_reset_orders_queue_changes_visibility_and_empties(mf):
-    mf.sqs.send_message(QueueUrl=mf.orders.url, MessageBody="{}")
-    pair = mf.reset_orders_queue(visibility_timeout_seconds=400)
-    assert queues.queue_counts(mf.sqs, pair.url) == {"visible": 0, "in_flight": 0, "delayed": 0}
-    attributes = mf.sqs.get_queue_attributes(QueueUrl=pair.url, AttributeNames=["VisibilityTimeout"])
+def test_reset_orders_queue_changes_visibility_and_empties(aws):
+    aws.sqs.send_message(QueueUrl=aws.orders.url, MessageBody="{}")
+    pair = aws.reset_orders_queue(visibility_timeout_seconds=400)
+    assert queues.queue_counts(aws.sqs, pair.url) == {"visible": 0, "in_flight": 0, "delayed": 0}
+    attributes = aws.sqs.get_queue_attributes(QueueUrl=pair.url, AttributeNames=["VisibilityTimeout"])
     assert attributes["Attributes"]["VisibilityTimeout"] == "400"
 
 
@@ -125,7 +125,7 @@ def test_real_aws_needs_the_explicit_opt_in(monkeypatch):
     assert world.WorldConfig.from_env().endpoint.allow_real_aws  # only now would build() touch AWS
 
 
-def test_memory_mode_ignores_an_endpoint_from_the_environment(monkeypatch, reloj):
+def test_memory_mode_ignores_an_endpoint_from_the_environment(monkeypatch, clock):
     monkeypatch.setenv("AWS_ENDPOINT_URL", "https://sqs.eu-south-2.amazonaws.com")
     with world.build(world.WorldConfig()) as built:
         assert built.sqs.list_queues()["QueueUrls"]  # answered by moto, nothing left the process
@@ -139,7 +139,7 @@ def test_local_endpoints_are_not_aws():
     assert not settings.is_real_aws_endpoint("http://notamazonaws.com")
 
 
-def test_only_a_notebooks_world_freezes_the_collector(reloj) -> None:
+def test_only_a_notebooks_world_freezes_the_collector(clock) -> None:
     import gc
 
     from mercadofresco import world

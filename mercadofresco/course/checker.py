@@ -294,18 +294,18 @@ class Lab:
             return {"consumer": value.consumer, "aws_request_id": value.aws_request_id, "crashes": value.crashes}
         return {}
 
-    def describe_world(self, mf: Any) -> dict:
+    def describe_world(self, aws: Any) -> dict:
         from dataclasses import asdict
 
-        config = {key: value for key, value in asdict(mf.config).items() if "seconds" in key}  # the queues'
-        config |= {"max_receive_count": mf.config.max_receive_count}
+        config = {key: value for key, value in asdict(aws.config).items() if "seconds" in key}  # the queues'
+        config |= {"max_receive_count": aws.config.max_receive_count}
         plain = ("topic_arn", "alerts_topic_arn", "warehouse_queue_url", "table_name", "bus_name")
         return {
             "config": config,
-            "orders": asdict(mf.orders),
-            "fanout_queue_urls": dict(mf.fanout_queue_urls),
+            "orders": asdict(aws.orders),
+            "fanout_queue_urls": dict(aws.fanout_queue_urls),
             "services": list(self.services),
-        } | {key: getattr(mf, key) for key in plain}
+        } | {key: getattr(aws, key) for key in plain}
 
     def wire_decode(self, data: Any) -> Any:
         from mercadofresco.course.boundary import decode

@@ -9,7 +9,7 @@ the value of a name the lab asks for, a call of one of the learner's
 functions (or of a function one of them returned, such as a handler). The
 arguments are plain data and stand-ins for what the checker owns:
 
-- a world (`mf`) whose boto3 clients send every request to the checker's moto,
+- a world (`aws`) whose boto3 clients send every request to the checker's moto,
 - the checker's clock, gateway client, Lambda context and crash hook, each a
   small proxy whose methods are calls to the checker (`RemoteClock`, …);
 - lab 3's bus and callbacks, proxies too; objects of the package the checks
@@ -256,11 +256,11 @@ class LearnerSide:
         orders = queues.QueuePair(**described["orders"])
         plain = {key: described[key] for key in ("topic_arn", "alerts_topic_arn", "warehouse_queue_url")}
         clients = {service: self.aws_client(service) for service in described["services"]}
-        mf = world.World(
+        aws = world.World(
             config, session, orders, fanout_queue_urls=dict(described["fanout_queue_urls"]), _clients=clients, **plain
         )
-        mf.table_name, mf.bus_name = described["table_name"], described["bus_name"]
-        return mf
+        aws.table_name, aws.bus_name = described["table_name"], described["bus_name"]
+        return aws
 
     def pg_link(self, number: int, conninfo: str) -> Any:
         """A psycopg connection (autocommit) to the checker's database, as the learner's role; one per link."""

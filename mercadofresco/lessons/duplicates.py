@@ -47,10 +47,10 @@ class NoLockExpiryStore(IdempotencyStore):
 
 
 # -- section 2: set vs increment -------------------------------------------------------------
-def stock_drift(mf: world.World, deliveries: int = 3, stock: int = 40) -> dict[str, int]:
+def stock_drift(aws: world.World, deliveries: int = 3, stock: int = 40) -> dict[str, int]:
     """Apply "one unit of sku 3401 sold" `deliveries` times, as an increment and as an assignment."""
     check_range("deliveries", deliveries, 1, 20)
-    dynamodb = mf.dynamodb
+    dynamodb = aws.dynamodb
     ordering.create_stock_table(dynamodb, STOCK_TABLE)
     for sku in ("3401-incremento", "3401-asignacion"):
         dynamodb.put_item(TableName=STOCK_TABLE, Item={"sku": {"S": sku}, "stock": {"N": str(stock)}})
@@ -94,43 +94,43 @@ def key_functions(seed: int = 7) -> dict[str, handlers.KeyOf]:
 
 
 @rehearsal.rehearsed("the re-sent order, for one key")
-def charges_by_key(mf: world.World, reloj: VirtualClock, key_name: str) -> dict[str, Any]:
+def charges_by_key(aws: world.World, clock: VirtualClock, key_name: str) -> dict[str, Any]:
     """The producer sends the order twice and the first receive dies before deleting: how many charges?"""
     key_of = key_functions()[key_name]
-    mf.reset_orders_queue()
-    empty_table(mf)
-    provider = gateway.PaymentGateway(reloj)
+    aws.reset_orders_queue()
+    empty_table(aws)
+    provider = gateway.PaymentGateway(clock)
     client = gateway.GatewayClient(provider, send_idempotency_key=False)  # our table alone
-    handler = handlers.IdempotentChargeOrders(client, IdempotencyStore(mf.dynamodb, reloj), key_of=key_of)
+    handler = handlers.IdempotentChargeOrders(client, IdempotencyStore(aws.dynamodb, clock), key_of=key_of)
     config = lambda_poller.PollerConfig(batch_size=1, max_idle_poll_seconds=20)
     poller = lambda_poller.Poller(
-        mf.sqs, mf.orders.url, handler, reloj, config, lambda_poller.CrashPlan({"before_delete": 1})
+        aws.sqs, aws.orders.url, handler, clock, config, lambda_poller.CrashPlan({"before_delete": 1})
     )
-    message_ids = {orders.send_order(mf.sqs, mf.orders.url, ORDER) for _ in range(2)}  # a producer re-send
+    message_ids = {orders.send_order(aws.sqs, aws.orders.url, ORDER) for _ in range(2)}  # a producer re-send
     poller.run_until_idle(3_600)
     return {"key": key_name, "messages_sent": len(message_ids), "charges": len(provider.ledger)}
 
 
 # -- section 3: the race, the lock, the TTL ----------------------------------------------------
-def race(mf: world.World, reloj: VirtualClock, design: str, consumers: int = 2) -> dict[str, Any]:
+def race(aws: world.World, clock: VirtualClock, design: str, consumers: int = 2) -> dict[str, Any]:
     """`consumers` receive the same message at the same instant; each checks the table, then charges."""
     if design not in ("two states", "three states"):
         raise ValueError(f'design must be "two states" or "three states"; got {design!r}')
     check_range("consumers", consumers, 2, 50)
     store_class = TwoStateStore if design == "two states" else IdempotencyStore
-    result = _same_order_at_once(mf, reloj, store_class, consumers)
+    result = _same_order_at_once(aws, clock, store_class, consumers)
     outcomes = [f"charged {a['referencia_cobro']}" if a else "backed off (EN_CURSO)" for a in result["first_round"]]
     return {"design": design, "consumers": consumers, "charges": result["charges"], "outcomes": sorted(outcomes)}
 
 
-def parallel_duplicates(mf: world.World, reloj: VirtualClock, copies: int = 50) -> dict[str, Any]:
+def parallel_duplicates(aws: world.World, clock: VirtualClock, copies: int = 50) -> dict[str, Any]:
     """The lesson's test: the same message `copies` times in parallel -> one effect, `copies` identical answers.
 
     Round 1: all copies at once; one charges, the rest find EN_CURSO and back off.
     Round 2: the queue redelivers the ones that backed off; they get the stored result.
     """
     check_range("copies", copies, 2, 200)
-    result = _same_order_at_once(mf, reloj, IdempotencyStore, copies)
+    result = _same_order_at_once(aws, clock, IdempotencyStore, copies)
     answers = [answer for answer in result["first_round"] + result["second_round"] if answer is not None]
     return {
         "copies": copies,
@@ -142,7 +142,7 @@ def parallel_duplicates(mf: world.World, reloj: VirtualClock, copies: int = 50) 
 
 
 def _same_order_at_once(
-    mf: world.World, reloj: VirtualClock, store_class: type[IdempotencyStore], copies: int
+    aws: world.World, clock: VirtualClock, store_class: type[IdempotencyStore], copies: int
 ) -> dict[str, Any]:
     """`copies` consumers receive the same order at the same virtual instant.
 
@@ -150,9 +150,9 @@ def _same_order_at_once(
     gateway's 240 ms answer is such a wait, so every other consumer reaches the
     table while the first charge is on its way. The same schedule on every run.
     """
-    empty_table(mf)
-    provider = gateway.PaymentGateway(reloj)
-    store = store_class(mf.dynamodb, reloj)
+    empty_table(aws)
+    provider = gateway.PaymentGateway(clock)
+    store = store_class(aws.dynamodb, clock)
     clave = idempotency.charge_key(ORDER.pedido_id)
 
     def attempt(task: Task, first_round: bool = True) -> dict[str, Any] | None:
@@ -162,9 +162,9 @@ def _same_order_at_once(
         except idempotency.AlreadyInProgressError:
             return None
 
-    first = results(together(reloj, [attempt] * copies))
+    first = results(together(clock, [attempt] * copies))
     redelivered = functools.partial(attempt, first_round=False)
-    second = results(together(reloj, [redelivered] * first.count(None)))
+    second = results(together(clock, [redelivered] * first.count(None)))
     return {"charges": len(provider.ledger), "first_round": first, "second_round": second}
 
 
@@ -186,19 +186,19 @@ def _fail() -> dict[str, Any]:
 
 
 @rehearsal.rehearsed("the consumer that dies holding the lock")
-def consumer_dies_holding_the_lock(mf: world.World, reloj: VirtualClock, lock_expires: bool) -> dict[str, Any]:
+def consumer_dies_holding_the_lock(aws: world.World, clock: VirtualClock, lock_expires: bool) -> dict[str, Any]:
     """The consumer dies between the lock and the completion; the queue keeps redelivering."""
-    mf.reset_orders_queue()
-    empty_table(mf)
-    provider = gateway.PaymentGateway(reloj)
+    aws.reset_orders_queue()
+    empty_table(aws)
+    provider = gateway.PaymentGateway(clock)
     store_class = IdempotencyStore if lock_expires else NoLockExpiryStore
-    handler = handlers.IdempotentChargeOrders(gateway.GatewayClient(provider), store_class(mf.dynamodb, reloj))
+    handler = handlers.IdempotentChargeOrders(gateway.GatewayClient(provider), store_class(aws.dynamodb, clock))
     config = lambda_poller.PollerConfig(max_idle_poll_seconds=20)
     poller = lambda_poller.Poller(
-        mf.sqs, mf.orders.url, handler, reloj, config, lambda_poller.CrashPlan({"after_lock": 1})
+        aws.sqs, aws.orders.url, handler, clock, config, lambda_poller.CrashPlan({"after_lock": 1})
     )
-    orders.send_order(mf.sqs, mf.orders.url, ORDER)
-    locked_at = reloj.timestamp()
+    orders.send_order(aws.sqs, aws.orders.url, ORDER)
+    locked_at = clock.timestamp()
     poller.run_until_idle(3_600)
     clave = idempotency.charge_key(ORDER.pedido_id)
     record = handler.store.get(clave)
@@ -207,33 +207,33 @@ def consumer_dies_holding_the_lock(mf: world.World, reloj: VirtualClock, lock_ex
         "receives": sum(row["event"] == "received" for row in poller.timeline),
         "charges": len(provider.ledger),
         "estado": record.estado.value if record else "-",
-        "in_dlq": sum(queues.queue_counts(mf.sqs, mf.orders.dlq_url).values()),
-        "key_blocked_hours": _blocked_hours(handler.store, reloj, clave, locked_at) if not lock_expires else "-",
+        "in_dlq": sum(queues.queue_counts(aws.sqs, aws.orders.dlq_url).values()),
+        "key_blocked_hours": _blocked_hours(handler.store, clock, clave, locked_at) if not lock_expires else "-",
     }
 
 
-def _blocked_hours(store: IdempotencyStore, reloj: VirtualClock, clave: str, locked_at: float) -> float:
+def _blocked_hours(store: IdempotencyStore, clock: VirtualClock, clave: str, locked_at: float) -> float:
     """Hours from the lock until a new acquire of `clave` succeeds: try it each hour until it does."""
     for _ in range(14 * 24):  # 14 days at most: the longest TTL the workbook allows
         if store.acquire(clave) is None:
-            return round((reloj.timestamp() - locked_at) / 3_600)
-        reloj.advance(3_600)  # still held: nobody can charge this order
+            return round((clock.timestamp() - locked_at) / 3_600)
+        clock.advance(3_600)  # still held: nobody can charge this order
     raise RuntimeError(f"{clave} is still held after 14 days")
 
 
 def crash_at_step(
-    mf: world.World, reloj: VirtualClock, step: str, gateway_key: bool, lock_seconds: int = DEFAULT_LOCK_SECONDS
+    aws: world.World, clock: VirtualClock, step: str, gateway_key: bool, lock_seconds: int = DEFAULT_LOCK_SECONDS
 ) -> dict[str, Any]:
     """The complete consumer dies once at `step`; the queue redelivers. How many charges, and is it done?"""
-    mf.reset_orders_queue()
-    empty_table(mf)
-    provider = gateway.PaymentGateway(reloj)
+    aws.reset_orders_queue()
+    empty_table(aws)
+    provider = gateway.PaymentGateway(clock)
     client = gateway.GatewayClient(provider, send_idempotency_key=gateway_key)
-    store = IdempotencyStore(mf.dynamodb, reloj, lock_seconds=lock_seconds)
+    store = IdempotencyStore(aws.dynamodb, clock, lock_seconds=lock_seconds)
     handler = handlers.IdempotentChargeOrders(client, store)
     config = lambda_poller.PollerConfig(max_idle_poll_seconds=20)
-    poller = lambda_poller.Poller(mf.sqs, mf.orders.url, handler, reloj, config, lambda_poller.CrashPlan({step: 1}))
-    orders.send_order(mf.sqs, mf.orders.url, ORDER)
+    poller = lambda_poller.Poller(aws.sqs, aws.orders.url, handler, clock, config, lambda_poller.CrashPlan({step: 1}))
+    orders.send_order(aws.sqs, aws.orders.url, ORDER)
     poller.run_until_idle(3_600)
     record = handler.store.get(idempotency.charge_key(ORDER.pedido_id))
     return {
@@ -242,22 +242,22 @@ def crash_at_step(
         "gateway calls": provider.calls,
         "charges": len(provider.ledger),
         "estado": record.estado.value if record else "-",
-        "left_in_queue": sum(queues.queue_counts(mf.sqs, mf.orders.url).values()),
+        "left_in_queue": sum(queues.queue_counts(aws.sqs, aws.orders.url).values()),
     }
 
 
-def failure_kinds(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]]:
+def failure_kinds(aws: world.World, clock: VirtualClock) -> list[dict[str, Any]]:
     """Two orders: one meets a 503 (transient: released and retried), one a declined card (permanent: FALLIDO)."""
-    mf.reset_orders_queue()
-    empty_table(mf)
+    aws.reset_orders_queue()
+    empty_table(aws)
     unavailable, declined = orders.Order(orders.order_id(84418), Decimal("12.50")), ORDER
-    provider = gateway.PaymentGateway(reloj, declined_orders={declined.pedido_id})
+    provider = gateway.PaymentGateway(clock, declined_orders={declined.pedido_id})
     provider.fail_next(gateway.Fault.UNAVAILABLE)
-    handler = handlers.IdempotentChargeOrders(gateway.GatewayClient(provider), IdempotencyStore(mf.dynamodb, reloj))
+    handler = handlers.IdempotentChargeOrders(gateway.GatewayClient(provider), IdempotencyStore(aws.dynamodb, clock))
     config = lambda_poller.PollerConfig(batch_size=1, max_idle_poll_seconds=20)
-    poller = lambda_poller.Poller(mf.sqs, mf.orders.url, handler, reloj, config)
+    poller = lambda_poller.Poller(aws.sqs, aws.orders.url, handler, clock, config)
     for order in (unavailable, declined):
-        orders.send_order(mf.sqs, mf.orders.url, order)
+        orders.send_order(aws.sqs, aws.orders.url, order)
     poller.run_until_idle(3_600)
     rows = []
     for order, what in ((unavailable, "503 on the first call"), (declined, "card declined (402)")):
@@ -276,17 +276,17 @@ def failure_kinds(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]]:
     return rows
 
 
-def same_order_later(mf: world.World, reloj: VirtualClock, ttl_hours: float, hours_later: float) -> dict[str, Any]:
+def same_order_later(aws: world.World, clock: VirtualClock, ttl_hours: float, hours_later: float) -> dict[str, Any]:
     """The order is charged; `hours_later` the same message comes back (a DLQ redrive, a replay). Charged again?"""
     check_range("ttl_hours", ttl_hours, 0, 24 * 14, why="14 days", low_excluded=True)
     check_range("hours_later", hours_later, 0, 24 * 14)
-    empty_table(mf)
-    provider = gateway.PaymentGateway(reloj)
-    store = IdempotencyStore(mf.dynamodb, reloj, ttl_seconds=int(ttl_hours * 3600), lock_seconds=1)
+    empty_table(aws)
+    provider = gateway.PaymentGateway(clock)
+    store = IdempotencyStore(aws.dynamodb, clock, ttl_seconds=int(ttl_hours * 3600), lock_seconds=1)
     clave = idempotency.charge_key(ORDER.pedido_id)
     for wait in (0, hours_later * 3600):
-        reloj.advance(wait)
-        idempotency.run_once(store, clave, lambda: _charge(provider, reloj), gateway.is_permanent_failure)
+        clock.advance(wait)
+        idempotency.run_once(store, clave, lambda: _charge(provider, clock), gateway.is_permanent_failure)
     return {"ttl_hours": ttl_hours, "hours_later": hours_later, "charges": len(provider.ledger)}
 
 
@@ -318,12 +318,12 @@ def monthly_cost(
     }
 
 
-def empty_table(mf: world.World) -> None:
+def empty_table(aws: world.World) -> None:
     """Delete every record, so an experiment starts from a clean table (25 deletes a call)."""
-    dynamodb = mf.dynamodb
-    for page in dynamodb.get_paginator("scan").paginate(TableName=mf.table_name, ProjectionExpression="clave"):
+    dynamodb = aws.dynamodb
+    for page in dynamodb.get_paginator("scan").paginate(TableName=aws.table_name, ProjectionExpression="clave"):
         deletes = [{"DeleteRequest": {"Key": {"clave": item["clave"]}}} for item in page["Items"]]
         for start in range(0, len(deletes), 25):  # BatchWriteItem's limit
-            requests = {mf.table_name: deletes[start : start + 25]}
+            requests = {aws.table_name: deletes[start : start + 25]}
             while requests:  # what DynamoDB could not do yet comes back in UnprocessedItems
                 requests = dynamodb.batch_write_item(RequestItems=requests).get("UnprocessedItems") or {}

@@ -36,24 +36,24 @@ ORDER = duplicates.ORDER  # PED-2026-084417, 48.20 €
 
 
 # -- a lock without expiry ---------------------------------------------------------------------
-def lock_blocks_for(mf: world.World, reloj: VirtualClock, lock_expires: bool) -> dict[str, Any]:
+def lock_blocks_for(aws: world.World, clock: VirtualClock, lock_expires: bool) -> dict[str, Any]:
     """A consumer takes cobro:PED-2026-084417 and dies. When can anyone charge the order again?
 
     The answer is read from the stored record (the acquire condition frees a key
     when its lock or the record expires), then checked: a second consumer is
     refused one second before that instant and succeeds one second after.
     """
-    duplicates.empty_table(mf)
+    duplicates.empty_table(aws)
     store_class = idempotency.IdempotencyStore if lock_expires else duplicates.NoLockExpiryStore
-    store = store_class(mf.dynamodb, reloj)
+    store = store_class(aws.dynamodb, clock)
     clave = idempotency.charge_key(ORDER.pedido_id)
-    died_at = int(reloj.timestamp())
+    died_at = int(clock.timestamp())
     store.acquire(clave)  # ... and the process dies here: no complete, no release
     record = store.get(clave)
     free_at = min(record.caduca_bloqueo, record.expira_en)
-    reloj.advance(free_at - died_at - 1)
+    clock.advance(free_at - died_at - 1)
     refused = store.acquire(clave) is not None
-    reloj.advance(2)
+    clock.advance(2)
     taken = store.acquire(clave) is None
     return {
         "lock_expires": lock_expires,
@@ -85,7 +85,7 @@ CLASSIFIERS = {
 }
 
 
-def declined_and_throttled(reloj: VirtualClock, classifier: str, max_attempts: int = 5) -> list[dict[str, Any]]:
+def declined_and_throttled(clock: VirtualClock, classifier: str, max_attempts: int = 5) -> list[dict[str, Any]]:
     """A declined card (402) and a throttled call (429, Retry-After 7 s) under one classifier."""
     if classifier not in CLASSIFIERS:
         raise ValueError(f"classifier must be one of {', '.join(CLASSIFIERS)}; got {classifier!r}")
@@ -93,88 +93,108 @@ def declined_and_throttled(reloj: VirtualClock, classifier: str, max_attempts: i
     policy = retry.RetryPolicy(backoff.Exponential(base=0.5, cap=30), max_attempts, CLASSIFIERS[classifier])
     rows = []
     for case in ("402 card declined", "429, Retry-After 7 s"):
-        provider = gw.PaymentGateway(reloj, declined_orders={ORDER.pedido_id} if case.startswith("402") else set())
+        provider = gw.PaymentGateway(clock, declined_orders={ORDER.pedido_id} if case.startswith("402") else set())
         if case.startswith("429"):
             provider.fail_next(gw.Fault.THROTTLED, retry_after_seconds=7)
         client = gw.GatewayClient(provider, policy=policy)
-        started = reloj.seconds_since_start()
+        started = clock.seconds_since_start()
         try:
             client.charge(ORDER.pedido_id, ORDER.importe, idempotency.charge_key(ORDER.pedido_id))
             outcome = "charged"
         except gw.GatewayError as exc:
             outcome = f"gave up: {type(exc).__name__}"
-        rows.append({
-            "error": case, "classifier": classifier, "gateway_calls": provider.calls,
-            "wasted_calls": provider.calls - 1, "seconds_to_answer": round(reloj.seconds_since_start() - started, 2),
-            "outcome": outcome,
-        })  # fmt: skip
+        rows.append(
+            {
+                "error": case,
+                "classifier": classifier,
+                "gateway_calls": provider.calls,
+                "wasted_calls": provider.calls - 1,
+                "seconds_to_answer": round(clock.seconds_since_start() - started, 2),
+                "outcome": outcome,
+            }
+        )
     return rows
 
 
 # -- redriving before the fix --------------------------------------------------------------------
-def redrive_before_fix(mf: world.World, reloj: VirtualClock, count: int = 10) -> list[dict[str, Any]]:
+def redrive_before_fix(aws: world.World, clock: VirtualClock, count: int = 10) -> list[dict[str, Any]]:
     """`count` version-2 orders in the DLQ; redrive into the consumer that reads version 1 only, then after the fix."""
     check_range("count", count, 1, 50)
-    pair = mf.reset_orders_queue(visibility_timeout_seconds=120, max_receive_count=4)
+    pair = aws.reset_orders_queue(visibility_timeout_seconds=120, max_receive_count=4)
     reason = dlq.FailureReason("MalformedOrderError", "version 2, this consumer expects 1", "1.4.0", 4, pair.url)
     for number in range(count):
         body = incidents.version2_body(orders.order_id(920_000 + number), Decimal("48.20"))
-        dlq.dead_letter_copy(mf.sqs, pair.dlq_url, body, reason, int(reloj.timestamp() * 1000))
-    client = gw.GatewayClient(gw.PaymentGateway(reloj))
+        dlq.dead_letter_copy(aws.sqs, pair.dlq_url, body, reason, int(clock.timestamp() * 1000))
+    client = gw.GatewayClient(gw.PaymentGateway(clock))
     rows = []
     for label, versions in (("before the fix (reads 1)", (1,)), ("after the fix (reads 1 and 2)", (1, 2))):
-        reloj.advance(dlq.INSPECT_VISIBILITY_SECONDS + 1)
-        task = move_task.start_message_move_task(mf.sqs, reloj, pair.dlq_url, pair.url, 10)
-        poller = redrive.consume(mf.sqs, pair.url, reloj, client, versions)
-        rows.append({"redrive": label, **move_task.verify(mf.sqs, pair.dlq_url, task, redrive.deleted_count(poller)),
-                     "charges": len(client.gateway.ledger)})  # fmt: skip
+        clock.advance(dlq.INSPECT_VISIBILITY_SECONDS + 1)
+        task = move_task.start_message_move_task(aws.sqs, clock, pair.dlq_url, pair.url, 10)
+        poller = redrive.consume(aws.sqs, pair.url, clock, client, versions)
+        rows.append(
+            {
+                "redrive": label,
+                **move_task.verify(aws.sqs, pair.dlq_url, task, redrive.deleted_count(poller)),
+                "charges": len(client.gateway.ledger),
+            }
+        )
     return rows
 
 
 # -- inspecting a DLQ by deleting ----------------------------------------------------------------
-def inspect_by_deleting(mf: world.World, reloj: VirtualClock, deleting: bool, count: int = 20) -> dict[str, Any]:
+def inspect_by_deleting(aws: world.World, clock: VirtualClock, deleting: bool, count: int = 20) -> dict[str, Any]:
     """Look at 10 messages of a DLQ holding `count`; deleting what you read, or with `dlq.inspect`."""
     check_range("count", count, 10, 100)
-    url = mf.sqs.create_queue(QueueName="mercadofresco-pedidos-fallidos-inspeccion")["QueueUrl"]
+    url = aws.sqs.create_queue(QueueName="mercadofresco-pedidos-fallidos-inspeccion")["QueueUrl"]
     bodies = [orders.order_body(orders.Order(orders.order_id(900_000 + n), Decimal("48.20"))) for n in range(count)]
     for start in range(0, count, 10):  # SendMessageBatch takes 10
         entries = [{"Id": str(i), "MessageBody": body} for i, body in enumerate(bodies[start : start + 10])]
-        mf.sqs.send_message_batch(QueueUrl=url, Entries=entries)
+        aws.sqs.send_message_batch(QueueUrl=url, Entries=entries)
     if deleting:  # the mistake: receive, print, delete "to get them out of the way"
-        for message in mf.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0)["Messages"]:
-            mf.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        for message in aws.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0)["Messages"]:
+            aws.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
     else:
-        dlq.inspect(mf.sqs, url, max_messages=10)
-    reloj.advance(dlq.INSPECT_VISIBILITY_SECONDS + 1)
-    left = queues.queue_counts(mf.sqs, url)["visible"]
-    mf.sqs.delete_queue(QueueUrl=url)
-    return {"way": "receive and delete" if deleting else "dlq.inspect", "before": count, "after": left,
-            "lost": count - left}  # fmt: skip
+        dlq.inspect(aws.sqs, url, max_messages=10)
+    clock.advance(dlq.INSPECT_VISIBILITY_SECONDS + 1)
+    left = queues.queue_counts(aws.sqs, url)["visible"]
+    aws.sqs.delete_queue(QueueUrl=url)
+    return {
+        "way": "receive and delete" if deleting else "dlq.inspect",
+        "before": count,
+        "after": left,
+        "lost": count - left,
+    }
 
 
 # -- global order "just in case" ------------------------------------------------------------------
-def ordering_cost(mf: world.World, reloj: VirtualClock, one_group: bool, order_count: int = 12) -> dict[str, Any]:
+def ordering_cost(aws: world.World, clock: VirtualClock, one_group: bool, order_count: int = 12) -> dict[str, Any]:
     """`order_count` orders on a FIFO queue, 4 consumers, 2 s of work each: one group for all, or one per order."""
     check_range("order_count", order_count, 2, 40)
     name = "cola-mercadofresco-pedidos-orden.fifo"
-    url = mf.sqs.create_queue(QueueName=name, Attributes={"FifoQueue": "true", "VisibilityTimeout": "60"})["QueueUrl"]
+    url = aws.sqs.create_queue(QueueName=name, Attributes={"FifoQueue": "true", "VisibilityTimeout": "60"})["QueueUrl"]
     entries = []
     for number in range(order_count):
         order = orders.Order(orders.order_id(910_000 + number), Decimal("48.20"))
         group = "todos" if one_group else order.pedido_id
-        entries.append({"Id": str(number), "MessageBody": orders.order_body(order), "MessageGroupId": group,
-                        "MessageDeduplicationId": order.pedido_id})  # fmt: skip
+        entries.append(
+            {
+                "Id": str(number),
+                "MessageBody": orders.order_body(order),
+                "MessageGroupId": group,
+                "MessageDeduplicationId": order.pedido_id,
+            }
+        )
     for start in range(0, order_count, 10):  # SendMessageBatch takes 10; a group keeps the entries' order
-        mf.sqs.send_message_batch(QueueUrl=url, Entries=entries[start : start + 10])
+        aws.sqs.send_message_batch(QueueUrl=url, Entries=entries[start : start + 10])
 
     def work(event: dict[str, Any], context: lambda_poller.Invocation) -> dict[str, Any]:
         context.wait(2.0 * len(event["Records"]))
         return {"batchItemFailures": []}
 
     config = lambda_poller.PollerConfig(batch_size=1, max_concurrency=4, max_idle_poll_seconds=20)
-    poller = lambda_poller.Poller(mf.sqs, url, work, reloj, config)
+    poller = lambda_poller.Poller(aws.sqs, url, work, clock, config)
     timeline = poller.run_until_idle(3_600)
-    mf.sqs.delete_queue(QueueUrl=url)
+    aws.sqs.delete_queue(QueueUrl=url)
     deletes = [row["seconds"] for row in timeline if row["event"] == "deleted"]
     return {
         "groups": "one for all" if one_group else "one per order",
@@ -213,8 +233,14 @@ def dual_write(order_count: int = 9_000, crash_probability: float = 1 / 900, see
             published.append(number)
             if rng.random() < crash_probability:
                 published.append(number)  # it died before marking: the next run publishes it again
-        rows.append({"design": design, "orders_committed": committed, "events_missing": committed - len(set(published)),
-                     "events_duplicated": len(published) - len(set(published))})  # fmt: skip
+        rows.append(
+            {
+                "design": design,
+                "orders_committed": committed,
+                "events_missing": committed - len(set(published)),
+                "events_duplicated": len(published) - len(set(published)),
+            }
+        )
     return rows
 
 
@@ -226,27 +252,41 @@ def table_growth(months: int, ttl_hours: float | None) -> dict[str, Any]:
     records_per_hour = with_ttl["live_records"] / (ttl_hours if ttl_hours else 24)
     live = with_ttl["live_records"] if ttl_hours else round(records_per_hour * 24 * 30 * months)
     cost = duplicates.monthly_cost(live / records_per_hour)
-    return {"ttl": f"{ttl_hours:g} h" if ttl_hours else "none", "months": months, "live_records": live,
-            "storage_usd_per_month": cost["storage_usd"]}  # fmt: skip
+    return {
+        "ttl": f"{ttl_hours:g} h" if ttl_hours else "none",
+        "months": months,
+        "live_records": live,
+        "storage_usd_per_month": cost["storage_usd"],
+    }
 
 
 # -- the self-check -----------------------------------------------------------------------------
 QUIZ_SALT = "mercadofresco-07-05"
 QUIZ = {
-    1: ("The producer re-sends an order. Which key stops the second charge? "
-        "(a) the SQS MessageId (b) a UUID the consumer makes (c) cobro:{pedido_id}"),
-    2: ("A consumer dies holding EN_CURSO with no lock expiry. The order stays blocked until... "
-        "(a) the visibility timeout (b) the record's TTL (c) the consumer restarts"),
+    1: (
+        "The producer re-sends an order. Which key stops the second charge? "
+        "(a) the SQS MessageId (b) a UUID the consumer makes (c) cobro:{pedido_id}"
+    ),
+    2: (
+        "A consumer dies holding EN_CURSO with no lock expiry. The order stays blocked until... "
+        "(a) the visibility timeout (b) the record's TTL (c) the consumer restarts"
+    ),
     3: "Which of these deserves a retry? (a) 400 (b) 402 (c) 404 (d) 429",
     4: "SDK 5 attempts, maxReceiveCount 4, workflow 4 attempts: calls to a dead gateway for one order? (a number)",
-    5: ("Class 210: per-message timeout 25 s, batch of 10. The smallest visibility timeout by its rule, in seconds? "
-        "(a number)"),
+    5: (
+        "Class 210: per-message timeout 25 s, batch of 10. The smallest visibility timeout by its rule, in seconds? "
+        "(a number)"
+    ),
     6: "Inspecting a DLQ you should: (a) delete what you read (b) use a short visibility timeout and delete nothing",
-}  # fmt: skip
+}
 QUIZ_HASHES = {
-    1: "40137a1fccae624f", 2: "dbc9205d77c92fd8", 3: "7495531ff9f335cc",
-    4: "08708b228d014ead", 5: "836d6c87ebe0f084", 6: "822c16e4ed2767f2",
-}  # fmt: skip
+    1: "40137a1fccae624f",
+    2: "dbc9205d77c92fd8",
+    3: "7495531ff9f335cc",
+    4: "08708b228d014ead",
+    5: "836d6c87ebe0f084",
+    6: "822c16e4ed2767f2",
+}
 
 
 def answer_hash(question: int, answer: str) -> str:

@@ -44,26 +44,26 @@ def _gateway_call(provider: gateway.PaymentGateway, pedido_id: str, waiter: Wait
     return {"referencia_cobro": made.referencia_cobro, "importe": str(made.importe)}
 
 
-def powertools_charge(mf: world.World, provider: gateway.PaymentGateway, reloj: VirtualClock) -> Charge:
+def powertools_charge(aws: world.World, provider: gateway.PaymentGateway, clock: VirtualClock) -> Charge:
     """A charge wrapped by Powertools' idempotent_function, keyed on pedido_id, 24 h expiry."""
-    persistence = DynamoDBPersistenceLayer(table_name=mf.table_name, key_attr="clave", boto3_client=mf.dynamodb)
+    persistence = DynamoDBPersistenceLayer(table_name=aws.table_name, key_attr="clave", boto3_client=aws.dynamodb)
     config = IdempotencyConfig(event_key_jmespath="pedido_id", expires_after_seconds=24 * 3600)
     config.register_lambda_context(LambdaContext())  # its lock: the invocation's remaining time
 
     @idempotent_function(data_keyword_argument="order", persistence_store=persistence, config=config)
     def charge(order: dict[str, Any], waiter: Waiter | None = None) -> dict[str, Any]:
-        return _gateway_call(provider, order["pedido_id"], waiter or Stopwatch(reloj))
+        return _gateway_call(provider, order["pedido_id"], waiter or Stopwatch(clock))
 
     return charge
 
 
-def our_charge(mf: world.World, provider: gateway.PaymentGateway, reloj: VirtualClock) -> Charge:
+def our_charge(aws: world.World, provider: gateway.PaymentGateway, clock: VirtualClock) -> Charge:
     """The same charge through our run_once and the three-state table."""
-    store = idempotency.IdempotencyStore(mf.dynamodb, reloj)
+    store = idempotency.IdempotencyStore(aws.dynamodb, clock)
 
     def charge(order: dict[str, Any], waiter: Waiter | None = None) -> dict[str, Any]:
         clave = idempotency.charge_key(order["pedido_id"])
-        call = functools.partial(_gateway_call, provider, order["pedido_id"], waiter or Stopwatch(reloj))
+        call = functools.partial(_gateway_call, provider, order["pedido_id"], waiter or Stopwatch(clock))
         return idempotency.run_once(store, clave, call, gateway.is_permanent_failure)
 
     return charge
@@ -72,14 +72,14 @@ def our_charge(mf: world.World, provider: gateway.PaymentGateway, reloj: Virtual
 BUSY_ERRORS = (idempotency.AlreadyInProgressError, IdempotencyAlreadyInProgressError)
 
 
-def parallel(make: Callable[..., Charge], mf: world.World, reloj: VirtualClock, copies: int = 50) -> dict[str, Any]:
+def parallel(make: Callable[..., Charge], aws: world.World, clock: VirtualClock, copies: int = 50) -> dict[str, Any]:
     """`copies` consumers charge the same order at the same virtual instant (see `clock.together`).
 
     Those that find the operation in progress back off, then try once more
     after the first one finished, as the queue would redeliver them.
     """
-    provider = gateway.PaymentGateway(reloj)
-    charge = make(mf, provider, reloj)
+    provider = gateway.PaymentGateway(clock)
+    charge = make(aws, provider, clock)
     order = {"pedido_id": ORDER.pedido_id}
 
     def attempt(task: Task) -> dict[str, Any] | None:
@@ -88,8 +88,8 @@ def parallel(make: Callable[..., Charge], mf: world.World, reloj: VirtualClock, 
         except BUSY_ERRORS:
             return None
 
-    first = results(together(reloj, [attempt] * copies))
-    retried = results(together(reloj, [attempt] * first.count(None)))
+    first = results(together(clock, [attempt] * copies))
+    retried = results(together(clock, [attempt] * first.count(None)))
     answers = [answer for answer in first + retried if answer]
     return {
         "charges": len(provider.ledger),
@@ -114,16 +114,16 @@ def declined_then_duplicate(charge: Charge, provider: gateway.PaymentGateway) ->
     return {"gateway_calls": provider.calls, "outcomes": outcomes}
 
 
-def behaviour_table(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]]:
+def behaviour_table(aws: world.World, clock: VirtualClock) -> list[dict[str, Any]]:
     """The same experiments on both implementations, side by side."""
     rows = []
     for name, make in (("ours", our_charge), ("powertools", powertools_charge)):
-        empty_table(mf)
-        par = parallel(make, mf, reloj)
-        states = sorted(_states(mf))
-        empty_table(mf)
-        provider = gateway.PaymentGateway(reloj)
-        declined = declined_then_duplicate(make(mf, provider, reloj), provider)
+        empty_table(aws)
+        par = parallel(make, aws, clock)
+        states = sorted(_states(aws))
+        empty_table(aws)
+        provider = gateway.PaymentGateway(clock)
+        declined = declined_then_duplicate(make(aws, provider, clock), provider)
         rows.append(
             {
                 "implementation": name,
@@ -137,12 +137,12 @@ def behaviour_table(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]
     return rows
 
 
-def _states(mf: world.World) -> set[str]:
-    items = mf.dynamodb.scan(TableName=mf.table_name)["Items"]
+def _states(aws: world.World) -> set[str]:
+    items = aws.dynamodb.scan(TableName=aws.table_name)["Items"]
     return {(item.get("estado") or item.get("status"))["S"] for item in items}
 
 
-def operations_per_charge(mf: world.World, reloj: VirtualClock, keys: int = 20) -> list[dict[str, Any]]:
+def operations_per_charge(aws: world.World, clock: VirtualClock, keys: int = 20) -> list[dict[str, Any]]:
     """DynamoDB operations each implementation makes per new charge, by type (counted on the client).
 
     Ours writes PutItem (EN_CURSO) + PutItem (COMPLETADO); Powertools PutItem
@@ -155,18 +155,18 @@ def operations_per_charge(mf: world.World, reloj: VirtualClock, keys: int = 20) 
     def count(model: Any, **_: Any) -> None:
         seen.append(model.name)
 
-    mf.dynamodb.meta.events.register("before-call.dynamodb.*", count)
+    aws.dynamodb.meta.events.register("before-call.dynamodb.*", count)
     rows = []
     try:
         for name, make in (("ours", our_charge), ("powertools", powertools_charge)):
-            empty_table(mf)
-            charge = make(mf, gateway.PaymentGateway(reloj), reloj)
+            empty_table(aws)
+            charge = make(aws, gateway.PaymentGateway(clock), clock)
             seen.clear()
             for number in range(keys):
                 charge(order={"pedido_id": f"PED-2026-{number:06d}"})
             rows.append({"implementation": name} | {op: seen.count(op) / keys for op in set(seen)})
     finally:
-        mf.dynamodb.meta.events.unregister("before-call.dynamodb.*", count)
+        aws.dynamodb.meta.events.unregister("before-call.dynamodb.*", count)
     operations = sorted({op for row in rows for op in row} - {"implementation"})
     return [{"implementation": row["implementation"]} | {op: row.get(op, 0.0) for op in operations} for row in rows]
 

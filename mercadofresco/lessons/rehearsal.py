@@ -29,26 +29,26 @@ Experiment = TypeVar("Experiment", bound=Callable[..., Any])
 
 
 def rehearsed(what: str) -> Callable[[Experiment], Experiment]:
-    """Mark `experiment(mf, reloj, ...)` so that, with a real pace, it declares its real time before it starts."""
+    """Mark `experiment(aws, clock, ...)` so that, with a real pace, it declares its real time before it starts."""
 
     def mark(experiment: Experiment) -> Experiment:
         @functools.wraps(experiment)
-        def run(mf: world.World, reloj: VirtualClock, *args: Any, **kwargs: Any) -> Any:
-            if reloj.real_time:
-                reloj.need(virtual_span(experiment, reloj, *args, **kwargs), what)
-            return experiment(mf, reloj, *args, **kwargs)
+        def run(aws: world.World, clock: VirtualClock, *args: Any, **kwargs: Any) -> Any:
+            if clock.real_time:
+                clock.need(virtual_span(experiment, clock, *args, **kwargs), what)
+            return experiment(aws, clock, *args, **kwargs)
 
         return run  # type: ignore[return-value]
 
     return mark
 
 
-def virtual_span(experiment: Callable[..., Any], reloj: VirtualClock, *args: Any, **kwargs: Any) -> float:
-    """Seconds of virtual time `experiment` moves through on a fresh world in this process, from `reloj`'s instant."""
-    with VirtualClock(start=reloj.now(), pace=VIRTUAL) as rehearsal:
-        mf = world.build(world.WorldConfig())
+def virtual_span(experiment: Callable[..., Any], clock: VirtualClock, *args: Any, **kwargs: Any) -> float:
+    """Seconds of virtual time `experiment` moves through on a fresh world in this process, from `clock`'s instant."""
+    with VirtualClock(start=clock.now(), pace=VIRTUAL) as rehearsal:
+        aws = world.build(world.WorldConfig())
         try:
-            experiment(mf, rehearsal, *args, **kwargs)
+            experiment(aws, rehearsal, *args, **kwargs)
             return rehearsal.seconds_since_start()
         finally:
-            mf.close()
+            aws.close()

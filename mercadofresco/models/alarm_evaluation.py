@@ -57,13 +57,13 @@ def oldest_age_seconds(sqs: Any, dlq_url: str, now: dt.datetime) -> float:
 
 
 def check_dlq_alarms(
-    mf: world.World, dlq_url: str, now: dt.datetime, dlq_name: str = world.ORDERS_DLQ
+    aws: world.World, dlq_url: str, now: dt.datetime, dlq_name: str = world.ORDERS_DLQ
 ) -> dict[str, Any]:
     """Evaluate both DLQ alarms at `now` from what the queue holds: the values seen and each alarm's state."""
     count_rule, age_rule = dlq.alarm_rules(dlq_name)
-    visible = queues.queue_counts(mf.sqs, dlq_url)["visible"]
-    age = oldest_age_seconds(mf.sqs, dlq_url, now)
-    cloudwatch, sns = mf.client("cloudwatch"), mf.client("sns")
+    visible = queues.queue_counts(aws.sqs, dlq_url)["visible"]
+    age = oldest_age_seconds(aws.sqs, dlq_url, now)
+    cloudwatch, sns = aws.client("cloudwatch"), aws.client("sns")
     return {
         "visible": visible,
         "oldest_minutes": round(age / 60, 1),

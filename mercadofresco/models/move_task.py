@@ -65,7 +65,7 @@ class MoveTask:
 
 def start_message_move_task(
     sqs: Any,
-    reloj: VirtualClock,
+    clock: VirtualClock,
     source_url: str,
     destination_url: str,
     max_number_of_messages_per_second: int = 10,
@@ -82,12 +82,12 @@ def start_message_move_task(
     check_range("max_number_of_messages_per_second", rate, 1, MAX_RATE)
     waiting = queues.queue_counts(sqs, source_url)["visible"]
     task = MoveTask(
-        task_handle=f"tarea-{reloj.now():%Y%m%d%H%M%S}",
+        task_handle=f"tarea-{clock.now():%Y%m%d%H%M%S}",
         source_url=source_url,
         destination_url=destination_url,
         max_number_of_messages_per_second=rate,
         approximate_number_of_messages_to_move=len(message_ids) if message_ids is not None else waiting,
-        started_at=reloj.now(),
+        started_at=clock.now(),
     )
     wanted = set(message_ids) if message_ids is not None else None
     while wanted is None or wanted:
@@ -98,12 +98,12 @@ def start_message_move_task(
         if wanted is not None:
             batch = _keep_wanted(batch, wanted)
         if batch:
-            _move(sqs, task, batch, (reloj.now() - task.started_at).total_seconds())
-            reloj.advance(len(batch) / rate)  # the pace: `rate` messages per second, never more
+            _move(sqs, task, batch, (clock.now() - task.started_at).total_seconds())
+            clock.advance(len(batch) / rate)  # the pace: `rate` messages per second, never more
     task.not_found = wanted or set()
     task.failure_reason = _failure_reason(task)
     task.status = "FAILED" if task.failure_reason else "COMPLETED"
-    task.finished_at = reloj.now()
+    task.finished_at = clock.now()
     return task
 
 

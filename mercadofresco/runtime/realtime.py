@@ -136,7 +136,7 @@ def notice(pace: Pace) -> str:
     return (
         f"[mercadofresco] mode {pace.mode!r}: {pace.where} keeps its own, real time, which the virtual clock "
         "cannot move.\n"
-        f"  Every wait is real: reloj.advance(120) takes two minutes. {calendar}\n"
+        f"  Every wait is real: clock.advance(120) takes two minutes. {calendar}\n"
         f"  Real-time budget for this notebook: {_span(pace.budget_seconds)} ({BUDGET_VARIABLE}). Before an "
         "experiment of many waits starts, it is rehearsed here in an instant and says the real time it needs;\n"
         "  one that does not fit the budget left (the 4-day retention, the Monday DLQ incidents, a sweep of "

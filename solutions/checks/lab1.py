@@ -15,7 +15,8 @@ import contextlib
 import functools
 from decimal import Decimal
 
-from mercadofresco import clock, orders, queues, world
+from mercadofresco import orders, queues, world
+from mercadofresco.clock import VirtualClock
 from mercadofresco.course.checker import Check
 from mercadofresco.models import gateway, lambda_poller
 
@@ -126,7 +127,7 @@ class Hook(lambda_poller.CrashPlan):
 
 def setup(lab):
     """What the learner's code may hold of the checker's world: the clock, a gateway client, Lambda's context."""
-    lab.expose("clock", clock.VirtualClock)
+    lab.expose("clock", VirtualClock)
     lab.expose("gateway_client", gateway.GatewayClient)
     lab.expose("invocation", lambda_poller.Invocation)
     lab.expose("crashes", lambda_poller.CrashPlan)
@@ -136,7 +137,7 @@ def setup(lab):
 def fresh(lab, visibility=120, max_receive_count=4):
     """A new clock at 19:14 and an empty moto with the lesson's queue, DLQ and table (the checker's own)."""
     lab.reset_world()
-    reloj = clock.VirtualClock().start()
+    clock = VirtualClock().start()
     try:
         config = world.WorldConfig(visibility_timeout_seconds=visibility, max_receive_count=max_receive_count)
         session = lab.session()
@@ -149,17 +150,17 @@ def fresh(lab, visibility=120, max_receive_count=4):
             max_receive_count=max_receive_count,
         )
         world.create_idempotency_table(clients["dynamodb"])
-        yield reloj, world.World(config, session, pair, "", "", {}, "", _clients=clients)
+        yield clock, world.World(config, session, pair, "", "", {}, "", _clients=clients)
     finally:
-        reloj.stop()
+        clock.stop()
 
 
 def order(number):
     return orders.Order(orders.order_id(900_000 + number), PRICE)
 
 
-def client_for(reloj, key=True, max_attempts=1, read_timeout=30, latency=None):
-    provider = gateway.PaymentGateway(reloj, latency=latency or gateway.LatencyProfile())
+def client_for(clock, key=True, max_attempts=1, read_timeout=30, latency=None):
+    provider = gateway.PaymentGateway(clock, latency=latency or gateway.LatencyProfile())
     client = gateway.GatewayClient(
         provider, read_timeout_seconds=read_timeout, max_attempts=max_attempts, send_idempotency_key=key
     )
@@ -177,9 +178,9 @@ def record_of(order_, message_id):
     }
 
 
-def deliver(mf, reloj, handler, records, hook=None, number=1):
+def deliver(aws, clock, handler, records, hook=None, number=1):
     """One invocation, called directly; the messageIds to retry (all of them if the handler raised)."""
-    poller = lambda_poller.Poller(mf.sqs, mf.orders.url, handler, reloj, crashes=hook or Hook())
+    poller = lambda_poller.Poller(aws.sqs, aws.orders.url, handler, clock, crashes=hook or Hook())
     context = lambda_poller.Invocation(poller, f"grader-{number}", number)
     try:
         response = handler({"Records": records}, context) or {}
@@ -192,29 +193,29 @@ def deliver(mf, reloj, handler, records, hook=None, number=1):
     return {str(item.get("itemIdentifier")) for item in response.get("batchItemFailures", []) if isinstance(item, dict)}
 
 
-def deliver_each(mf, reloj, handler, records, retried):
+def deliver_each(aws, clock, handler, records, retried):
     """Copies delivered one after another while the first consumer is paused at a step."""
     for number, record in enumerate(records):
-        retried.update(deliver(mf, reloj, handler, [record], number=number + 2))
+        retried.update(deliver(aws, clock, handler, [record], number=number + 2))
 
 
-def poll(mf, reloj, handler, order_list, crashes=None, seconds=4_000):
+def poll(aws, clock, handler, order_list, crashes=None, seconds=4_000):
     for each in order_list:
-        orders.send_order(mf.sqs, mf.orders.url, each)
+        orders.send_order(aws.sqs, aws.orders.url, each)
     config = lambda_poller.PollerConfig(
         batch_size=1, max_concurrency=4, function_timeout_seconds=900, max_idle_poll_seconds=20
     )
     poller = lambda_poller.Poller(
-        mf.sqs, mf.orders.url, handler, reloj, config=config, crashes=crashes or lambda_poller.CrashPlan()
+        aws.sqs, aws.orders.url, handler, clock, config=config, crashes=crashes or lambda_poller.CrashPlan()
     )
     poller.run_until_idle(seconds)
-    left = sum(queues.queue_counts(mf.sqs, mf.orders.url).values())
-    dlq = sum(queues.queue_counts(mf.sqs, mf.orders.dlq_url).values())
+    left = sum(queues.queue_counts(aws.sqs, aws.orders.url).values())
+    dlq = sum(queues.queue_counts(aws.sqs, aws.orders.dlq_url).values())
     return poller, left, dlq
 
 
-def item_of(mf, clave):
-    return mf.dynamodb.get_item(TableName=world.IDEMPOTENCY_TABLE, Key={"clave": {"S": clave}}).get("Item")
+def item_of(aws, clave):
+    return aws.dynamodb.get_item(TableName=world.IDEMPOTENCY_TABLE, Key={"clave": {"S": clave}}).get("Item")
 
 
 def receives_seen(lab, pedido_id):
@@ -242,8 +243,8 @@ def receives_in(run):
 
 # -- (a) --------------------------------------------------------------------------------------
 def check_mechanism_visibility(lab):
-    with fresh(lab) as (reloj, mf):
-        run = lab.call("visibility_mechanism", mf, reloj)
+    with fresh(lab) as (clock, aws):
+        run = lab.call("visibility_mechanism", aws, clock)
     charges, receives = charges_in(run), receives_in(run)
     seen = receives_seen(lab, orders_incident_id())
     assert max(charges.values(), default=0) >= 2, f"charges per order in your run: {charges}"
@@ -252,8 +253,8 @@ def check_mechanism_visibility(lab):
 
 
 def check_mechanism_sdk_retries(lab):
-    with fresh(lab) as (reloj, mf):
-        run = lab.call("sdk_retry_mechanism", mf, reloj)
+    with fresh(lab) as (clock, aws):
+        run = lab.call("sdk_retry_mechanism", aws, clock)
     charges, receives = charges_in(run), receives_in(run)
     seen = receives_seen(lab, orders_incident_id())
     assert max(charges.values(), default=0) >= 2, f"charges per order in your run: {charges}"
@@ -294,13 +295,13 @@ def check_config_relations(lab):
 
 # -- (d) -----------------------------------------------------------------------------------------
 def check_record_contract(lab):
-    with fresh(lab) as (reloj, mf):
-        provider, client = client_for(reloj, key=True)
-        handler = lab.call("build_handler", mf.dynamodb, client)
+    with fresh(lab) as (clock, aws):
+        provider, client = client_for(clock, key=True)
+        handler = lab.call("build_handler", aws.dynamodb, client)
         order_ = order(1)
-        failed = deliver(mf, reloj, handler, [record_of(order_, "m-1")])
-        now = reloj.timestamp()
-        item = item_of(mf, f"cobro:{order_.pedido_id}")
+        failed = deliver(aws, clock, handler, [record_of(order_, "m-1")])
+        now = clock.timestamp()
+        item = item_of(aws, f"cobro:{order_.pedido_id}")
         ledger = list(provider.ledger)
     assert not failed, "the message was reported as failed"
     assert len(ledger) == 1, f"{len(ledger)} charges for one message"
@@ -313,12 +314,12 @@ def check_record_contract(lab):
 
 
 def check_incident_replay(lab):
-    with fresh(lab, visibility=120, max_receive_count=4) as (reloj, mf):
-        spike = gateway.spike_at(reloj.now(), minutes=10, latency_seconds=150)
-        provider, client = client_for(reloj, key=True, max_attempts=5, read_timeout=180, latency=spike)
+    with fresh(lab, visibility=120, max_receive_count=4) as (clock, aws):
+        spike = gateway.spike_at(clock.now(), minutes=10, latency_seconds=150)
+        provider, client = client_for(clock, key=True, max_attempts=5, read_timeout=180, latency=spike)
         provider.fail_next(gateway.Fault.RESPONSE_LOST, times=3)
         batch = [order(100 + n) for n in range(12)]  # order numbers no other check uses
-        _poller, left, dlq = poll(mf, reloj, lab.call("build_handler", mf.dynamodb, client), batch)
+        _poller, left, dlq = poll(aws, clock, lab.call("build_handler", aws.dynamodb, client), batch)
         charges = provider.charges_per_order()
     wrong = {o.pedido_id: charges[o.pedido_id] for o in batch if charges[o.pedido_id] != 1}
     assert not wrong, f"orders not charged exactly once: {wrong}"
@@ -327,14 +328,14 @@ def check_incident_replay(lab):
 
 def check_parallel_duplicates(lab):
     for step in ("after_lock", "after_charge"):
-        with fresh(lab) as (reloj, mf):
-            provider, client = client_for(reloj, key=False)  # the table alone must hold: no gateway key
-            handler = lab.call("build_handler", mf.dynamodb, client)
+        with fresh(lab) as (clock, aws):
+            provider, client = client_for(clock, key=False)  # the table alone must hold: no gateway key
+            handler = lab.call("build_handler", aws.dynamodb, client)
             order_ = order(2)
             copies = [record_of(order_, f"copy-{n}") for n in range(20)]
             retried = set()
-            hook = Hook(step, functools.partial(deliver_each, mf, reloj, handler, copies, retried))
-            first = deliver(mf, reloj, handler, [record_of(order_, "first")], hook=hook)
+            hook = Hook(step, functools.partial(deliver_each, aws, clock, handler, copies, retried))
+            first = deliver(aws, clock, handler, [record_of(order_, "first")], hook=hook)
             charges = len(provider.ledger)
         assert step in hook.seen, f"the handler never called context.crashes.reached({step!r})"
         assert charges == 1, f"{charges} charges with 20 copies arriving at {step}"
@@ -344,10 +345,10 @@ def check_parallel_duplicates(lab):
 
 def check_crash_recovery(lab):
     for step in ("received", "after_charge", "after_complete", "before_delete"):
-        with fresh(lab, visibility=400, max_receive_count=4) as (reloj, mf):
-            provider, client = client_for(reloj, key=True, max_attempts=2)
+        with fresh(lab, visibility=400, max_receive_count=4) as (clock, aws):
+            provider, client = client_for(clock, key=True, max_attempts=2)
             plan = lambda_poller.CrashPlan({step: 1})
-            _poller, left, dlq = poll(mf, reloj, lab.call("build_handler", mf.dynamodb, client), [order(3)], plan)
+            _poller, left, dlq = poll(aws, clock, lab.call("build_handler", aws.dynamodb, client), [order(3)], plan)
             charges = len(provider.ledger)
         assert plan.crashed_at == [step], f"the consumer never reached {step!r}"
         assert charges == 1, f"{charges} charges after a crash at {step}"
@@ -355,10 +356,10 @@ def check_crash_recovery(lab):
 
 
 def check_lock_expires(lab):
-    with fresh(lab, visibility=400, max_receive_count=4) as (reloj, mf):
-        provider, client = client_for(reloj, key=True, max_attempts=2)
+    with fresh(lab, visibility=400, max_receive_count=4) as (clock, aws):
+        provider, client = client_for(clock, key=True, max_attempts=2)
         plan = lambda_poller.CrashPlan({"after_lock": 1})
-        _poller, _left, dlq = poll(mf, reloj, lab.call("build_handler", mf.dynamodb, client), [order(4)], plan)
+        _poller, _left, dlq = poll(aws, clock, lab.call("build_handler", aws.dynamodb, client), [order(4)], plan)
         charges = len(provider.ledger)
     assert plan.crashed_at == ["after_lock"], "the consumer never reached 'after_lock'"
     assert charges == 1, f"{charges} charges after a crash right after the claim"
@@ -366,32 +367,32 @@ def check_lock_expires(lab):
 
 
 def check_producer_resends(lab):
-    with fresh(lab) as (reloj, mf):
-        provider, client = client_for(reloj, key=False)
-        handler = lab.call("build_handler", mf.dynamodb, client)
+    with fresh(lab) as (clock, aws):
+        provider, client = client_for(clock, key=False)
+        handler = lab.call("build_handler", aws.dynamodb, client)
         order_ = order(5)
         failed = set()
         for number, gap in enumerate((0, 60, 6 * 3600)):
-            reloj.advance(gap)
-            failed |= deliver(mf, reloj, handler, [record_of(order_, f"resend-{number}")], number=number + 1)
+            clock.advance(gap)
+            failed |= deliver(aws, clock, handler, [record_of(order_, f"resend-{number}")], number=number + 1)
         charges = len(provider.ledger)
     assert charges == 1, f"{charges} charges for one order sent three times"
     assert not failed, "a re-send of an order already charged was not acknowledged"
 
 
 def check_key_behaviour(lab):
-    with fresh(lab) as (reloj, mf):
-        provider, client = client_for(reloj, key=True)
-        handler = lab.call("build_handler", mf.dynamodb, client)
+    with fresh(lab) as (clock, aws):
+        provider, client = client_for(clock, key=True)
+        handler = lab.call("build_handler", aws.dynamodb, client)
         first, second = order(9), order(10)
-        now = int(reloj.timestamp())
+        now = int(clock.timestamp())
         for clave in (f"envio:{first.pedido_id}", first.pedido_id):  # other operations on the same order, done
             other = {"clave": {"S": clave}, "estado": {"S": "COMPLETADO"}, "resultado": {"S": "otra-operacion"}}
-            mf.dynamodb.put_item(TableName=world.IDEMPOTENCY_TABLE, Item=other | {"expira_en": {"N": str(now + 3600)}})
-        failed = deliver(mf, reloj, handler, [record_of(first, "op-1")])
-        failed |= deliver(mf, reloj, handler, [record_of(second, "op-2")], number=2)
-        reloj.advance(600)
-        failed |= deliver(mf, reloj, handler, [record_of(first, "op-3-a-new-message-id")], number=3)
+            aws.dynamodb.put_item(TableName=world.IDEMPOTENCY_TABLE, Item=other | {"expira_en": {"N": str(now + 3600)}})
+        failed = deliver(aws, clock, handler, [record_of(first, "op-1")])
+        failed |= deliver(aws, clock, handler, [record_of(second, "op-2")], number=2)
+        clock.advance(600)
+        failed |= deliver(aws, clock, handler, [record_of(first, "op-3-a-new-message-id")], number=3)
         charges = provider.charges_per_order()
         keys = {charge.idempotency_key for charge in provider.ledger}
     assert charges.get(first.pedido_id) == 1, f"{charges.get(first.pedido_id, 0)} charges for an order sent twice"
@@ -401,38 +402,38 @@ def check_key_behaviour(lab):
 
 
 def check_permanent_failure_kept(lab):
-    with fresh(lab) as (reloj, mf):
-        provider, client = client_for(reloj, key=False)
+    with fresh(lab) as (clock, aws):
+        provider, client = client_for(clock, key=False)
         order_ = order(6)
         provider.declined_orders.add(order_.pedido_id)
-        handler = lab.call("build_handler", mf.dynamodb, client)
+        handler = lab.call("build_handler", aws.dynamodb, client)
         for number in range(3):
-            deliver(mf, reloj, handler, [record_of(order_, f"declined-{number}")], number=number + 1)
-            reloj.advance(500)
-        calls, item = provider.calls, item_of(mf, f"cobro:{order_.pedido_id}")
+            deliver(aws, clock, handler, [record_of(order_, f"declined-{number}")], number=number + 1)
+            clock.advance(500)
+        calls, item = provider.calls, item_of(aws, f"cobro:{order_.pedido_id}")
     assert calls == 1, f"the gateway was called {calls} times for a declined card"
     assert item is not None and item.get("estado", {}).get("S") == "FALLIDO", "no FALLIDO record for the declined order"
 
 
 def check_transient_releases(lab):
-    with fresh(lab) as (reloj, mf):
-        provider, client = client_for(reloj, key=False, max_attempts=1)
+    with fresh(lab) as (clock, aws):
+        provider, client = client_for(clock, key=False, max_attempts=1)
         provider.fail_next(gateway.Fault.UNAVAILABLE)
-        handler = lab.call("build_handler", mf.dynamodb, client)
+        handler = lab.call("build_handler", aws.dynamodb, client)
         order_ = order(7)
-        first = deliver(mf, reloj, handler, [record_of(order_, "t-1")])
-        reloj.advance(1)
-        second = deliver(mf, reloj, handler, [record_of(order_, "t-1")], number=2)
+        first = deliver(aws, clock, handler, [record_of(order_, "t-1")])
+        clock.advance(1)
+        second = deliver(aws, clock, handler, [record_of(order_, "t-1")], number=2)
         charges = len(provider.ledger)
     assert first == {"t-1"}, "the message that met a 503 was not reported as failed"
     assert charges == 1 and not second, f"the next delivery did not charge the order ({charges} charges)"
 
 
 def check_expired_record_ignored(lab):
-    with fresh(lab) as (reloj, mf):
-        provider, client = client_for(reloj, key=False)
+    with fresh(lab) as (clock, aws):
+        provider, client = client_for(clock, key=False)
         order_ = order(8)
-        now = int(reloj.timestamp())
+        now = int(clock.timestamp())
         old = {
             "clave": {"S": f"cobro:{order_.pedido_id}"},
             "estado": {"S": "COMPLETADO"},
@@ -440,18 +441,18 @@ def check_expired_record_ignored(lab):
             "expira_en": {"N": str(now - 60)},
             "caduca_bloqueo": {"N": str(now - 3600)},
         }
-        mf.dynamodb.put_item(TableName=world.IDEMPOTENCY_TABLE, Item=old)
-        handler = lab.call("build_handler", mf.dynamodb, client)
-        failed = deliver(mf, reloj, handler, [record_of(order_, "e-1")])
+        aws.dynamodb.put_item(TableName=world.IDEMPOTENCY_TABLE, Item=old)
+        handler = lab.call("build_handler", aws.dynamodb, client)
+        failed = deliver(aws, clock, handler, [record_of(order_, "e-1")])
         charges = len(provider.ledger)
     assert charges == 1 and not failed, f"{charges} charges for an order whose old record expired a minute ago"
 
 
 # -- (e) -----------------------------------------------------------------------------------------
 def check_fifo_experiment(lab):
-    with fresh(lab) as (reloj, mf):
-        result = lab.call("fifo_experiment", mf, reloj)
-        fifo_queues = [url for url in mf.sqs.list_queues().get("QueueUrls", []) if url.endswith(".fifo")]
+    with fresh(lab) as (clock, aws):
+        result = lab.call("fifo_experiment", aws, clock)
+        fifo_queues = [url for url in aws.sqs.list_queues().get("QueueUrls", []) if url.endswith(".fifo")]
     assert isinstance(result, dict), f"fifo_experiment returned {type(result).__name__}, not a dict"
     assert result.get("copies_waiting_after_resend") == 1, (
         f"copies waiting: {result.get('copies_waiting_after_resend')}"

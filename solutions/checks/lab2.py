@@ -16,7 +16,8 @@ import datetime as dt
 import functools
 from decimal import Decimal
 
-from mercadofresco import alarms, clock, orders, queues, world
+from mercadofresco import alarms, orders, queues, world
+from mercadofresco.clock import MADRID, VirtualClock
 from mercadofresco.course.checker import Check
 from mercadofresco.lessons.dlq import incidents
 from mercadofresco.models import gateway, lambda_poller, queue_age
@@ -95,7 +96,7 @@ CHECKS = [
 
 def setup(lab):
     """What the learner's code may hold of the checker's world: the clock, a gateway client, Lambda's context."""
-    lab.expose("clock", clock.VirtualClock)
+    lab.expose("clock", VirtualClock)
     lab.expose("gateway_client", gateway.GatewayClient)
     lab.expose("invocation", lambda_poller.Invocation)
     lab.expose("crashes", lambda_poller.CrashPlan)  # the context's crash hook (no check here plans a crash)
@@ -113,18 +114,18 @@ def queue_age_here(lab, queue_url, now):
 def fresh(lab, seed):
     """A new clock, an empty moto, and exercise 2's incident with MESSAGES orders; the clock ends Monday 09:00."""
     lab.reset_world()
-    reloj = clock.VirtualClock().start()
+    clock = VirtualClock().start()
     try:
         config = world.WorldConfig()
         sqs = lab.client("sqs")
         pair = queues.create_queue_pair(
             sqs, world.ORDERS_QUEUE, world.ORDERS_DLQ, visibility_timeout_seconds=120, max_receive_count=4
         )
-        mf = world.World(config, lab.session(), pair, "", "", {}, "", _clients={"sqs": sqs})
-        incident = incidents.seed_exercise2_incident(mf, reloj, seed=seed, count=MESSAGES)
-        yield reloj, mf, incident
+        aws = world.World(config, lab.session(), pair, "", "", {}, "", _clients={"sqs": sqs})
+        incident = incidents.seed_exercise2_incident(aws, clock, seed=seed, count=MESSAGES)
+        yield clock, aws, incident
     finally:
-        reloj.stop()
+        clock.stop()
 
 
 def peek_all(sqs, url):
@@ -171,9 +172,9 @@ def most_in_one_second(timestamps_ms):
     return most
 
 
-def invoke(handler, reloj, bodies_by_id):
+def invoke(handler, clock, bodies_by_id):
     """One invocation of a handler the learner's code built, with the checker's Lambda context."""
-    context = lambda_poller.Invocation(lambda_poller.Poller(None, "", handler, reloj), "grader", 1)
+    context = lambda_poller.Invocation(lambda_poller.Poller(None, "", handler, clock), "grader", 1)
     records = [{"messageId": key, "body": body, "attributes": {}} for key, body in bodies_by_id.items()]
     response = handler({"Records": records}, context) or {}
     assert isinstance(response, dict), f"the handler returned a {type(response).__name__}, not a dict"
@@ -192,13 +193,13 @@ def rule_of(value):
 
 # -- (a) --------------------------------------------------------------------------------------
 def check_inspection_deletes_nothing(lab):
-    with fresh(lab, seed=11) as (reloj, mf, _incident):
-        before = bodies(mf.sqs, mf.orders.dlq_url)
-        reloj.advance(2)
-        rows = lab.call("inspect_dlq", mf.sqs, mf.orders.dlq_url, 10)
-        reloj.advance(6)
-        after = bodies(mf.sqs, mf.orders.dlq_url)
-        deletes = calls_on(lab, ("DeleteMessage", "DeleteMessageBatch"), mf.orders.dlq_url)
+    with fresh(lab, seed=11) as (clock, aws, _incident):
+        before = bodies(aws.sqs, aws.orders.dlq_url)
+        clock.advance(2)
+        rows = lab.call("inspect_dlq", aws.sqs, aws.orders.dlq_url, 10)
+        clock.advance(6)
+        after = bodies(aws.sqs, aws.orders.dlq_url)
+        deletes = calls_on(lab, ("DeleteMessage", "DeleteMessageBatch"), aws.orders.dlq_url)
     assert isinstance(rows, list) and len(rows) == 10, f"asked for 10 messages, got {rows!r:.80}"
     assert all(isinstance(row, dict) and {"sent", "receive_count", "body"} <= set(row) for row in rows), (
         "rows lack sent/receive_count/body"
@@ -211,13 +212,13 @@ def check_inspection_deletes_nothing(lab):
 
 
 def check_inspection_keeps_evidence(lab):
-    with fresh(lab, seed=13) as (reloj, mf, _incident):
-        before = {body: (sent, count) for body, sent, count in peek_all(mf.sqs, mf.orders.dlq_url).values()}
-        reloj.advance(2)
-        lab.call("inspect_dlq", mf.sqs, mf.orders.dlq_url, 10)
-        reloj.advance(6)
-        after = {body: (sent, count) for body, sent, count in peek_all(mf.sqs, mf.orders.dlq_url).values()}
-        resent = calls_on(lab, ("SendMessage", "SendMessageBatch"), mf.orders.dlq_url)
+    with fresh(lab, seed=13) as (clock, aws, _incident):
+        before = {body: (sent, count) for body, sent, count in peek_all(aws.sqs, aws.orders.dlq_url).values()}
+        clock.advance(2)
+        lab.call("inspect_dlq", aws.sqs, aws.orders.dlq_url, 10)
+        clock.advance(6)
+        after = {body: (sent, count) for body, sent, count in peek_all(aws.sqs, aws.orders.dlq_url).values()}
+        resent = calls_on(lab, ("SendMessage", "SendMessageBatch"), aws.orders.dlq_url)
     lost = [body for body in before if body not in after]
     moved_in_time = [body for body in before if body in after and after[body][0] != before[body][0]]
     reset = [body for body in before if body in after and after[body][1] <= before[body][1]]
@@ -228,16 +229,16 @@ def check_inspection_keeps_evidence(lab):
 
 
 def check_contain_measures(lab):
-    with fresh(lab, seed=12) as (reloj, mf, _incident):
-        calm = lab.call("contain", mf, reloj)
-        received = calls_on(lab, ("ReceiveMessage",), mf.orders.url)
-        looked = mf.sqs.receive_message(
-            QueueUrl=mf.orders.url, VisibilityTimeout=1, WaitTimeSeconds=0, MessageSystemAttributeNames=["All"]
+    with fresh(lab, seed=12) as (clock, aws, _incident):
+        calm = lab.call("contain", aws, clock)
+        received = calls_on(lab, ("ReceiveMessage",), aws.orders.url)
+        looked = aws.sqs.receive_message(
+            QueueUrl=aws.orders.url, VisibilityTimeout=1, WaitTimeSeconds=0, MessageSystemAttributeNames=["All"]
         ).get("Messages", [])
-        reloj.advance(2)
-        orders.send_order(mf.sqs, mf.orders.url, orders.Order("PED-2026-777001", Decimal("5.00")))
-        reloj.advance(2 * 3600)  # a source queue nobody drains: its oldest message is now 2 h old
-        stuck = lab.call("contain", mf, reloj)
+        clock.advance(2)
+        orders.send_order(aws.sqs, aws.orders.url, orders.Order("PED-2026-777001", Decimal("5.00")))
+        clock.advance(2 * 3600)  # a source queue nobody drains: its oldest message is now 2 h old
+        stuck = lab.call("contain", aws, clock)
     assert isinstance(calm, dict) and isinstance(stuck, dict), "contain must return a dict"
     assert calm.get("dlq_messages") == MESSAGES, f"dlq_messages {calm.get('dlq_messages')}, the DLQ held {MESSAGES}"
     oldest = calm.get("source_oldest_seconds")
@@ -251,22 +252,22 @@ def check_contain_measures(lab):
 
 
 def check_classify_by_content(lab):
-    with fresh(lab, seed=14) as (reloj, mf, _incident):
-        poison = lab.call("classify_dlq", mf.sqs, mf.orders.dlq_url)
+    with fresh(lab, seed=14) as (clock, aws, _incident):
+        poison = lab.call("classify_dlq", aws.sqs, aws.orders.dlq_url)
         # Another DLQ: valid version-1 orders dead-lettered by a 503 burst, Tuesday 18:12-18:41.
         burst = queues.create_queue_pair(
-            mf.sqs,
+            aws.sqs,
             "cola-mercadofresco-rafaga",
             "mercadofresco-rafaga-fallidos",
             visibility_timeout_seconds=120,
             max_receive_count=4,
         )
-        start = dt.datetime(2026, 10, 20, 18, 12, tzinfo=clock.MADRID)
+        start = dt.datetime(2026, 10, 20, 18, 12, tzinfo=MADRID)
         for n in range(20):
-            reloj.advance_to(start + dt.timedelta(seconds=87 * n))
+            clock.advance_to(start + dt.timedelta(seconds=87 * n))
             body = orders.order_body(orders.Order(orders.order_id(400_000 + n), Decimal("19.90")))
-            mf.sqs.send_message(QueueUrl=burst.dlq_url, MessageBody=body)
-        transient = lab.call("classify_dlq", mf.sqs, burst.dlq_url)
+            aws.sqs.send_message(QueueUrl=burst.dlq_url, MessageBody=body)
+        transient = lab.call("classify_dlq", aws.sqs, burst.dlq_url)
     assert poison == "poison", f"the version-2 burst was classified {poison!r}"
     assert transient == "transient", f"a burst of valid orders (a 503 outage) was classified {transient!r}"
 
@@ -279,12 +280,12 @@ def check_answers_b_c(lab):
 
 
 def check_fixed_consumer(lab):
-    with fresh(lab, seed=16) as (reloj, _mf, _incident):
-        provider = gateway.PaymentGateway(reloj)
+    with fresh(lab, seed=16) as (clock, _mf, _incident):
+        provider = gateway.PaymentGateway(clock)
         handler = lab.call("build_fixed_handler", gateway.GatewayClient(provider))
         failed = invoke(
             handler,
-            reloj,
+            clock,
             {
                 "m0": incidents.version2_body("PED-2026-888001", "10.00"),
                 "m1": orders.order_body(orders.Order("PED-2026-888002", Decimal("10.00"))),
@@ -297,13 +298,13 @@ def check_fixed_consumer(lab):
 
 
 def check_v2_amount(lab):
-    with fresh(lab, seed=15) as (reloj, _mf, _incident):
-        provider = gateway.PaymentGateway(reloj)
+    with fresh(lab, seed=15) as (clock, _mf, _incident):
+        provider = gateway.PaymentGateway(clock)
         handler = lab.call("build_fixed_handler", gateway.GatewayClient(provider))
         amounts = {"PED-2026-888101": "48.20", "PED-2026-888102": "7.05", "PED-2026-888103": "120.00"}
         invoke(
             handler,
-            reloj,
+            clock,
             {f"a{i}": incidents.version2_body(p, importe) for i, (p, importe) in enumerate(amounts.items())},
         )
         charged = {charge.pedido_id: charge.importe for charge in provider.ledger}
@@ -314,10 +315,10 @@ def check_v2_amount(lab):
 # -- (d) -----------------------------------------------------------------------------------------
 def check_redrive_rate_limited(lab):
     rate = 5
-    with fresh(lab, seed=22) as (reloj, mf, incident):
-        moved = lab.call("redrive_dlq", mf, reloj, rate)
-        arrived = peek_all(mf.sqs, mf.orders.url).values()
-        left = queues.queue_counts(mf.sqs, mf.orders.dlq_url)
+    with fresh(lab, seed=22) as (clock, aws, incident):
+        moved = lab.call("redrive_dlq", aws, clock, rate)
+        arrived = peek_all(aws.sqs, aws.orders.url).values()
+        left = queues.queue_counts(aws.sqs, aws.orders.dlq_url)
     ids = {p for body, _sent, _count in arrived for p in incident.pedido_ids if p in body}
     stamps = [sent for body, sent, _count in arrived if any(p in body for p in incident.pedido_ids)]
     assert moved == MESSAGES, f"redrive_dlq returned {moved!r}, the DLQ held {MESSAGES}"
@@ -331,16 +332,16 @@ def check_redrive_rate_limited(lab):
 
 def check_redrive_loses_nothing(lab):
     odd = ["not an order at all", '{"pedido_id": "PED-2026-777101", "version": 2}', '{"importe": "1.00", "version": 3}']
-    with fresh(lab, seed=19) as (reloj, mf, _incident):
+    with fresh(lab, seed=19) as (clock, aws, _incident):
         for body in odd:
-            mf.sqs.send_message(QueueUrl=mf.orders.dlq_url, MessageBody=body)
-        reloj.advance(1)
-        held = bodies(mf.sqs, mf.orders.dlq_url)
-        reloj.advance(2)
-        lab.call("redrive_dlq", mf, reloj, 10)
-        reloj.advance(31)
-        source = bodies(mf.sqs, mf.orders.url)
-        still = bodies(mf.sqs, mf.orders.dlq_url)
+            aws.sqs.send_message(QueueUrl=aws.orders.dlq_url, MessageBody=body)
+        clock.advance(1)
+        held = bodies(aws.sqs, aws.orders.dlq_url)
+        clock.advance(2)
+        lab.call("redrive_dlq", aws, clock, 10)
+        clock.advance(31)
+        source = bodies(aws.sqs, aws.orders.url)
+        still = bodies(aws.sqs, aws.orders.dlq_url)
     gone = [body for body in held if body not in source and body not in still]
     assert len(held) == MESSAGES + len(odd), f"the grader's DLQ held {len(held)} messages"
     assert not gone, f"{len(gone)} message(s) disappeared, e.g. {gone[0]!r}" if gone else ""
@@ -353,12 +354,12 @@ def check_rate_answers(lab):
 
 
 def check_runbook_end_to_end(lab):
-    with fresh(lab, seed=30) as (reloj, mf, incident):
-        provider = gateway.PaymentGateway(reloj)
-        result = lab.call("runbook", mf, reloj, gateway.GatewayClient(provider))
+    with fresh(lab, seed=30) as (clock, aws, incident):
+        provider = gateway.PaymentGateway(clock)
+        result = lab.call("runbook", aws, clock, gateway.GatewayClient(provider))
         charges = provider.charges_per_order()
-        dlq_left = sum(queues.queue_counts(mf.sqs, mf.orders.dlq_url).values())
-        source_left = sum(queues.queue_counts(mf.sqs, mf.orders.url).values())
+        dlq_left = sum(queues.queue_counts(aws.sqs, aws.orders.dlq_url).values())
+        source_left = sum(queues.queue_counts(aws.sqs, aws.orders.url).values())
     wrong = {p: charges[p] for p in incident.pedido_ids if charges[p] != 1}
     assert dlq_left == 0, f"{dlq_left} messages back in the DLQ after the runbook"
     assert not wrong, f"{len(wrong)} orders not charged exactly once, e.g. {dict(list(wrong.items())[:3])}"
@@ -369,12 +370,12 @@ def check_runbook_end_to_end(lab):
 
 
 def check_redrive_idempotent(lab):
-    with fresh(lab, seed=32) as (reloj, mf, incident):
-        provider = gateway.PaymentGateway(reloj)
+    with fresh(lab, seed=32) as (clock, aws, incident):
+        provider = gateway.PaymentGateway(clock)
         already = incident.pedido_ids[::3]  # charged by a consumer that then failed before deleting its message
         for pedido in already:
             provider.charge(pedido, Decimal("10.00"), idempotency_key=f"cobro:{pedido}")
-        lab.call("runbook", mf, reloj, gateway.GatewayClient(provider))
+        lab.call("runbook", aws, clock, gateway.GatewayClient(provider))
         charges = provider.charges_per_order()
     twice = sorted(p for p in already if charges[p] != 1)
     never = sorted(p for p in incident.pedido_ids if charges[p] == 0)
@@ -386,10 +387,10 @@ def check_redrive_idempotent(lab):
 
 # -- (e) -----------------------------------------------------------------------------------------
 def check_safeguard(lab):
-    with fresh(lab, seed=31) as (_reloj, mf, _incident):
+    with fresh(lab, seed=31) as (_reloj, aws, _incident):
         arrivals = [
-            dt.datetime.fromtimestamp(sent / 1000, clock.MADRID)
-            for _body, sent, _count in peek_all(mf.sqs, mf.orders.dlq_url).values()
+            dt.datetime.fromtimestamp(sent / 1000, MADRID)
+            for _body, sent, _count in peek_all(aws.sqs, aws.orders.dlq_url).values()
         ]
     rule = rule_of(lab.value("safeguard_alarm"))
     fired = incidents.first_alarm_at(rule, arrivals, incidents.MONDAY_0900)

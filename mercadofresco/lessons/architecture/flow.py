@@ -82,8 +82,8 @@ EVERY_FAULT = Faults(**{f.name: True for f in fields(Faults)})
 class Flow:
     """Everything one run touches: the world, the models, the stores and what each hop recorded."""
 
-    mf: world.World
-    reloj: VirtualClock
+    aws: world.World
+    clock: VirtualClock
     gateway: gw.PaymentGateway
     breaker: breaker_store.SharedBreaker
     client: confirm.BreakerGuardedClient
@@ -99,41 +99,43 @@ class Flow:
     alarms_seen: list[str] = field(default_factory=list)
 
     def record(self, hop: str, event: str, pedido_id: str = "", detail: str = "") -> None:
-        seconds = round((self.reloj.now() - self.origin).total_seconds(), 3)
+        seconds = round((self.clock.now() - self.origin).total_seconds(), 3)
         self.timeline.append({"seconds": seconds, "hop": hop, "event": event, "pedido_id": pedido_id, "detail": detail})
 
 
-def build_flow(mf: world.World, reloj: VirtualClock, honours_key: bool = True) -> Flow:
+def build_flow(aws: world.World, clock: VirtualClock, honours_key: bool = True) -> Flow:
     """Add to the world what the whole flow needs: DLQs and alarms, the second rule, the breaker, the stores."""
-    pairs = {world.ORDERS_QUEUE: mf.orders}
+    pairs = {world.ORDERS_QUEUE: aws.orders}
     for name, dlq_name in DLQS.items():
         pairs[name] = queues.create_queue_pair(
-            mf.sqs,
+            aws.sqs,
             name,
             dlq_name,
             visibility_timeout_seconds=CONSUMER_VISIBILITY_SECONDS,
             max_receive_count=MAX_RECEIVES,
         )
     for dlq_name in (world.ORDERS_DLQ, *DLQS.values()):  # the two DLQ alarms of notebook 10 on each
-        dlq.define_alarms(mf.client("cloudwatch"), mf.alerts_topic_arn, dlq_name)
+        dlq.define_alarms(aws.client("cloudwatch"), aws.alerts_topic_arn, dlq_name)
     # A rule with no target in moto: its SNS target would make put_events raise NotImplementedError.
-    mf.client("events").put_rule(Name=NOTIFY_RULE, EventBusName=world.BUS, EventPattern=json.dumps(NOTIFY_PATTERN))
-    provider = gw.PaymentGateway(reloj)
-    alarm = alarm_evaluation.OpenAlarm(mf.client("cloudwatch"), mf.client("sns"), mf.alerts_topic_arn, "pasarela-pagos")
+    aws.client("events").put_rule(Name=NOTIFY_RULE, EventBusName=world.BUS, EventPattern=json.dumps(NOTIFY_PATTERN))
+    provider = gw.PaymentGateway(clock)
+    alarm = alarm_evaluation.OpenAlarm(
+        aws.client("cloudwatch"), aws.client("sns"), aws.alerts_topic_arn, "pasarela-pagos"
+    )
     shared = breaker_store.SharedBreaker(breaker_store.embedded_store(), BREAKER_POLICY, alarm=alarm)
     client = gw.GatewayClient(provider, read_timeout_seconds=30, policy=CLIENT_POLICY)
     return Flow(
-        mf=mf,
-        reloj=reloj,
+        aws=aws,
+        clock=clock,
         gateway=provider,
         breaker=shared,
-        client=confirm.BreakerGuardedClient(client, shared, reloj),
-        store=idempotency.IdempotencyStore(mf.dynamodb, reloj),
+        client=confirm.BreakerGuardedClient(client, shared, clock),
+        store=idempotency.IdempotencyStore(aws.dynamodb, clock),
         book=confirm.OrderBook(),
         providers={name: fulfilment.Provider(name, honours_key=honours_key) for name in CONSUMER_QUEUES},
         pairs=pairs,
-        inbox_url=alarms.subscribe_inbox(mf.client("sns"), mf.sqs, mf.alerts_topic_arn),
-        origin=reloj.now(),
+        inbox_url=alarms.subscribe_inbox(aws.client("sns"), aws.sqs, aws.alerts_topic_arn),
+        origin=clock.now(),
     )
 
 
@@ -141,7 +143,7 @@ def send_orders(flow: Flow, count: int, first: int = 84_417) -> list[str]:
     """The shop puts `count` orders in cola-mercadofresco-pedidos; return their pedido_ids."""
     ids = [orders.order_id(first + n) for n in range(count)]
     for pedido_id in ids:
-        orders.send_order(flow.mf.sqs, flow.mf.orders.url, orders.Order(pedido_id, Decimal("48.20")))
+        orders.send_order(flow.aws.sqs, flow.aws.orders.url, orders.Order(pedido_id, Decimal("48.20")))
     return ids
 
 
@@ -167,13 +169,13 @@ def publish_pending(flow: Flow, dies_after_publishing: int | None = None) -> int
     to `mercadofresco-pedido-confirmado`. `dies_after_publishing=n` kills the
     publisher after the n-th event went out and before its row was marked.
     """
-    events, sns = flow.mf.client("events"), flow.mf.client("sns")
+    events, sns = flow.aws.client("events"), flow.aws.client("sns")
     for n, row in enumerate(flow.book.pending(), start=1):
         payload = json.loads(row["payload"])
         entry = {"Source": world.ORDER_SOURCE, "DetailType": row["tipo"], "Detail": row["payload"]}
         events.put_events(Entries=[entry | {"EventBusName": world.BUS}])
         envelope = {"version": "0", "detail-type": row["tipo"], "source": world.ORDER_SOURCE, "detail": payload}
-        sns.publish(TopicArn=flow.mf.topic_arn, Message=json.dumps(envelope))  # the rule's SNS target, modelled
+        sns.publish(TopicArn=flow.aws.topic_arn, Message=json.dumps(envelope))  # the rule's SNS target, modelled
         flow.published += 1
         flow.record("outbox", "published", payload["pedido_id"], f"outbox row {row['id']}")
         if n == dies_after_publishing:
@@ -201,18 +203,18 @@ def check_alarms(flow: Flow) -> list[dict[str, Any]]:
     for name, pair in flow.pairs.items():
         dlq_name = world.ORDERS_DLQ if name == world.ORDERS_QUEUE else DLQS[name]
         rows.append(
-            {"at": f"{flow.reloj.now():%H:%M:%S}", "dlq": dlq_name}
-            | alarm_evaluation.check_dlq_alarms(flow.mf, pair.dlq_url, flow.reloj.now(), dlq_name)
+            {"at": f"{flow.clock.now():%H:%M:%S}", "dlq": dlq_name}
+            | alarm_evaluation.check_dlq_alarms(flow.aws, pair.dlq_url, flow.clock.now(), dlq_name)
         )
-    flow.alarms_seen.extend(alarms.read_inbox(flow.mf.sqs, flow.inbox_url))
+    flow.alarms_seen.extend(alarms.read_inbox(flow.aws.sqs, flow.inbox_url))
     return rows
 
 
 def redrive(flow: Flow, queue_name: str) -> int:
     """The runbook's last steps, after the fix: move the queue's DLQ back at 10/s; return how many moved."""
     pair = flow.pairs[queue_name]
-    flow.reloj.advance(dlq.INSPECT_VISIBILITY_SECONDS + 1)  # the alarm check's inspection hid them for 5 s
-    task = move_task.start_message_move_task(flow.mf.sqs, flow.reloj, pair.dlq_url, pair.url, 10)
+    flow.clock.advance(dlq.INSPECT_VISIBILITY_SECONDS + 1)  # the alarm check's inspection hid them for 5 s
+    task = move_task.start_message_move_task(flow.aws.sqs, flow.clock, pair.dlq_url, pair.url, 10)
     moved = task.approximate_number_of_messages_moved
     flow.redriven[queue_name] = flow.redriven.get(queue_name, 0) + moved
     flow.record("runbook", "redriven", "", f"{moved} messages back to {queue_name}")
@@ -232,7 +234,7 @@ def recover_erp(flow: Flow) -> Poller:
 def _poller(flow: Flow, queue_name: str, handler: Any, config: PollerConfig, crashes: dict[str, int]) -> Poller:
     plan = CrashPlan({step: times for step, times in crashes.items() if times})
     url = flow.pairs[queue_name].url
-    return Poller(flow.mf.sqs, url, handler, flow.reloj, config, plan, origin=flow.origin)
+    return Poller(flow.aws.sqs, url, handler, flow.clock, config, plan, origin=flow.origin)
 
 
 # -- a whole run --------------------------------------------------------------------------------------
@@ -248,8 +250,8 @@ class FlowRun:
 
 
 def run_flow(
-    mf: world.World,
-    reloj: VirtualClock,
+    aws: world.World,
+    clock: VirtualClock,
     count: int,
     faults: Faults = Faults(),
     honours_key: bool = True,
@@ -257,7 +259,7 @@ def run_flow(
 ) -> FlowRun:
     """Send `count` orders (PED-2026-084417 on) through every hop with `faults`, recover, and return the run."""
     check_range("count", count, 1, 50, why="moto slows down as queues grow")
-    flow = build_flow(mf, reloj, honours_key=honours_key)
+    flow = build_flow(aws, clock, honours_key=honours_key)
     ids = send_orders(flow, count, first)
     pollers = {"cobro": confirm_stage(flow, faults)}
     alarm_rows = check_alarms(flow)  # faults stacked on one order can spend its 4 receives

@@ -77,8 +77,8 @@ def left_in_queues(flow: Flow) -> dict[str, int]:
     """Messages still anywhere: every queue and every DLQ of the flow (0 everywhere means nothing is pending)."""
     counts = {}
     for name, pair in flow.pairs.items():
-        counts[name] = sum(queues.queue_counts(flow.mf.sqs, pair.url).values())
-        counts[name.replace("cola-", "") + " DLQ"] = sum(queues.queue_counts(flow.mf.sqs, pair.dlq_url).values())
+        counts[name] = sum(queues.queue_counts(flow.aws.sqs, pair.url).values())
+        counts[name.replace("cola-", "") + " DLQ"] = sum(queues.queue_counts(flow.aws.sqs, pair.dlq_url).values())
     return counts
 
 

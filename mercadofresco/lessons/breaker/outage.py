@@ -86,14 +86,14 @@ class OutageRun:
 
 
 def run_outage(
-    reloj: VirtualClock, mode: str, config: OutageConfig | None = None, alarm: alarm_evaluation.OpenAlarm | None = None
+    clock: VirtualClock, mode: str, config: OutageConfig | None = None, alarm: alarm_evaluation.OpenAlarm | None = None
 ) -> OutageRun:
     """Run `config.consumers` consumers against a gateway that is down for `down_seconds`."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
     config = config or OutageConfig()
-    env = ClockedEnvironment(reloj)
-    provider = gw.PaymentGateway(reloj)
+    env = ClockedEnvironment(clock)
+    provider = gw.PaymentGateway(clock)
     run = OutageRun(mode, config)
     if mode == "shared":
         one = breaker_store.SharedBreaker(breaker_store.embedded_store(), config.breaker, alarm=alarm)
@@ -159,7 +159,7 @@ def email_provider(guard: Any, now: float) -> str:
 
 
 def erp_notice_during_outage(
-    mf: world.World, reloj: VirtualClock, defer: bool, outage_seconds: int = 720, poll_seconds: int = 10
+    aws: world.World, clock: VirtualClock, defer: bool, outage_seconds: int = 720, poll_seconds: int = 10
 ) -> dict[str, Any]:
     """One ERP notice through an ERP outage: call and fail on every receive, or defer 300 s while open.
 
@@ -167,26 +167,26 @@ def erp_notice_during_outage(
     sees the notice again every 30 s and spends a receive each time.
     """
     check_range("outage_seconds", outage_seconds, 60, 3_600)
-    sqs, url = mf.sqs, mf.fanout_queue_urls[ERP_QUEUE]
+    sqs, url = aws.sqs, aws.fanout_queue_urls[ERP_QUEUE]
     sqs.purge_queue(QueueUrl=url)
     sqs.set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": "30"})
     sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"pedido_id": "PED-2026-084417", "aviso": "confirmado"}))
-    erp_down_until = reloj.timestamp() + outage_seconds
+    erp_down_until = clock.timestamp() + outage_seconds
     guard = CircuitBreaker(BreakerPolicy(failure_threshold=1, open_seconds=outage_seconds))
-    guard.record_failure(reloj.timestamp())  # the ERP's breaker opened as the outage began
-    started, erp_calls, receives = reloj.timestamp(), 0, 0
-    while reloj.timestamp() - started < 4 * outage_seconds:
+    guard.record_failure(clock.timestamp())  # the ERP's breaker opened as the outage began
+    started, erp_calls, receives = clock.timestamp(), 0, 0
+    while clock.timestamp() - started < 4 * outage_seconds:
         messages = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0, MessageSystemAttributeNames=["All"])
         for message in messages.get("Messages", []):
             receives = int(message["Attributes"]["ApproximateReceiveCount"])
-            if defer and not guard.allow(reloj.timestamp()):
+            if defer and not guard.allow(clock.timestamp()):
                 sqs.change_message_visibility(
                     QueueUrl=url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=DEFER_SECONDS
                 )
                 continue
             erp_calls += 1
-            if reloj.timestamp() >= erp_down_until:
+            if clock.timestamp() >= erp_down_until:
                 sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
                 return {"defer": defer, "receives": receives, "erp_calls": erp_calls, "delivered": True}
-        reloj.advance(poll_seconds)
+        clock.advance(poll_seconds)
     return {"defer": defer, "receives": receives, "erp_calls": erp_calls, "delivered": False}

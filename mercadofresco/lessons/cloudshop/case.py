@@ -126,18 +126,18 @@ class SendConfirmationEmails:
         return {"batchItemFailures": []}
 
 
-def _bus_to_queue(mf: world.World, queue_url: str) -> None:
+def _bus_to_queue(aws: world.World, queue_url: str) -> None:
     """bus-cloudshop, rule pedido.confirmado -> the email queue (EventBridge and SQS in moto)."""
-    events = mf.client("events")
+    events = aws.client("events")
     if BUS not in [bus["Name"] for bus in events.list_event_buses()["EventBuses"]]:
         events.create_event_bus(Name=BUS)
     pattern = json.dumps({"source": ["cloudshop.pedidos"], "detail-type": ["pedido.confirmado"]})
     events.put_rule(Name="pedido-confirmado-correo", EventBusName=BUS, EventPattern=pattern)
-    target = {"Id": "correo", "Arn": queues.queue_arn(mf.sqs, queue_url)}
+    target = {"Id": "correo", "Arn": queues.queue_arn(aws.sqs, queue_url)}
     events.put_targets(Rule="pedido-confirmado-correo", EventBusName=BUS, Targets=[target])
 
 
-def _publish(mf: world.World, pedido_ids: list[str]) -> None:
+def _publish(aws: world.World, pedido_ids: list[str]) -> None:
     entries = [
         {
             "Source": "cloudshop.pedidos",
@@ -149,12 +149,12 @@ def _publish(mf: world.World, pedido_ids: list[str]) -> None:
     ]
     with moto_events.cached_jsonpath():  # moto re-parses the same 8 JSONPaths per event: 0.2 s for 40 events
         for start in range(0, len(entries), 10):
-            mf.client("events").put_events(Entries=entries[start : start + 10])
+            aws.client("events").put_events(Entries=entries[start : start + 10])
 
 
 def duplicate_emails(
-    mf: world.World,
-    reloj: VirtualClock,
+    aws: world.World,
+    clock: VirtualClock,
     design: str,
     events: int = 40,
     timeout_seconds: float = 5.0,
@@ -171,21 +171,23 @@ def duplicate_emails(
     if design == EMAIL_DESIGNS[0]:
         return direct_invocation(events, timeout_seconds, seed)
     check_range("timeout_seconds", timeout_seconds, 1, 900)
-    pair = queues.create_queue_pair(mf.sqs, EMAIL_QUEUE, EMAIL_DLQ, visibility_timeout_seconds=180, max_receive_count=3)
-    _bus_to_queue(mf, pair.url)
-    duplicates.empty_table(mf)
+    pair = queues.create_queue_pair(
+        aws.sqs, EMAIL_QUEUE, EMAIL_DLQ, visibility_timeout_seconds=180, max_receive_count=3
+    )
+    _bus_to_queue(aws, pair.url)
+    duplicates.empty_table(aws)
     provider = EmailProvider(random.Random(seed))
     handler = SendConfirmationEmails(
-        provider, idempotency.IdempotencyStore(mf.dynamodb, reloj), mark_before_waiting=design == EMAIL_DESIGNS[2]
+        provider, idempotency.IdempotencyStore(aws.dynamodb, clock), mark_before_waiting=design == EMAIL_DESIGNS[2]
     )
     config = lambda_poller.PollerConfig(
         batch_size=batch_size, max_concurrency=3, function_timeout_seconds=timeout_seconds, max_idle_poll_seconds=20
     )
-    poller = lambda_poller.Poller(mf.sqs, pair.url, handler, reloj, config)
-    _publish(mf, _campaign(events, 200))
+    poller = lambda_poller.Poller(aws.sqs, pair.url, handler, clock, config)
+    _publish(aws, _campaign(events, 200))
     poller.run_until_idle(6 * 3_600)
     timeouts = sum(1 for row in poller.timeline if row["event"] == "timed_out")
-    _delete(mf, pair)
+    _delete(aws, pair)
     return {
         "design": design,
         "timeout_s": timeout_seconds,
@@ -195,9 +197,9 @@ def duplicate_emails(
     }
 
 
-def _delete(mf: world.World, pair: queues.QueuePair) -> None:
-    mf.sqs.delete_queue(QueueUrl=pair.url)
-    mf.sqs.delete_queue(QueueUrl=pair.dlq_url)
+def _delete(aws: world.World, pair: queues.QueuePair) -> None:
+    aws.sqs.delete_queue(QueueUrl=pair.url)
+    aws.sqs.delete_queue(QueueUrl=pair.dlq_url)
 
 
 # -- problem 2: the stock consumer ----------------------------------------------------------
@@ -229,22 +231,22 @@ class DiscountStock:
         return {"batchItemFailures": failures}
 
 
-def _stock_table(mf: world.World, pedido_ids: list[str]) -> None:
+def _stock_table(aws: world.World, pedido_ids: list[str]) -> None:
     """Every sku at STOCK_START (the orders are at most 60: 25 puts a call, BatchWriteItem's limit)."""
-    ordering.create_stock_table(mf.dynamodb, STOCK_TABLE)
+    ordering.create_stock_table(aws.dynamodb, STOCK_TABLE)
     puts = [{"PutRequest": {"Item": {"sku": {"S": p}, "stock": {"N": str(STOCK_START)}}}} for p in pedido_ids]
     for start in range(0, len(puts), 25):
         requests = {STOCK_TABLE: puts[start : start + 25]}
         while requests:
-            requests = mf.dynamodb.batch_write_item(RequestItems=requests).get("UnprocessedItems") or {}
+            requests = aws.dynamodb.batch_write_item(RequestItems=requests).get("UnprocessedItems") or {}
 
 
-def _discounts(mf: world.World, pedido_ids: list[str]) -> dict[str, int]:
+def _discounts(aws: world.World, pedido_ids: list[str]) -> dict[str, int]:
     """Units taken off each sku, read back in one BatchGetItem (up to 100 keys)."""
     stock: dict[str, int] = {}
     requests = {STOCK_TABLE: {"Keys": [{"sku": {"S": p}} for p in pedido_ids], "ConsistentRead": True}}
     while requests:
-        answer = mf.dynamodb.batch_get_item(RequestItems=requests)
+        answer = aws.dynamodb.batch_get_item(RequestItems=requests)
         stock |= {item["sku"]["S"]: int(item["stock"]["N"]) for item in answer["Responses"][STOCK_TABLE]}
         requests = answer.get("UnprocessedKeys") or {}
     return {p: STOCK_START - stock[p] for p in pedido_ids}
@@ -271,8 +273,8 @@ class StockRun:
 
 
 def _run_stock(
-    mf: world.World,
-    reloj: VirtualClock,
+    aws: world.World,
+    clock: VirtualClock,
     bodies: list[str],
     visibility: int,
     config: lambda_poller.PollerConfig,
@@ -280,24 +282,24 @@ def _run_stock(
     seed: int,
 ) -> StockRun:
     pair = queues.create_queue_pair(
-        mf.sqs, STOCK_QUEUE, STOCK_DLQ, visibility_timeout_seconds=visibility, max_receive_count=5
+        aws.sqs, STOCK_QUEUE, STOCK_DLQ, visibility_timeout_seconds=visibility, max_receive_count=5
     )
     pedido_ids = [orders.parse_order(b).pedido_id for b in bodies if _valid(b)]
-    _stock_table(mf, pedido_ids)
-    handler = DiscountStock(mf.dynamodb, random.Random(seed), seconds_per_message)
-    poller = lambda_poller.Poller(mf.sqs, pair.url, handler, reloj, config)
+    _stock_table(aws, pedido_ids)
+    handler = DiscountStock(aws.dynamodb, random.Random(seed), seconds_per_message)
+    poller = lambda_poller.Poller(aws.sqs, pair.url, handler, clock, config)
     for start in range(0, len(bodies), 10):
         entries = [{"Id": str(i), "MessageBody": body} for i, body in enumerate(bodies[start : start + 10])]
-        mf.sqs.send_message_batch(QueueUrl=pair.url, Entries=entries)
+        aws.sqs.send_message_batch(QueueUrl=pair.url, Entries=entries)
     poller.run_until_idle(6 * 3_600)
     received = Counter(row["pedido_id"] or BAD_MESSAGE for row in poller.timeline if row["event"] == "received")
     run = StockRun(
-        _discounts(mf, pedido_ids),
+        _discounts(aws, pedido_ids),
         dict(received),
-        queues.queue_counts(mf.sqs, pair.dlq_url)["visible"],
+        queues.queue_counts(aws.sqs, pair.dlq_url)["visible"],
         poller.timeline,
     )
-    _delete(mf, pair)
+    _delete(aws, pair)
     return run
 
 
@@ -310,8 +312,8 @@ def _valid(body: str) -> bool:
 
 
 def stock_discounts(
-    mf: world.World,
-    reloj: VirtualClock,
+    aws: world.World,
+    clock: VirtualClock,
     visibility_timeout_seconds: int = 30,
     order_count: int = 10,
     timeout_seconds: float = 25.0,
@@ -336,10 +338,10 @@ def stock_discounts(
         function_timeout_seconds=timeout_seconds * batch_size,
         max_idle_poll_seconds=20,
     )
-    return _run_stock(mf, reloj, bodies, visibility_timeout_seconds, config, (1.0, 9.0), seed)
+    return _run_stock(aws, clock, bodies, visibility_timeout_seconds, config, (1.0, 9.0), seed)
 
 
-def partial_batch(mf: world.World, reloj: VirtualClock, report_batch_item_failures: bool) -> StockRun:
+def partial_batch(aws: world.World, clock: VirtualClock, report_batch_item_failures: bool) -> StockRun:
     """Nine good orders and one with a negative amount in one batch of 10; the batch fails on the bad one."""
     bodies = [orders.order_body(orders.Order(orders.order_id(700_000 + i), Decimal("19.90"))) for i in range(9)]
     bodies.insert(4, '{"importe": "-19.90", "pedido_id": "PED-2026-700099", "version": 1}')
@@ -349,4 +351,4 @@ def partial_batch(mf: world.World, reloj: VirtualClock, report_batch_item_failur
         report_batch_item_failures=report_batch_item_failures,
         max_idle_poll_seconds=20,
     )
-    return _run_stock(mf, reloj, bodies, 30, config, (0.0, 0.0), seed=0)  # the time it takes is not the point
+    return _run_stock(aws, clock, bodies, 30, config, (0.0, 0.0), seed=0)  # the time it takes is not the point

@@ -210,7 +210,7 @@ def _duration(delta: dt.timedelta) -> str:
 
 
 def retention_on_moto(
-    mf: world.World, reloj: VirtualClock, letters: list[DeadLetter], sample: int = 20, seed: int = 0
+    aws: world.World, clock: VirtualClock, letters: list[DeadLetter], sample: int = 20, seed: int = 0
 ) -> list[dict[str, Any]]:
     """A seeded sample of the outage's valid orders in a moto queue with 14 days of retention, read twice.
 
@@ -221,24 +221,24 @@ def retention_on_moto(
     it found before it, so the sample holds only messages that all expire.)
     """
     check_range("sample", sample, 1, 100)
-    if reloj.now() > letters[0].sent_at:
+    if clock.now() > letters[0].sent_at:
         raise ValueError(f"the clock must be at or before the first message ({letters[0].sent_at:%Y-%m-%d %H:%M})")
     valid = [letter for letter in letters if kind_of(letter) == "transient"]
     chosen = sorted(random.Random(seed).sample(valid, sample), key=lambda letter: letter.sent_at)
-    url = mf.sqs.create_queue(
+    url = aws.sqs.create_queue(
         QueueName="cloudshop-facturacion-fallidos", Attributes={"MessageRetentionPeriod": str(RETENTION_SECONDS)}
     )["QueueUrl"]
     for letter in chosen:
-        reloj.advance_to(letter.sent_at)
-        mf.sqs.send_message(QueueUrl=url, MessageBody=letter.body, MessageAttributes=letter.reason.attributes())
+        clock.advance_to(letter.sent_at)
+        aws.sqs.send_message(QueueUrl=url, MessageBody=letter.body, MessageAttributes=letter.reason.attributes())
     rows = []
     discovered = letters[0].sent_at + DISCOVERED_AFTER
     for label, at in (("discovered (day 13)", discovered), ("two days later", discovered + dt.timedelta(days=2))):
-        reloj.advance_to(at)
-        found = dlq.inspect(mf.sqs, url, max_messages=sample)
-        reloj.advance(dlq.INSPECT_VISIBILITY_SECONDS + 1)
+        clock.advance_to(at)
+        found = dlq.inspect(aws.sqs, url, max_messages=sample)
+        clock.advance(dlq.INSPECT_VISIBILITY_SECONDS + 1)
         rows.append({"read": label, "valid_orders_sent": sample, "still_in_the_dlq": len(found)})
-    mf.sqs.delete_queue(QueueUrl=url)
+    aws.sqs.delete_queue(QueueUrl=url)
     return rows
 
 
@@ -269,15 +269,15 @@ def redrive_rows(all_at_once: MassRedriveResult, paced: MassRedriveResult) -> li
 
 
 # -- how long the key must live ---------------------------------------------------------------------
-def key_after(mf: world.World, reloj: VirtualClock, ttl_days: float, days_later: float) -> dict[str, Any]:
+def key_after(aws: world.World, clock: VirtualClock, ttl_days: float, days_later: float) -> dict[str, Any]:
     """A confirmation email is sent; `days_later` the same event comes back (a DLQ redrive). Is it sent again?"""
     check_range("ttl_days", ttl_days, 0.01, 366)
     check_range("days_later", days_later, 0, 14)
-    duplicates.empty_table(mf)
-    store = idempotency.IdempotencyStore(mf.dynamodb, reloj, ttl_seconds=int(ttl_days * DAY), lock_seconds=60)
+    duplicates.empty_table(aws)
+    store = idempotency.IdempotencyStore(aws.dynamodb, clock, ttl_seconds=int(ttl_days * DAY), lock_seconds=60)
     clave = idempotency.email_key("PED-2026-800001")
     sent: list[int] = []
     for wait in (0.0, days_later * DAY):
-        reloj.advance(wait)
+        clock.advance(wait)
         idempotency.run_once(store, clave, lambda: {"mensaje": sent.append(1) or len(sent)}, lambda exc: False)
     return {"key_ttl_days": ttl_days, "back_after_days": days_later, "emails_sent": len(sent)}

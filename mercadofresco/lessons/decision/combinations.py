@@ -58,28 +58,28 @@ def _drain(sqs: Any, url: str) -> list[str]:
 
 
 # -- SNS -> SQS ------------------------------------------------------------------------------
-def sns_to_sqs(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]]:
+def sns_to_sqs(aws: world.World, clock: VirtualClock) -> list[dict[str, Any]]:
     """Publish once; the ERP consumer reads its copy, the email consumer is down for two hours."""
-    sqs = mf.sqs
-    mf.client("sns").publish(TopicArn=mf.topic_arn, Message=json.dumps({"pedido_id": "PED-2026-084417"}))
-    rows = [{"moment": "after one publish"} | _fanout_counts(mf)]
-    _drain(sqs, mf.fanout_queue_urls["cola-mercadofresco-erp"])
-    rows.append({"moment": "ERP consumer read its copy"} | _fanout_counts(mf))
-    reloj.advance(2 * 3_600)
-    rows.append({"moment": "two hours later, email still down"} | _fanout_counts(mf))
-    bodies = _drain(sqs, mf.fanout_queue_urls["cola-mercadofresco-correo"])
-    rows.append({"moment": f"email back: read {len(bodies)}"} | _fanout_counts(mf))
+    sqs = aws.sqs
+    aws.client("sns").publish(TopicArn=aws.topic_arn, Message=json.dumps({"pedido_id": "PED-2026-084417"}))
+    rows = [{"moment": "after one publish"} | _fanout_counts(aws)]
+    _drain(sqs, aws.fanout_queue_urls["cola-mercadofresco-erp"])
+    rows.append({"moment": "ERP consumer read its copy"} | _fanout_counts(aws))
+    clock.advance(2 * 3_600)
+    rows.append({"moment": "two hours later, email still down"} | _fanout_counts(aws))
+    bodies = _drain(sqs, aws.fanout_queue_urls["cola-mercadofresco-correo"])
+    rows.append({"moment": f"email back: read {len(bodies)}"} | _fanout_counts(aws))
     return rows
 
 
-def _fanout_counts(mf: world.World) -> dict[str, int]:
-    return {name: queues.queue_counts(mf.sqs, url)["visible"] for name, url in mf.fanout_queue_urls.items()}
+def _fanout_counts(aws: world.World) -> dict[str, int]:
+    return {name: queues.queue_counts(aws.sqs, url)["visible"] for name, url in aws.fanout_queue_urls.items()}
 
 
 # -- EventBridge -> SQS -> consumer --------------------------------------------------------------
-def add_home_delivery_rule(mf: world.World) -> str:
+def add_home_delivery_rule(aws: world.World) -> str:
     """A rule that routes by content: only PedidoConfirmado with envio = domicilio reach cola-mercadofresco-reparto."""
-    events, sqs = mf.client("events"), mf.sqs
+    events, sqs = aws.client("events"), aws.sqs
     pattern = {"source": [world.ORDER_SOURCE], "detail-type": ["PedidoConfirmado"], "detail": {"envio": ["domicilio"]}}
     events.put_rule(Name=HOME_RULE, EventBusName=world.BUS, EventPattern=json.dumps(pattern))
     url = sqs.create_queue(QueueName=DELIVERY_QUEUE)["QueueUrl"]
@@ -89,18 +89,18 @@ def add_home_delivery_rule(mf: world.World) -> str:
     return url
 
 
-def eventbridge_to_sqs(mf: world.World) -> list[dict[str, Any]]:
+def eventbridge_to_sqs(aws: world.World) -> list[dict[str, Any]]:
     """Three events on the bus; what each queue's consumer receives."""
-    delivery_url = add_home_delivery_rule(mf)
+    delivery_url = add_home_delivery_rule(aws)
     entries = [
         order_event("PED-2026-084417", "domicilio"),
         order_event("PED-2026-084418", "recogida"),
         {"Source": world.ORDER_SOURCE, "DetailType": "CarritoAbandonado", "Detail": "{}", "EventBusName": world.BUS},
     ]
-    failed = mf.client("events").put_events(Entries=entries)["FailedEntryCount"]
+    failed = aws.client("events").put_events(Entries=entries)["FailedEntryCount"]
     rows = []
-    for name, url in ((world.WAREHOUSE_QUEUE, mf.warehouse_queue_url), (DELIVERY_QUEUE, delivery_url)):
-        received = [json.loads(body) for body in _drain(mf.sqs, url)]
+    for name, url in ((world.WAREHOUSE_QUEUE, aws.warehouse_queue_url), (DELIVERY_QUEUE, delivery_url)):
+        received = [json.loads(body) for body in _drain(aws.sqs, url)]
         rows.append(
             {
                 "queue": name,
@@ -112,7 +112,7 @@ def eventbridge_to_sqs(mf: world.World) -> list[dict[str, Any]]:
 
 
 # -- EventBridge -> Step Functions -------------------------------------------------------------------
-def create_process_machine(mf: world.World) -> str:
+def create_process_machine(aws: world.World) -> str:
     """mercadofresco-procesar-pedido, reduced to its shape: prepare, ship, and a compensation path."""
     definition = {
         "StartAt": "Preparar",
@@ -122,14 +122,14 @@ def create_process_machine(mf: world.World) -> str:
             "Compensar": {"Type": "Pass", "End": True},
         },
     }
-    return mf.client("stepfunctions").create_state_machine(
+    return aws.client("stepfunctions").create_state_machine(
         name=PROCESS_MACHINE, definition=json.dumps(definition), roleArn=ROLE_ARN
     )["stateMachineArn"]
 
 
-def step_functions_target_on_moto(mf: world.World, machine_arn: str) -> str:
+def step_functions_target_on_moto(aws: world.World, machine_arn: str) -> str:
     """Put the state machine behind a rule, as in AWS, and say what moto does with an event; leave no trace."""
-    events = mf.client("events")
+    events = aws.client("events")
     pattern = {"source": [world.ORDER_SOURCE], "detail-type": ["PedidoConfirmado"]}
     events.put_rule(Name=PROCESS_RULE, EventBusName=world.BUS, EventPattern=json.dumps(pattern))
     target = {"Id": "procesar", "Arn": machine_arn, "RoleArn": ROLE_ARN}
@@ -142,7 +142,7 @@ def step_functions_target_on_moto(mf: world.World, machine_arn: str) -> str:
     finally:
         events.remove_targets(Rule=PROCESS_RULE, EventBusName=world.BUS, Ids=["procesar"])
         events.delete_rule(Name=PROCESS_RULE, EventBusName=world.BUS)
-        _drain(mf.sqs, mf.warehouse_queue_url)  # moto had already delivered the warehouse rule's copy
+        _drain(aws.sqs, aws.warehouse_queue_url)  # moto had already delivered the warehouse rule's copy
     return answer
 
 
@@ -161,11 +161,11 @@ def start_for_event(sfn: Any, machine_arn: str, event: dict[str, Any]) -> str:
     return response["executionArn"]
 
 
-def eventbridge_to_step_functions(mf: world.World) -> dict[str, Any]:
+def eventbridge_to_step_functions(aws: world.World) -> dict[str, Any]:
     """The same PedidoConfirmado twice: how many executions of mercadofresco-procesar-pedido start."""
-    sfn = mf.client("stepfunctions")
-    machine = create_process_machine(mf)
-    moto_answer = step_functions_target_on_moto(mf, machine)
+    sfn = aws.client("stepfunctions")
+    machine = create_process_machine(aws)
+    moto_answer = step_functions_target_on_moto(aws, machine)
     event = order_event("PED-2026-084417")
     arns = {start_for_event(sfn, machine, event) for _ in range(2)}
     executions = sfn.list_executions(stateMachineArn=machine)["executions"]
@@ -232,9 +232,9 @@ def direct_vs_queued(outage: Outage | None = None) -> list[dict[str, Any]]:
 
 
 # -- our own rate limit toward a third party, set in the three places -------------------------------
-def throttle_knobs(mf: world.World, rate_per_second: int) -> dict[str, Any]:
+def throttle_knobs(aws: world.World, rate_per_second: int) -> dict[str, Any]:
     """Set our own rate limit where the lesson names it, on moto, and read each setting back."""
-    events, sns, sfn = mf.client("events"), mf.client("sns"), mf.client("stepfunctions")
+    events, sns, sfn = aws.client("events"), aws.client("sns"), aws.client("stepfunctions")
     connection = events.create_connection(
         Name="conexion-erp",
         AuthorizationType="API_KEY",
@@ -248,7 +248,7 @@ def throttle_knobs(mf: world.World, rate_per_second: int) -> dict[str, Any]:
         InvocationRateLimitPerSecond=rate_per_second,
     )
     policy = {"http": {"throttlePolicy": {"maxReceivesPerSecond": rate_per_second}}}
-    sns.set_topic_attributes(TopicArn=mf.topic_arn, AttributeName="DeliveryPolicy", AttributeValue=json.dumps(policy))
+    sns.set_topic_attributes(TopicArn=aws.topic_arn, AttributeName="DeliveryPolicy", AttributeValue=json.dumps(policy))
     item = {"Avisar": {"Type": "Pass", "End": True}}
     notify = {"Type": "Map", "MaxConcurrency": rate_per_second, "ItemsPath": "$.lineas", "End": True}
     definition = {
@@ -259,7 +259,7 @@ def throttle_knobs(mf: world.World, rate_per_second: int) -> dict[str, Any]:
         name="mercadofresco-avisar-erp", definition=json.dumps(definition), roleArn=ROLE_ARN
     )
     stored = json.loads(sfn.describe_state_machine(stateMachineArn=machine["stateMachineArn"])["definition"])
-    delivery = json.loads(sns.get_topic_attributes(TopicArn=mf.topic_arn)["Attributes"]["DeliveryPolicy"])
+    delivery = json.loads(sns.get_topic_attributes(TopicArn=aws.topic_arn)["Attributes"]["DeliveryPolicy"])
     return {
         "EventBridge API destination: InvocationRateLimitPerSecond": events.describe_api_destination(
             Name="destino-erp"

@@ -61,8 +61,8 @@ class DeliveryRun:
 
 
 def run_orders(
-    mf: world.World,
-    reloj: VirtualClock,
+    aws: world.World,
+    clock: VirtualClock,
     client: gateway.GatewayClient,
     order_list: list[orders.Order],
     poller_config: lambda_poller.PollerConfig | None = None,
@@ -72,59 +72,59 @@ def run_orders(
 ) -> DeliveryRun:
     """Send `order_list` to the orders queue and poll until it settles (by default with the naive ChargeOrders)."""
     poller = lambda_poller.Poller(
-        mf.sqs,
-        mf.orders.url,
+        aws.sqs,
+        aws.orders.url,
         handler or handlers.ChargeOrders(client),
-        reloj,
+        clock,
         config=poller_config or lambda_poller.PollerConfig(),
         crashes=crashes or lambda_poller.CrashPlan(),
     )
     for order in order_list:
-        orders.send_order(mf.sqs, mf.orders.url, order)
+        orders.send_order(aws.sqs, aws.orders.url, order)
     timeline = poller.run_until_idle(max_seconds)
     return DeliveryRun(
         timeline=timeline,
         ledger=list(client.gateway.ledger),
         orders_sent=len(order_list),
-        left_in_queue=sum(queues.queue_counts(mf.sqs, mf.orders.url).values()),
-        in_dlq=sum(queues.queue_counts(mf.sqs, mf.orders.dlq_url).values()),
+        left_in_queue=sum(queues.queue_counts(aws.sqs, aws.orders.url).values()),
+        in_dlq=sum(queues.queue_counts(aws.sqs, aws.orders.dlq_url).values()),
         started_at=poller.origin,
     )
 
 
 @rehearsal.rehearsed("the six-step double charge")
 def six_steps(
-    mf: world.World, reloj: VirtualClock, visibility_timeout_seconds: int = 120, send_idempotency_key: bool = False
+    aws: world.World, clock: VirtualClock, visibility_timeout_seconds: int = 120, send_idempotency_key: bool = False
 ) -> DeliveryRun:
     """The lesson's six steps: the gateway charges, the response is lost, the message comes back, a second charge."""
-    mf.reset_orders_queue(visibility_timeout_seconds)
-    provider = gateway.PaymentGateway(reloj)
+    aws.reset_orders_queue(visibility_timeout_seconds)
+    provider = gateway.PaymentGateway(clock)
     provider.fail_next(gateway.Fault.RESPONSE_LOST)
     client = gateway.GatewayClient(provider, read_timeout_seconds=180, send_idempotency_key=send_idempotency_key)
     # Lambda's pollers long-poll (up to 20 s) while the queue is empty: the first poll after the visibility
     # timeout runs out takes the message back, and here that is the other consumer, as in the lesson's step 5.
     config = lambda_poller.PollerConfig(idle_poll_seconds=1, max_idle_poll_seconds=20)
-    return run_orders(mf, reloj, client, [INCIDENT_ORDER], config)
+    return run_orders(aws, clock, client, [INCIDENT_ORDER], config)
 
 
 @rehearsal.rehearsed("the slow gateway")
 def slow_gateway(
-    mf: world.World,
-    reloj: VirtualClock,
+    aws: world.World,
+    clock: VirtualClock,
     visibility_timeout_seconds: int = 120,
     gateway_latency_seconds: float = 150.0,
     read_timeout_seconds: float = 180.0,
 ) -> DeliveryRun:
     """Exercise 1's first mechanism: a call slower than the visibility timeout, nothing lost, two charges."""
-    mf.reset_orders_queue(visibility_timeout_seconds)
-    provider = gateway.PaymentGateway(reloj, latency=gateway.spike_at(reloj.now(), 10, gateway_latency_seconds))
+    aws.reset_orders_queue(visibility_timeout_seconds)
+    provider = gateway.PaymentGateway(clock, latency=gateway.spike_at(clock.now(), 10, gateway_latency_seconds))
     client = gateway.GatewayClient(provider, read_timeout_seconds=read_timeout_seconds, send_idempotency_key=False)
-    return run_orders(mf, reloj, client, [INCIDENT_ORDER])
+    return run_orders(aws, clock, client, [INCIDENT_ORDER])
 
 
 def charges_per_order(
-    mf: world.World,
-    reloj: VirtualClock,
+    aws: world.World,
+    clock: VirtualClock,
     visibility_timeout_seconds: int = 120,
     gateway_latency_seconds: float = 150.0,
     read_timeout_seconds: float = 180.0,
@@ -137,22 +137,22 @@ def charges_per_order(
     check_range("read_timeout_seconds", read_timeout_seconds, 1, 900)
     check_range("order_count", order_count, 1, 50)
     check_range("consumers", consumers, 2, 20)
-    mf.reset_orders_queue(visibility_timeout_seconds)
+    aws.reset_orders_queue(visibility_timeout_seconds)
     latency = gateway.LatencyProfile(baseline_seconds=gateway_latency_seconds)
     client = gateway.GatewayClient(
-        gateway.PaymentGateway(reloj, latency=latency),
+        gateway.PaymentGateway(clock, latency=latency),
         read_timeout_seconds=read_timeout_seconds,
         send_idempotency_key=False,
     )
     batch = [orders.Order(orders.order_id(84417 + i), Decimal("48.20")) for i in range(order_count)]
     config = lambda_poller.PollerConfig(batch_size=1, max_concurrency=consumers, max_idle_poll_seconds=20)
-    return run_orders(mf, reloj, client, batch, poller_config=config)
+    return run_orders(aws, clock, client, batch, poller_config=config)
 
 
 @rehearsal.rehearsed("the latency sweep")
 def latency_sweep(
-    mf: world.World,
-    reloj: VirtualClock,
+    aws: world.World,
+    clock: VirtualClock,
     latencies: list[float],
     visibility_timeout_seconds: int,
     read_timeout_seconds: float,
@@ -160,7 +160,7 @@ def latency_sweep(
     """Charges per order for each gateway latency, one configuration."""
     rows = []
     for latency in latencies:
-        run = charges_per_order(mf, reloj, visibility_timeout_seconds, latency, read_timeout_seconds, order_count=1)
+        run = charges_per_order(aws, clock, visibility_timeout_seconds, latency, read_timeout_seconds, order_count=1)
         rows.append(
             {"latency_seconds": latency, "charges_per_order": len(run.ledger) / run.orders_sent, **run.summary()}
         )
@@ -168,9 +168,9 @@ def latency_sweep(
 
 
 @rehearsal.rehearsed("the FIFO deduplication experiment")
-def fifo_dedup(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]]:
+def fifo_dedup(aws: world.World, clock: VirtualClock) -> list[dict[str, Any]]:
     """FIFO deduplicates a producer's re-send within 5 minutes, but not a redelivery to the consumer."""
-    sqs = mf.sqs
+    sqs = aws.sqs
     pair = queues.create_queue_pair(
         sqs,
         f"{world.ORDERS_QUEUE}.fifo",
@@ -182,23 +182,23 @@ def fifo_dedup(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]]:
     order, group = INCIDENT_ORDER, INCIDENT_ORDER.pedido_id
     dedup = f"pedido:{order.pedido_id}"
     rows = []
-    started = reloj.now()
+    started = clock.now()
 
     def note(what: str) -> None:
         counts = queues.queue_counts(sqs, pair.url)
-        minute = round((reloj.now() - started).total_seconds() / 60, 1)
+        minute = round((clock.now() - started).total_seconds() / 60, 1)
         rows.append({"minute": minute, "what": what, **counts})
 
     orders.send_order(sqs, pair.url, order, group_id=group, deduplication_id=dedup)
     note("producer sends the order")
-    reloj.advance(60)
+    clock.advance(60)
     orders.send_order(sqs, pair.url, order, group_id=group, deduplication_id=dedup)
     note("producer re-sends it 1 minute later: FIFO drops the copy")
 
-    provider = gateway.PaymentGateway(reloj)
+    provider = gateway.PaymentGateway(clock)
     provider.fail_next(gateway.Fault.RESPONSE_LOST)
     client = gateway.GatewayClient(provider, read_timeout_seconds=180, send_idempotency_key=False)
-    poller = lambda_poller.Poller(sqs, pair.url, handlers.ChargeOrders(client), reloj)
+    poller = lambda_poller.Poller(sqs, pair.url, handlers.ChargeOrders(client), clock)
     poller.run_until_idle(SETTLE_SECONDS)
     note(f"response lost, message redelivered: {len(provider.ledger)} charges")
     sqs.delete_queue(QueueUrl=pair.url)
@@ -207,29 +207,29 @@ def fifo_dedup(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]]:
 
 
 @rehearsal.rehearsed("the FIFO window experiment")
-def fifo_window(mf: world.World, reloj: VirtualClock, gap_seconds: float = 360) -> dict[str, Any]:
+def fifo_window(aws: world.World, clock: VirtualClock, gap_seconds: float = 360) -> dict[str, Any]:
     """A re-send after the 5-minute window is a new message: FIFO's dedup has a clock."""
-    sqs = mf.sqs
+    sqs = aws.sqs
     url = sqs.create_queue(QueueName="cola-mercadofresco-ventana.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
     order = INCIDENT_ORDER
     orders.send_order(sqs, url, order, group_id=order.pedido_id, deduplication_id=order.pedido_id)
-    reloj.advance(gap_seconds)
+    clock.advance(gap_seconds)
     orders.send_order(sqs, url, order, group_id=order.pedido_id, deduplication_id=order.pedido_id)
     waiting = queues.queue_counts(sqs, url)["visible"]
     sqs.delete_queue(QueueUrl=url)
     return {"gap_seconds": gap_seconds, "messages_waiting": waiting}
 
 
-def visibility_probe(mf: world.World, reloj: VirtualClock, wait_seconds: float) -> dict[str, Any]:
+def visibility_probe(aws: world.World, clock: VirtualClock, wait_seconds: float) -> dict[str, Any]:
     """Receive an order, do not delete it, wait `wait_seconds`: is it back? (Notebook 00.)"""
     check_range("wait_seconds", wait_seconds, 0, 3_600)
-    attributes = mf.sqs.get_queue_attributes(QueueUrl=mf.orders.url, AttributeNames=["VisibilityTimeout"])
+    attributes = aws.sqs.get_queue_attributes(QueueUrl=aws.orders.url, AttributeNames=["VisibilityTimeout"])
     visibility = int(attributes["Attributes"]["VisibilityTimeout"])  # whatever the queue has now
-    pair = mf.reset_orders_queue(visibility)
-    orders.send_order(mf.sqs, pair.url, INCIDENT_ORDER)
-    first = mf.sqs.receive_message(QueueUrl=pair.url, WaitTimeSeconds=0, MessageSystemAttributeNames=["All"])
-    reloj.advance(wait_seconds)
-    again = mf.sqs.receive_message(QueueUrl=pair.url, WaitTimeSeconds=0, MessageSystemAttributeNames=["All"]).get(
+    pair = aws.reset_orders_queue(visibility)
+    orders.send_order(aws.sqs, pair.url, INCIDENT_ORDER)
+    first = aws.sqs.receive_message(QueueUrl=pair.url, WaitTimeSeconds=0, MessageSystemAttributeNames=["All"])
+    clock.advance(wait_seconds)
+    again = aws.sqs.receive_message(QueueUrl=pair.url, WaitTimeSeconds=0, MessageSystemAttributeNames=["All"]).get(
         "Messages", []
     )
     return {

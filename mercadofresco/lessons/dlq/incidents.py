@@ -73,7 +73,7 @@ def version2_body(pedido_id: str, importe: Decimal) -> str:
 
 
 def seed_exercise2_incident(
-    mf: world.World, reloj: VirtualClock, seed: int = 0, count: int = EXERCISE2_MESSAGES
+    aws: world.World, clock: VirtualClock, seed: int = 0, count: int = EXERCISE2_MESSAGES
 ) -> Incident:
     """Exercise 2's world: 340 version-2 orders in mercadofresco-pedidos-fallidos; the clock at Monday 09:00.
 
@@ -83,37 +83,37 @@ def seed_exercise2_incident(
     fifth receive, 8-9 minutes after it was sent. A smaller `count` keeps the shape.
     """
     check_range("count", count, 2, 1_000)
-    if reloj.now() > SUNDAY_2204:
-        raise SeedError(f"the clock is at {reloj.now():%a %d %H:%M}; the incident starts Sunday 18 22:04")
+    if clock.now() > SUNDAY_2204:
+        raise SeedError(f"the clock is at {clock.now():%a %d %H:%M}; the incident starts Sunday 18 22:04")
     rng = random.Random(seed)
-    pair = mf.reset_orders_queue(visibility_timeout_seconds=120, max_receive_count=4)
-    sqs = mf.sqs
+    pair = aws.reset_orders_queue(visibility_timeout_seconds=120, max_receive_count=4)
+    sqs = aws.sqs
     ids = [orders.order_id(200_000 + i) for i in range(count)]
     sweep_at = SUNDAY_2204
     for pedido_id, at in zip(ids, spread(rng, SUNDAY_2204, SUNDAY_2351, count), strict=True):
         while sweep_at < at:
-            sweep_at = _sweep(sqs, reloj, pair, sweep_at)
-        reloj.advance_to(at)
+            sweep_at = _sweep(sqs, clock, pair, sweep_at)
+        clock.advance_to(at)
         importe = Decimal(rng.randint(900, 12_000)) / 100
         sqs.send_message(QueueUrl=pair.url, MessageBody=version2_body(pedido_id, importe))
     while queues.queue_counts(sqs, pair.url) != {"visible": 0, "in_flight": 0, "delayed": 0}:
         for _ in range(10):  # ten sweeps between checks: every message gets its next receive
-            sweep_at = _sweep(sqs, reloj, pair, sweep_at)
-    reloj.advance_to(MONDAY_0900 - dt.timedelta(seconds=SOURCE_OLDEST_SECONDS))
+            sweep_at = _sweep(sqs, clock, pair, sweep_at)
+    clock.advance_to(MONDAY_0900 - dt.timedelta(seconds=SOURCE_OLDEST_SECONDS))
     orders.send_order(sqs, pair.url, orders.Order(orders.order_id(210_001), Decimal("31.75")))
-    reloj.advance_to(MONDAY_0900)
+    clock.advance_to(MONDAY_0900)
     return Incident(
         "version-2", pair.dlq_url, pair.url, count, SUNDAY_2204, SUNDAY_2351, dlq.FailureKind.POISON, tuple(ids)
     )
 
 
-def _sweep(sqs: Any, reloj: VirtualClock, pair: queues.QueuePair, at: dt.datetime) -> dt.datetime:
+def _sweep(sqs: Any, clock: VirtualClock, pair: queues.QueuePair, at: dt.datetime) -> dt.datetime:
     """The old consumer receives everything visible at `at` and fails it (nothing deleted); the next sweep's instant.
 
     Under a frozen clock a message shows again only after its visibility has passed
     (moto tests now > visible_at), hence the hundredth of a second on each minute.
     """
-    reloj.advance_to(at)
+    clock.advance_to(at)
     received = 0 if moto_speedups.nothing_to_receive(sqs, pair.url) else 10  # a minute with nothing to fail
     while received == 10:  # fewer than 10: nothing else was visible (moto scans every visible message)
         answer = sqs.receive_message(QueueUrl=pair.url, MaxNumberOfMessages=10, WaitTimeSeconds=0)
@@ -121,20 +121,20 @@ def _sweep(sqs: Any, reloj: VirtualClock, pair: queues.QueuePair, at: dt.datetim
     return at + dt.timedelta(seconds=POLL_SECONDS + 0.01)
 
 
-def time_to_dead_letter(mf: world.World, reloj: VirtualClock, visibility_timeout_seconds: int = 120) -> float:
+def time_to_dead_letter(aws: world.World, clock: VirtualClock, visibility_timeout_seconds: int = 120) -> float:
     """Seconds from sending one order that always fails to its arrival in the DLQ, on moto.
 
     A fresh copy of the orders queue (`maxReceiveCount` from the world's config)
     and a consumer that receives the message as soon as it is visible and fails.
     """
-    pair = mf.reset_orders_queue(visibility_timeout_seconds=visibility_timeout_seconds)
-    sent = reloj.timestamp()
-    orders.send_order(mf.sqs, pair.url, orders.Order(orders.order_id(299_999), Decimal("48.20")))
-    for _ in range(mf.config.max_receive_count + 1):  # the receive after the last allowed one moves it
-        mf.sqs.receive_message(QueueUrl=pair.url, WaitTimeSeconds=0)  # the consumer fails; nothing deleted
-        if queues.queue_counts(mf.sqs, pair.dlq_url)["visible"]:
-            return reloj.timestamp() - sent
-        reloj.advance(visibility_timeout_seconds + 0.01)
+    pair = aws.reset_orders_queue(visibility_timeout_seconds=visibility_timeout_seconds)
+    sent = clock.timestamp()
+    orders.send_order(aws.sqs, pair.url, orders.Order(orders.order_id(299_999), Decimal("48.20")))
+    for _ in range(aws.config.max_receive_count + 1):  # the receive after the last allowed one moves it
+        aws.sqs.receive_message(QueueUrl=pair.url, WaitTimeSeconds=0)  # the consumer fails; nothing deleted
+        if queues.queue_counts(aws.sqs, pair.dlq_url)["visible"]:
+            return clock.timestamp() - sent
+        clock.advance(visibility_timeout_seconds + 0.01)
     raise SeedError("the message never reached the DLQ; is the RedrivePolicy in place?")
 
 
@@ -189,7 +189,7 @@ class Seeded:
 
 
 def seed_kinds(
-    mf: world.World, reloj: VirtualClock, seed: int = 0, watch: str | None = None, watch_hours: float = 1.25
+    aws: world.World, clock: VirtualClock, seed: int = 0, watch: str | None = None, watch_hours: float = 1.25
 ) -> Seeded:
     """Four DLQs, one per incident, filled in time order; the clock ends after the last message.
 
@@ -199,10 +199,10 @@ def seed_kinds(
     rng = random.Random(seed)
     plan, incidents = [], {}
     for index, (name, kind, first, last, count) in enumerate(_kinds(rng)):
-        if reloj.now() > first:
-            raise SeedError(f"the clock is at {reloj.now():%a %d %H:%M}; incident {name} starts {first:%a %d %H:%M}")
+        if clock.now() > first:
+            raise SeedError(f"the clock is at {clock.now():%a %d %H:%M}; incident {name} starts {first:%a %d %H:%M}")
         pair = queues.create_queue_pair(
-            mf.sqs,
+            aws.sqs,
             f"{world.ORDERS_QUEUE}-{name}",
             f"{world.ORDERS_DLQ}-{name}",
             visibility_timeout_seconds=120,
@@ -215,13 +215,13 @@ def seed_kinds(
     seeded = Seeded(incidents)
     checks = _alarm_instants(incidents[watch], watch_hours) if watch else []
     if watch:
-        dlq.define_alarms(mf.client("cloudwatch"), mf.alerts_topic_arn, f"{world.ORDERS_DLQ}-{watch}")
+        dlq.define_alarms(aws.client("cloudwatch"), aws.alerts_topic_arn, f"{world.ORDERS_DLQ}-{watch}")
     for at, name, dlq_url, number in sorted(plan):
         while checks and checks[0] < at:
-            seeded.alarm_rows.append(_check(mf, reloj, incidents[watch], checks.pop(0)))
-        reloj.advance_to(at)
+            seeded.alarm_rows.append(_check(aws, clock, incidents[watch], checks.pop(0)))
+        clock.advance_to(at)
         body, reason = _failure(name, number, rng)
-        dlq.dead_letter_copy(mf.sqs, dlq_url, body, reason, int(reloj.timestamp() * 1000))
+        dlq.dead_letter_copy(aws.sqs, dlq_url, body, reason, int(clock.timestamp() * 1000))
     return seeded
 
 
@@ -231,12 +231,12 @@ def _alarm_instants(incident: Incident, hours: float) -> list[dt.datetime]:
     return [incident.first_sent + dt.timedelta(seconds=ALARM_STEP_SECONDS * i) for i in range(1, steps + 1)]
 
 
-def _check(mf: world.World, reloj: VirtualClock, incident: Incident, at: dt.datetime) -> dict[str, Any]:
+def _check(aws: world.World, clock: VirtualClock, incident: Incident, at: dt.datetime) -> dict[str, Any]:
     """Both alarms of `incident`'s DLQ, evaluated at `at` from what the queue holds."""
-    reloj.advance_to(at)
+    clock.advance_to(at)
     return {
-        "at": reloj.now(),
-        **alarm_evaluation.check_dlq_alarms(mf, incident.dlq_url, at, f"{world.ORDERS_DLQ}-{incident.name}"),
+        "at": clock.now(),
+        **alarm_evaluation.check_dlq_alarms(aws, incident.dlq_url, at, f"{world.ORDERS_DLQ}-{incident.name}"),
     }
 
 

@@ -19,11 +19,11 @@ from mercadofresco.shop import handlers
 
 
 def consume(
-    sqs: Any, queue_url: str, reloj: VirtualClock, client: gw.GatewayClient, versions: tuple[int, ...]
+    sqs: Any, queue_url: str, clock: VirtualClock, client: gw.GatewayClient, versions: tuple[int, ...]
 ) -> lambda_poller.Poller:
     """Run the deployed consumer (reading `versions`) on the queue until it is empty; return its poller."""
     config = lambda_poller.PollerConfig(max_idle_poll_seconds=20)
-    poller = lambda_poller.Poller(sqs, queue_url, handlers.ChargeOrders(client, versions), reloj, config)
+    poller = lambda_poller.Poller(sqs, queue_url, handlers.ChargeOrders(client, versions), clock, config)
     poller.run_until_idle(3_600)
     return poller
 
@@ -34,7 +34,7 @@ def deleted_count(poller: lambda_poller.Poller) -> int:
 
 
 def redrive_after_lost_responses(
-    mf: world.World, reloj: VirtualClock, count: int = 10, send_idempotency_key: bool = False
+    aws: world.World, clock: VirtualClock, count: int = 10, send_idempotency_key: bool = False
 ) -> dict[str, Any]:
     """Orders whose charge went through but whose answer was lost end in the DLQ; redrive them into ChargeOrders.
 
@@ -42,17 +42,17 @@ def redrive_after_lost_responses(
     gateway gets an Idempotency-Key (`cobro:{pedido_id}`) and returns the first charge.
     """
     check_range("count", count, 1, 100)
-    pair = mf.reset_orders_queue(visibility_timeout_seconds=120, max_receive_count=1)
-    provider = gw.PaymentGateway(reloj)
+    pair = aws.reset_orders_queue(visibility_timeout_seconds=120, max_receive_count=1)
+    provider = gw.PaymentGateway(clock)
     provider.fail_next(gw.Fault.RESPONSE_LOST, times=count)  # charged, then the connection dropped
     client = gw.GatewayClient(provider, read_timeout_seconds=30, send_idempotency_key=send_idempotency_key)
     for number in range(count):
-        orders.send_order(mf.sqs, pair.url, orders.Order(orders.order_id(400_000 + number), Decimal("48.20")))
+        orders.send_order(aws.sqs, pair.url, orders.Order(orders.order_id(400_000 + number), Decimal("48.20")))
     config = lambda_poller.PollerConfig(max_idle_poll_seconds=20)
-    lambda_poller.Poller(mf.sqs, pair.url, handlers.ChargeOrders(client), reloj, config).run_until_idle(3_600)
-    in_dlq = queues.queue_counts(mf.sqs, pair.dlq_url)["visible"]
-    move_task.start_message_move_task(mf.sqs, reloj, pair.dlq_url, pair.url, 10)
-    lambda_poller.Poller(mf.sqs, pair.url, handlers.ChargeOrders(client), reloj, config).run_until_idle(3_600)
+    lambda_poller.Poller(aws.sqs, pair.url, handlers.ChargeOrders(client), clock, config).run_until_idle(3_600)
+    in_dlq = queues.queue_counts(aws.sqs, pair.dlq_url)["visible"]
+    move_task.start_message_move_task(aws.sqs, clock, pair.dlq_url, pair.url, 10)
+    lambda_poller.Poller(aws.sqs, pair.url, handlers.ChargeOrders(client), clock, config).run_until_idle(3_600)
     per_order = provider.charges_per_order()
     return {
         "idempotency_key": send_idempotency_key,

@@ -51,9 +51,9 @@ def question_rows(
 
 
 # -- (a) does moto hold a group while one of its messages is in flight? -------------------
-def group_hold_probe(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any]]:
+def group_hold_probe(aws: world.World, clock: VirtualClock) -> list[dict[str, Any]]:
     """Receive from a FIFO queue without deleting and see what the next receives get; rows of what happened."""
-    sqs = mf.sqs
+    sqs = aws.sqs
     url = stock_queue.fresh_queue(sqs, "fifo")
     for sku, version in [("SKU-0042", 1), ("SKU-0042", 2), ("SKU-0042", 3), ("SKU-0043", 1)]:
         stock_queue.send(sqs, url, {"sku": sku, "grupo": sku, "version": version}, "fifo")
@@ -73,7 +73,7 @@ def group_hold_probe(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any
     sqs.delete_message(QueueUrl=url, ReceiptHandle=first[0]["ReceiptHandle"])
     batch = receive(10)
     rows.append({"step": "delete v1, receive 10", "moto gives": names(batch), "AWS gives": "SKU-0042 v2, SKU-0042 v3"})
-    reloj.advance(stock_queue.VISIBILITY_SECONDS + 1)
+    clock.advance(stock_queue.VISIBILITY_SECONDS + 1)
     rows.append({"step": "let both time out, receive 1", "moto gives": names(receive()), "AWS gives": "SKU-0042 v2"})
     sqs.delete_queue(QueueUrl=url)
     return rows
@@ -81,7 +81,7 @@ def group_hold_probe(mf: world.World, reloj: VirtualClock) -> list[dict[str, Any
 
 # -- (b) throughput: one group against sku groups -----------------------------------------
 def throughput(
-    mf: world.World, reloj: VirtualClock, consumer_counts: tuple[int, ...] = (1, 10, 50)
+    aws: world.World, clock: VirtualClock, consumer_counts: tuple[int, ...] = (1, 10, 50)
 ) -> list[stock_queue.OrderingRun]:
     """For each number of consumers, a FIFO queue with ONE group and one grouped by sku (3,400 skus)."""
     runs = []
@@ -90,14 +90,14 @@ def throughput(
         by_sku = stock_queue.OrderingConfig(
             groups=ordering.SKU_GROUPS, skus=ordering.SKU_GROUPS, consumers=consumers, messages=max(10, consumers)
         )
-        runs += [stock_queue.run_ordering(mf, reloj, one), stock_queue.run_ordering(mf, reloj, by_sku)]
+        runs += [stock_queue.run_ordering(aws, clock, one), stock_queue.run_ordering(aws, clock, by_sku)]
     return runs
 
 
 # -- (c) and (e): order where it matters, parallelism where it does not --------------------
 def compare_setups(
-    mf: world.World,
-    reloj: VirtualClock,
+    aws: world.World,
+    clock: VirtualClock,
     groups: int = 1,
     consumers: int = 8,
     skus: int = 8,
@@ -115,11 +115,11 @@ def compare_setups(
         stock_queue.OrderingConfig(queue="fifo", groups=groups, jitter=0.5, **base),
         stock_queue.OrderingConfig(queue="fifo", groups=skus, jitter=0.5, **base),
     ]
-    return [stock_queue.run_ordering(mf, reloj, config, seed).summary() for config in setups]
+    return [stock_queue.run_ordering(aws, clock, config, seed).summary() for config in setups]
 
 
 def mix_matters(
-    mf: world.World, reloj: VirtualClock, shares: tuple[float, ...] = (0.0, 1.0), seed: int = 0
+    aws: world.World, clock: VirtualClock, shares: tuple[float, ...] = (0.0, 1.0), seed: int = 0
 ) -> list[dict[str, Any]]:
     """A standard queue (no order at all) for each share of "stock = N" messages: when does reordering hurt?"""
     rows = []
@@ -127,7 +127,7 @@ def mix_matters(
         config = stock_queue.OrderingConfig(
             queue="standard", consumers=8, skus=8, messages=20, absolute_share=share, jitter=0.5
         )
-        rows.append({"absolute_share": share, **stock_queue.run_ordering(mf, reloj, config, seed).summary()})
+        rows.append({"absolute_share": share, **stock_queue.run_ordering(aws, clock, config, seed).summary()})
     return rows
 
 
@@ -136,24 +136,24 @@ WRITES = ("put", "put_if_newer")
 
 
 def versioned_updates(
-    mf: world.World, reloj: VirtualClock, skus: int = 4, messages: int = 20, consumers: int = 4, seed: int = 0
+    aws: world.World, clock: VirtualClock, skus: int = 4, messages: int = 20, consumers: int = 4, seed: int = 0
 ) -> list[dict[str, Any]]:
     """Recounts ("stock = N", versioned) through a standard queue, written plainly and version-conditionally.
 
     Both runs use the same seed, so the queue and the consumers reorder the updates in exactly the same way;
     only the write differs.
     """
-    ordering.create_stock_table(mf.dynamodb)
-    table = ordering.StockTable(mf.dynamodb)
+    ordering.create_stock_table(aws.dynamodb)
+    table = ordering.StockTable(aws.dynamodb)
     config = stock_queue.OrderingConfig(
         queue="standard", skus=skus, messages=messages, consumers=consumers, absolute_share=1.0, jitter=0.8
     )
     rows = []
     for write in WRITES:
         for item in table.items():  # start from an empty table
-            mf.dynamodb.delete_item(TableName=table.table_name, Key={"sku": {"S": item.sku}})
+            aws.dynamodb.delete_item(TableName=table.table_name, Key={"sku": {"S": item.sku}})
         discarded: list[dict[str, Any]] = []
-        run = stock_queue.run_ordering(mf, reloj, config, seed, apply=_writer(table, write, discarded))
+        run = stock_queue.run_ordering(aws, clock, config, seed, apply=_writer(table, write, discarded))
         newest = {body["sku"]: body for body in run.sent}  # the last one sent carries the sku's highest version
         stored = {item.sku: item for item in table.items()}
         rows.append(

@@ -180,22 +180,22 @@ Apply = Callable[[dict[str, Any]], None]
 
 
 def run_ordering(
-    mf: world.World, reloj: VirtualClock, config: OrderingConfig, seed: int = 0, apply: Apply | None = None
+    aws: world.World, clock: VirtualClock, config: OrderingConfig, seed: int = 0, apply: Apply | None = None
 ) -> OrderingRun:
     """Send the messages to a fresh stock queue, run `config.consumers` consumers until all are processed."""
     rng = random.Random(seed)
     run = OrderingRun(config=config, sent=stock_messages(config, rng))
-    url = fresh_queue(mf.sqs, config.queue)
+    url = fresh_queue(aws.sqs, config.queue)
     for body in run.sent:
-        send(mf.sqs, url, body, config.queue)
-    env = ClockedEnvironment(reloj)
+        send(aws.sqs, url, body, config.queue)
+    env = ClockedEnvironment(clock)
     done = env.event()
     in_flight: Counter[str] = Counter()
     for number in range(config.consumers):
-        env.process(_consumer(env, mf.sqs, url, run, in_flight, rng, done, apply or (lambda body: None), number))
+        env.process(_consumer(env, aws.sqs, url, run, in_flight, rng, done, apply or (lambda body: None), number))
     env.run(until=done)
     run.seconds = env.now
-    mf.sqs.delete_queue(QueueUrl=url)
+    aws.sqs.delete_queue(QueueUrl=url)
     return run
 
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from mercadofresco import alarms, clock, orders, world
+from mercadofresco import alarms, orders, world
+from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
 from mercadofresco.lessons.outbox.experiments import fresh_tables
 from mercadofresco.models import alarm_evaluation
@@ -40,18 +41,18 @@ class OutageConfig:
 
 
 def stopped_publisher(
-    db: Database, mf: world.World, reloj: clock.VirtualClock, config: OutageConfig = OutageConfig()
+    db: Database, aws: world.World, clock: VirtualClock, config: OutageConfig = OutageConfig()
 ) -> list[dict[str, Any]]:
     """One row per alarm period: pending rows, oldest age, each alarm's state (virtual time moves)."""
     rules = outbox.alarm_rules(config.period_seconds)
-    cloudwatch, sns = mf.client("cloudwatch"), mf.client("sns")
+    cloudwatch, sns = aws.client("cloudwatch"), aws.client("sns")
     for rule in rules:
-        alarms.define(cloudwatch, rule, mf.alerts_topic_arn)
+        alarms.define(cloudwatch, rule, aws.alerts_topic_arn)
     spacing = 3_600 / config.orders_per_hour
-    start, placed, rows = reloj.now(), 0, []
+    start, placed, rows = clock.now(), 0, []
     with db.connect() as conn, db.connect() as link:
         fresh_tables(conn)
-        publisher = outbox.Publisher(link, outbox.EventBusSink(mf.client("events")))
+        publisher = outbox.Publisher(link, outbox.EventBusSink(aws.client("events")))
         for minute in range(1, config.watch_minutes * 60 // config.period_seconds + 1):
             until = start + dt.timedelta(seconds=minute * config.period_seconds)
             arrived = []  # the period's orders, each at its own instant
@@ -62,18 +63,18 @@ def stopped_publisher(
             # One transaction for the period (10x faster than one each): the publisher only looks after it, so
             # what it and the alarms see is the same.
             outbox.place_orders(conn, arrived)
-            reloj.advance_to(until)
-            if (reloj.now() - start).total_seconds() > config.down_minutes * 60:
-                while publisher.run_once(reloj.now()):
+            clock.advance_to(until)
+            if (clock.now() - start).total_seconds() > config.down_minutes * 60:
+                while publisher.run_once(clock.now()):
                     pass  # back up: drain the backlog
-            seen = outbox.backlog(conn, reloj.now())
+            seen = outbox.backlog(conn, clock.now())
             states = [
-                alarm_evaluation.evaluate(cloudwatch, sns, rule, value, reloj.now()).state
+                alarm_evaluation.evaluate(cloudwatch, sns, rule, value, clock.now()).state
                 for rule, value in zip(rules, (seen.pending, seen.oldest_seconds), strict=True)
             ]
             rows.append(
                 {
-                    "minute": round((reloj.now() - start).total_seconds() / 60, 1),
+                    "minute": round((clock.now() - start).total_seconds() / 60, 1),
                     "pending": seen.pending,
                     "oldest_seconds": round(seen.oldest_seconds),
                     "pending_alarm": states[0],

@@ -25,7 +25,8 @@ from typing import Any
 
 import psycopg
 
-from mercadofresco import clock, orders, queues, world
+from mercadofresco import orders, queues, world
+from mercadofresco.clock import LESSON_START, VirtualClock
 from mercadofresco.lessons.outbox.experiments import fresh_tables
 from mercadofresco.models import event_faults
 from mercadofresco.patterns import idempotency, outbox
@@ -37,7 +38,7 @@ PARTIAL_DESIGNS = ("answer read as all-or-nothing", "batch rolled back on any fa
 MAX_POLLS = 60
 
 
-def add_rows(conn: Any, pending: int, published: int = 0, now: dt.datetime = clock.LESSON_START) -> None:
+def add_rows(conn: Any, pending: int, published: int = 0, now: dt.datetime = LESSON_START) -> None:
     """Bulk-insert outbox rows (orders PED-2026-2xxxxx): `published` old published ones, then `pending` new ones."""
     insert = (
         "INSERT INTO outbox (tipo_agregado, agregado_id, tipo_evento, payload, creado_en, publicado, publicado_en)"
@@ -88,7 +89,7 @@ def contend(db: Database, mode: str, rows: int = 200, batch_size: int = 100) -> 
         order_seen = list(took_b or []) + took_a  # B finishes first: the bus sees its batch first
         for conn, took in ((b, took_b or []), (a, took_a)):
             sent.extend(took)
-            outbox.mark_published(conn, took, clock.LESSON_START)
+            outbox.mark_published(conn, took, LESSON_START)
             conn.commit()
     twice = sum(1 for count in Counter(sent).values() if count > 1)
     return {
@@ -157,7 +158,7 @@ def publish_latency(
 ) -> list[float]:
     """Seconds from each order's COMMIT to its publication, with one publisher polling every second."""
     rng = random.Random(seed)
-    start = clock.LESSON_START
+    start = LESSON_START
     arrivals = sorted(rng.uniform(0, seconds) for _ in range(orders_count))
     with db.connect() as conn, db.connect() as link:
         fresh_tables(conn)
@@ -177,7 +178,7 @@ def publish_latency(
     return [float(row[0]) for row in rows]
 
 
-def deliver_and_consume(db: Database, mf: world.World, reloj: clock.VirtualClock, count: int = 25) -> dict[str, Any]:
+def deliver_and_consume(db: Database, aws: world.World, clock: VirtualClock, count: int = 25) -> dict[str, Any]:
     """The SQS variant end to end: a publisher (batches of 10) dies after publishing its first batch, then recovers.
 
     The consumer reads `cola-mercadofresco-pedidos` and prepares each order once,
@@ -186,8 +187,8 @@ def deliver_and_consume(db: Database, mf: world.World, reloj: clock.VirtualClock
     with db.connect() as conn, db.connect() as link:
         fresh_tables(conn)
         for n in range(count):
-            outbox.place_order(conn, orders.Order(orders.order_id(400_001 + n), Decimal("48.20")), reloj.now())
-        sink = outbox.QueueSink(mf.sqs, mf.orders.url)
+            outbox.place_order(conn, orders.Order(orders.order_id(400_001 + n), Decimal("48.20")), clock.now())
+        sink = outbox.QueueSink(aws.sqs, aws.orders.url)
         publisher = outbox.Publisher(link, sink, outbox.PublisherPolicy(batch_size=10))
 
         def die_once(step: str) -> None:
@@ -195,16 +196,16 @@ def deliver_and_consume(db: Database, mf: world.World, reloj: clock.VirtualClock
 
         died = 0
         try:
-            publisher.run_once(reloj.now(), die_once)
+            publisher.run_once(clock.now(), die_once)
         except outbox.Crash:
             died += 1
-        while publisher.run_once(reloj.now()):
-            reloj.advance(outbox.POLL_SECONDS)
-    messages = queues.queue_counts(mf.sqs, mf.orders.url)["visible"]
-    store = idempotency.IdempotencyStore(mf.dynamodb, reloj)
+        while publisher.run_once(clock.now()):
+            clock.advance(outbox.POLL_SECONDS)
+    messages = queues.queue_counts(aws.sqs, aws.orders.url)["visible"]
+    store = idempotency.IdempotencyStore(aws.dynamodb, clock)
     prepared: Counter[str] = Counter()
-    while batch := mf.sqs.receive_message(
-        QueueUrl=mf.orders.url, MaxNumberOfMessages=10, WaitTimeSeconds=0, MessageAttributeNames=["All"]
+    while batch := aws.sqs.receive_message(
+        QueueUrl=aws.orders.url, MaxNumberOfMessages=10, WaitTimeSeconds=0, MessageAttributeNames=["All"]
     ).get("Messages", []):
         for message in batch:
             pedido_id = json.loads(message["Body"])["pedido_id"]
@@ -214,7 +215,7 @@ def deliver_and_consume(db: Database, mf: world.World, reloj: clock.VirtualClock
                 return {"preparado": pedido_id}
 
             outbox.consume_once(store, outbox.outbox_id_of(message), prepare)
-            mf.sqs.delete_message(QueueUrl=mf.orders.url, ReceiptHandle=message["ReceiptHandle"])
+            aws.sqs.delete_message(QueueUrl=aws.orders.url, ReceiptHandle=message["ReceiptHandle"])
     return {
         "orders": count,
         "publisher deaths": died,
@@ -248,7 +249,7 @@ def cleanup_demo(db: Database, now: dt.datetime) -> list[dict[str, Any]]:
 
 
 def partial_failures(
-    db: Database, mf: world.World, now: dt.datetime, probability: float = 0.05, count: int = 100, seed: int = 13
+    db: Database, aws: world.World, now: dt.datetime, probability: float = 0.05, count: int = 100, seed: int = 13
 ) -> list[dict[str, Any]]:
     """The same orders published through an EventBridge that refuses each entry with `probability`, three ways.
 
@@ -258,7 +259,7 @@ def partial_failures(
     """
     found = []
     for design in PARTIAL_DESIGNS:
-        events = event_faults.FaultyEvents(mf.client("events"), event_faults.PartialFailures(probability, seed))
+        events = event_faults.FaultyEvents(aws.client("events"), event_faults.PartialFailures(probability, seed))
         with db.connect() as conn:
             fresh_tables(conn)
             placed = [(orders.Order(orders.order_id(500_001 + n), Decimal("48.20")), now) for n in range(count)]

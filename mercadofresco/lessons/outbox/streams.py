@@ -39,12 +39,12 @@ def create_carts_table(dynamodb: Any) -> str:
     return dynamodb.describe_table(TableName=CARTS_TABLE)["Table"]["LatestStreamArn"]
 
 
-def streams_client(mf: world.World) -> Any:
+def streams_client(aws: world.World) -> Any:
     """A DynamoDB Streams client for this world, kept off the account endpoint moto does not serve."""
-    memory = mf.config.endpoint.mode == "memory"
-    return mf.session.client(
+    memory = aws.config.endpoint.mode == "memory"
+    return aws.session.client(
         "dynamodbstreams",
-        endpoint_url=None if memory else mf.config.endpoint.endpoint_url,
+        endpoint_url=None if memory else aws.config.endpoint.endpoint_url,
         config=Config(ignore_configured_endpoint_urls=memory, account_id_endpoint_mode="disabled"),
     )
 
@@ -80,16 +80,16 @@ def _entry(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_streams(mf: world.World, carts: int = 40, crash_probability: float = 0.1, seed: int = 5) -> dict[str, Any]:
+def run_streams(aws: world.World, carts: int = 40, crash_probability: float = 0.1, seed: int = 5) -> dict[str, Any]:
     """Write abandoned carts (the writer may die right after each write), then run the pipe; count what is lost."""
     check_range("carts", carts, 1, 1_000)
     check_range("crash_probability", crash_probability, 0.0, 0.5)
     rng = random.Random(seed)
-    stream_arn = create_carts_table(mf.dynamodb)
+    stream_arn = create_carts_table(aws.dynamodb)
     deaths = 0
     for n in range(carts):
         item = {"carrito_id": {"S": f"CAR-2026-{n + 1:06d}"}, "estado": {"S": "ABANDONADO"}}
-        mf.dynamodb.put_item(TableName=CARTS_TABLE, Item=item)  # the only write
+        aws.dynamodb.put_item(TableName=CARTS_TABLE, Item=item)  # the only write
         deaths += rng.random() < crash_probability  # a death here leaves nothing half done
-    published = pipe_once(streams_client(mf), stream_arn, mf.client("events"))
+    published = pipe_once(streams_client(aws), stream_arn, aws.client("events"))
     return {"carts written": carts, "writer deaths": deaths, "events published": published, "lost": carts - published}

@@ -37,9 +37,9 @@ PEDIDO = "PED-2026-084417"
 
 
 # -- section 6: what to retry -------------------------------------------------------------
-def timeout_retries(reloj: VirtualClock, send_key: bool, policy: retry.RetryPolicy | None = None) -> dict[str, Any]:
+def timeout_retries(clock: VirtualClock, send_key: bool, policy: retry.RetryPolicy | None = None) -> dict[str, Any]:
     """One charge whose first call outlives the 30 s read timeout (45 s, for half a minute), then retried."""
-    provider = gw.PaymentGateway(reloj, latency=gw.spike_at(reloj.now(), minutes=0.5, latency_seconds=45))
+    provider = gw.PaymentGateway(clock, latency=gw.spike_at(clock.now(), minutes=0.5, latency_seconds=45))
     client = gw.GatewayClient(
         provider, read_timeout_seconds=30, max_attempts=1 if policy else 3, send_idempotency_key=send_key, policy=policy
     )
@@ -268,8 +268,8 @@ class ChargeViaWorkflow:
 
 @rehearsal.rehearsed("the layers' calls counted")
 def layer_calls(
-    mf: world.World,
-    reloj: VirtualClock,
+    aws: world.World,
+    clock: VirtualClock,
     order_count: int = 10,
     sdk_attempts: int = 5,
     max_receive_count: int = 4,
@@ -278,8 +278,8 @@ def layer_calls(
 ) -> dict[str, Any]:
     """Send orders while the gateway is down and count every call that reaches it, next to the calculator."""
     check_range("order_count", order_count, 1, 1000, why="each gateway call is a virtual-clock wait")
-    mf.reset_orders_queue(visibility_timeout_seconds=400, max_receive_count=max_receive_count)
-    provider = gw.PaymentGateway(reloj)
+    aws.reset_orders_queue(visibility_timeout_seconds=400, max_receive_count=max_receive_count)
+    provider = gw.PaymentGateway(clock)
     provider.fail_next(gw.Fault.UNAVAILABLE, times=100_000)  # down for the whole experiment
     sdk = retry.RetryPolicy(backoff.NoBackoff(), max_attempts=sdk_attempts)
     client = gw.GatewayClient(provider, policy=sdk)
@@ -289,7 +289,7 @@ def layer_calls(
     # take only adds empty receives (a third of a second for one order), never a gateway call.
     consumers = min(5, max(2, order_count))
     config = lambda_poller.PollerConfig(max_concurrency=consumers, max_idle_poll_seconds=20)
-    run = delivery.run_orders(mf, reloj, client, batch, config, max_seconds=6 * 3600, handler=handler)
+    run = delivery.run_orders(aws, clock, client, batch, config, max_seconds=6 * 3600, handler=handler)
     receives = 1 if catch_failures else max_receive_count
     layers = [
         retry_layers.Layer("SDK", sdk_attempts),
