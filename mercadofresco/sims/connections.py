@@ -35,6 +35,7 @@ import simpy
 
 from mercadofresco.errors import check_range
 from mercadofresco.patterns import backoff, retry
+from mercadofresco.sims import retry_loop
 
 CAPS = ("none", "maximum_concurrency", "reserved_concurrency", "pool")
 REFUSED_SECONDS = 0.1  # a refused connection answers fast ("too many connections")
@@ -203,17 +204,22 @@ def _run_batch(s: _State, batch: list[int]):
 
 
 def _connect(s: _State):
-    """Open a connection, retrying refusals under the client's policy; False when it gives up."""
-    policy = s.config.connect_policy
+    """Open a connection, retrying refusals under the client's policy (the shared loop); False if it gives up."""
     s.asking += 1
-    for attempt in range(1, policy.max_attempts + 1):
-        if s.ask():
-            return True
-        yield s.env.timeout(REFUSED_SECONDS)
-        if attempt < policy.max_attempts:
-            yield s.env.timeout(policy.backoff.wait(attempt, s.rng))
-    s.asking -= 1
-    return False
+    connected = yield from retry_loop.with_retries(
+        s.env, lambda: _ask_once(s), retry.Retrier(s.config.connect_policy, s.rng)
+    )
+    if not connected:
+        s.asking -= 1
+    return connected
+
+
+def _ask_once(s: _State):
+    """One attempt: a connection, or a refusal that answers after REFUSED_SECONDS."""
+    if s.ask():
+        return None
+    yield s.env.timeout(REFUSED_SECONDS)
+    return ConnectionRefusedError("too many connections")
 
 
 def _check_done(s: _State) -> None:
