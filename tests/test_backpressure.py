@@ -87,6 +87,18 @@ def test_our_own_rate_limit_below_the_erp_capacity_delivers_everything_with_no_e
     assert limited.finished_seconds < flat_out.finished_seconds  # slowly on purpose is also sooner
 
 
+def test_a_map_max_concurrency_caps_calls_in_flight_not_calls_a_second():
+    from mercadofresco.lessons.backpressure import experiments
+
+    assert throttle.concurrency_for_rate(15, 0.2) == 3 and throttle.rate_for_concurrency(15, 0.2) == 75
+    flat_out, rate, max_concurrency_15, max_concurrency_3 = experiments.throttle_limits(15)
+    assert flat_out["in_dlq"] > 0
+    assert max_concurrency_15["max_calls_per_s"] == 75 and max_concurrency_15["erp_collapses"] >= 1
+    assert max_concurrency_15["erp_errors"] > 0
+    assert (max_concurrency_3["erp_errors"], rate["erp_errors"]) == (0, 0)
+    assert max_concurrency_3["delivered"] == rate["delivered"] == 1_500
+
+
 def test_the_depth_alarm_watches_the_orders_queue():
     from mercadofresco import world
     from mercadofresco.lessons.backpressure import experiments

@@ -2,7 +2,7 @@
 
 import pytest
 
-from mercadofresco.lessons.decision import combinations
+from mercadofresco.lessons.decision import combinations, workflow_start
 from mercadofresco.lessons.decision import rules as decision
 
 
@@ -45,9 +45,14 @@ def test_eventbridge_routes_by_content(aws):
     assert delivery["received"] == ["PedidoConfirmado PED-2026-084417"]
 
 
-def test_a_duplicate_event_starts_one_execution_and_moto_still_lacks_the_target(aws):
-    result = combinations.eventbridge_to_step_functions(aws)
-    assert result["distinct executions"] == 1
+def test_a_rule_target_without_a_name_starts_two_executions_and_the_named_starter_one(aws):
+    result = workflow_start.eventbridge_to_step_functions(aws)
+    unnamed, duplicate, closed, changed = result["steps"]
+    assert unnamed["executions"] == 2  # the classic target names nothing: a duplicate is a second process
+    assert duplicate["executions"] == closed["executions"] == changed["executions"] == 1
+    assert duplicate["StartExecution"] == "open (RUNNING), open (RUNNING)"
+    assert closed["StartExecution"] == "closed (ABORTED)"
+    assert changed["StartExecution"].startswith("refused: another input")
     assert "NotImplementedError" in result["moto, rule with a state machine target"]
     # the demo left the bus as it found it: the warehouse rule works and nothing stray waits
     from mercadofresco import queues
@@ -55,14 +60,56 @@ def test_a_duplicate_event_starts_one_execution_and_moto_still_lacks_the_target(
     assert queues.queue_counts(aws.sqs, aws.warehouse_queue_url)["visible"] == 0
 
 
-def test_sns_straight_to_a_function_loses_what_an_outage_outlasts_and_a_queue_loses_nothing():
-    direct, queued = combinations.direct_vs_queued()
-    assert direct["lost"] > 0 and queued["lost"] == 0
-    assert direct["first_try"] + direct["after_retries"] + direct["lost"] == direct["orders"]
-    assert queued["first_try"] + queued["after_retries"] + queued["dlq_then_redriven"] == queued["orders"]
+def test_start_for_event_tells_a_closed_execution_from_a_different_input(aws):
+    sfn = aws.client("stepfunctions")
+    machine = workflow_start.create_process_machine(aws)
+    detail = {"pedido_id": "PED-2026-084417", "importe": "48.20"}
+    first = workflow_start.start_for_event(sfn, machine, detail)
+    again = workflow_start.start_for_event(sfn, machine, dict(reversed(detail.items())))  # same detail, other key order
+    assert (first.outcome, again.outcome, again.execution_arn) == ("open", "open", first.execution_arn)
+    with pytest.raises(workflow_start.ExecutionConflictError, match="RUNNING"):
+        workflow_start.start_for_event(sfn, machine, detail | {"importe": "52.10"})
+    sfn.stop_execution(executionArn=first.execution_arn)
+    closed = workflow_start.start_for_event(sfn, machine, detail)
+    assert (closed.outcome, closed.status, closed.execution_arn) == ("closed", "ABORTED", first.execution_arn)
+    with pytest.raises(workflow_start.ExecutionConflictError, match="ABORTED"):
+        workflow_start.start_for_event(sfn, machine, detail | {"importe": "52.10"})
+    assert len(sfn.list_executions(stateMachineArn=machine)["executions"]) == 1
+
+
+def test_the_classic_rule_target_has_no_field_that_names_an_execution():
+    fields = workflow_start.target_fields()
+    assert "Arn" in fields and "RoleArn" in fields
+    assert not any("Name" in field or "StepFunctions" in field for field in fields)
+
+
+def test_sns_straight_to_a_function_loses_what_an_outage_outlasts_unless_it_has_a_dlq():
+    direct, with_dlq, queued = combinations.direct_vs_queued()
+    assert direct["lost"] == 27 and queued["lost"] == with_dlq["lost"] == 0
+    assert with_dlq["in_a_dlq"] == direct["lost"]  # its own DLQ keeps them; retries are the same 3 minutes
+    assert (direct["retried_for_min"], queued["retried_for_min"]) == (3, 15)
+    for row in (direct, with_dlq, queued):
+        assert row["first_try"] + row["after_retries"] + row["lost"] + row["in_a_dlq"] == row["orders"]
     short = combinations.direct_vs_queued(combinations.Outage(down_seconds=0))
     assert all(row["first_try"] == row["orders"] for row in short)
 
 
-def test_throttle_knobs_are_stored_on_moto(aws):
-    assert set(combinations.throttle_knobs(aws, 15).values()) == {15}
+def test_throttle_knobs_are_set_where_they_apply_on_moto(aws):
+    knobs = combinations.throttle_knobs(aws, 15)
+    assert knobs["EventBridge API destination: InvocationRateLimitPerSecond"] == 15
+    assert knobs["SNS HTTPS subscription: throttlePolicy.maxReceivesPerSecond"] == 15
+    assert knobs["Step Functions Map: MaxConcurrency"] == 3  # 15 calls/s at 0.2 s a call is 3 in flight
+    subscriptions = aws.client("sns").list_subscriptions_by_topic(TopicArn=aws.topic_arn)["Subscriptions"]
+    assert {s["Protocol"] for s in subscriptions} == {"sqs"}  # the HTTPS subscription is gone again
+
+
+def test_the_charge_happens_in_the_consumer_of_the_orders_queue_not_at_checkout():
+    answers = {flow: decision.choose(need).service for flow, need in decision.FLOWS.items()}
+    charging = [flow for flow in answers if "charge" in flow]
+    assert charging == ["cola-mercadofresco-pedidos -> consumer that charges"]
+    assert answers[charging[0]] == "SQS"
+
+
+def test_a_fact_that_starts_a_process_warns_that_the_rule_names_no_execution():
+    caveat = decision.choose(decision.Need(long_process=True, many_consumers=True)).caveat
+    assert "names no execution" in caveat and "SQS" in caveat

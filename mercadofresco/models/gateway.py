@@ -7,8 +7,16 @@ as 150 s at 19:14) and it can be told to fail: the response lost after the
 charge was made, a 503, a 429 with Retry-After, a declined card (402).
 
 `GatewayClient` is MercadoFresco's side: how long it waits for a response (the
-read timeout) and how its SDK retries (a `retry.RetryPolicy`; by default the
-naive immediate retries of notebook 01, disciplined ones in notebooks 05-07).
+read timeout) and how its retry layer retries (a `retry.RetryPolicy`; by default
+the naive immediate retries of notebook 01, disciplined ones in notebooks 05-07).
+
+What "the SDK" stands for here: the payment provider is not an AWS service, so
+botocore never sees these calls and never retries them (botocore retries only
+the AWS calls it makes itself). The client stands for the HTTP client's retry
+layer MercadoFresco put in front of the gateway (the provider's SDK, or a
+requests/urllib3 Retry), with an SDK's settings (exercise 1's are
+`max_attempts=5` and a 180 s read timeout). The lesson's solution 1(a) says
+botocore retries the charge; read that as this layer.
 """
 
 from __future__ import annotations
@@ -200,7 +208,11 @@ class PaymentGateway:
 
 
 def wrong_sdk_default(error: BaseException, idempotent: bool, now: dt.datetime | None = None) -> retry_rules.Decision:
-    """WRONG, on purpose: an SDK's default, which retries any timeout, lost response, 503 or 429, key or not.
+    """WRONG, on purpose: a retry layer's default, which retries any timeout, lost response, 503 or 429, key or not.
+
+    It stands for an HTTP client's retries configured like an SDK's (botocore
+    retries only AWS calls, never the gateway's): the shape of botocore's
+    standard mode, which retries read timeouts whatever the call does.
 
     A timeout or a lost response may have charged the card; retrying it without an
     idempotency key charges it again (exercise 1's second mechanism). It is the
@@ -220,8 +232,9 @@ def is_permanent_failure(exc: Exception) -> bool:
 class GatewayClient:
     """MercadoFresco's side of the call: read timeout, retry policy, and whether the key is sent.
 
-    By default it behaves like an SDK in its default configuration
-    (`wrong_sdk_default`): up to `max_attempts` attempts, retrying timeouts, lost
+    By default it behaves like an HTTP client whose retry layer is set up like an
+    SDK's default (`wrong_sdk_default`; not botocore, which never sees a call to
+    the gateway): up to `max_attempts` attempts, retrying timeouts, lost
     responses, 503 and 429 at once, whether or not the charge is idempotent
     (exercise 1's second mechanism). Pass a `retry.RetryPolicy` (backoff, classifier) and optionally
     a shared `retry_budget.RetryBudget` to retry with discipline; the waits are spent on

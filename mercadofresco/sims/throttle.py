@@ -8,9 +8,12 @@ through a backlog of notices; each failed call is retried with the same
 for `visibility_timeout_seconds`, and after `max_receive_count` receives to the DLQ.
 
 `rate_limit_per_second` is our side's limit, a token bucket the senders share:
-what EventBridge API destinations' InvocationRateLimitPerSecond, SNS's
-throttlePolicy.maxReceivesPerSecond and a Step Functions Map's MaxConcurrency
-do for you. `run_throttle(config, seed)` returns the totals.
+what EventBridge API destinations' InvocationRateLimitPerSecond and the
+throttlePolicy.maxReceivesPerSecond of an SNS HTTP/S subscription do for you.
+A Step Functions Map's MaxConcurrency is not a rate: it caps the calls in
+flight, which is what `senders` is here; the rate it allows is
+`rate_for_concurrency(senders, call_seconds)`. `run_throttle(config, seed)`
+returns the totals.
 """
 
 from __future__ import annotations
@@ -29,6 +32,16 @@ from mercadofresco.sims.retry_loop import with_retries
 
 SENDER_POLICY = retry.RetryPolicy(backoff.FullJitter(base=0.5, cap=8.0), max_attempts=3)
 FAIL_SECONDS = 0.2  # a refusal takes as long as an answer (the ERP is busy)
+
+
+def rate_for_concurrency(in_flight: int, call_seconds: float) -> float:
+    """Calls a second that `in_flight` concurrent callers make when each call takes `call_seconds`."""
+    return in_flight / call_seconds  # Little's law: rate = concurrency / time per call
+
+
+def concurrency_for_rate(rate_per_second: float, call_seconds: float) -> int:
+    """The most callers in flight whose calls stay within `rate_per_second` (at least 1)."""
+    return max(1, int(rate_per_second * call_seconds + 1e-9))
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,9 @@
 - `upstream_vs_downstream`: the retry storm's Friday (`sims.storm`) twice, once
   holding parallelism at 20 pollers (the queue grows, an alarm on its depth
   fires) and once letting Lambda add pollers against the degraded gateway;
+- `throttle_limits`: the ERP's notices sent flat out, under a rate limit (an API
+  destination's or an SNS HTTP/S subscription's), and under a Map's
+  MaxConcurrency, which caps calls in flight, not calls a second;
 - `evening`: the widget's experiment, the Friday buffer and the connection limit
   for one choice of arrivals, consumers and cap.
 """
@@ -12,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from mercadofresco import alarms
-from mercadofresco.sims import buffer, connections, storm
+from mercadofresco.sims import buffer, connections, storm, throttle
 
 DEPTH_ALARM = alarms.AlarmRule(
     name="cola-mercadofresco-pedidos-profundidad",
@@ -53,6 +56,27 @@ def outcome_rows(runs: dict[str, storm.StormRun]) -> list[dict[str, Any]]:
         }
         for label, run in runs.items()
     ]
+
+
+def throttle_limits(rate_per_second: int = 15, seed: int = 0) -> list[dict[str, Any]]:
+    """The ERP notices flat out, under a rate limit, and under a Map whose MaxConcurrency is the rate or fits it."""
+    flat_out = throttle.ThrottleConfig()
+    in_flight = throttle.concurrency_for_rate(rate_per_second, flat_out.call_seconds)
+    configs = {
+        f"flat out, {flat_out.senders} senders": flat_out,
+        f"rate limit {rate_per_second}/s": throttle.ThrottleConfig(rate_limit_per_second=rate_per_second),
+        f"Map MaxConcurrency {rate_per_second}": throttle.ThrottleConfig(senders=rate_per_second),
+        f"Map MaxConcurrency {in_flight}": throttle.ThrottleConfig(senders=in_flight),
+    }
+    rows = []
+    for label, config in configs.items():
+        summary = throttle.run_throttle(config, seed).summary()
+        del summary["our_limit"]
+        # callers in flight allow senders / call time calls a second; a rate limit can only lower that
+        ceiling = throttle.rate_for_concurrency(config.senders, config.call_seconds)
+        ceiling = min(ceiling, config.rate_limit_per_second or ceiling)
+        rows.append({"limit": label, "max_calls_per_s": round(ceiling)} | summary)
+    return rows
 
 
 def evening(

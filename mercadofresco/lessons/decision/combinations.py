@@ -1,18 +1,17 @@
-"""The three combinations that solve most cases, on moto, and the one to avoid, as a model (notebook 15).
+"""Two of the three combinations that solve most cases, on moto, and the one to avoid, as a model (notebook 15).
 
 - `sns_to_sqs`: fan-out with durability. `mercadofresco-pedido-confirmado` fans
   out to `cola-mercadofresco-correo` and `cola-mercadofresco-erp`; a consumer
   that is down loses nothing, its copy waits in its queue.
 - `eventbridge_to_sqs`: routing by content. Rules on `bus-mercadofresco` pick
   events by source, type and detail; each target is a queue.
-- `eventbridge_to_step_functions`: a fact starts a process. moto accepts a
-  state machine as a rule's target but `put_events` then raises
-  NotImplementedError, so `start_for_event` does what the target would
-  (StartExecution named after the pedido_id) and is called a model.
+- (the third, EventBridge -> Step Functions, is `workflow_start`.)
 - `direct_vs_queued`: SNS straight to a function versus SNS -> SQS -> function
-  during an ERP outage, as a model of Lambda's asynchronous retries.
-- `throttle_knobs`: the three places to limit our own rate toward a third party,
-  set on moto (stored, not enforced; `sims.throttle` models what they do).
+  during an ERP outage, as a model of Lambda's asynchronous retries, with and
+  without the function's own dead-letter queue.
+- `throttle_knobs`: the three places the lesson names to limit our own pace
+  toward a third party, each set on moto where it applies (stored, not
+  enforced; `sims.throttle` models what they do).
 """
 
 from __future__ import annotations
@@ -21,19 +20,17 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from mercadofresco import queues, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
+from mercadofresco.sims import throttle
 
-PROCESS_MACHINE = "mercadofresco-procesar-pedido"
-PROCESS_RULE = "regla-mercadofresco-procesar-pedido"
 HOME_RULE = "regla-mercadofresco-envio-domicilio"
 DELIVERY_QUEUE = "cola-mercadofresco-reparto"
 ROLE_ARN = "arn:aws:iam::123456789012:role/mercadofresco-eventos"
 THIRD_PARTY_ENDPOINT = "https://erp.mercadofresco.example/avisos"
 LAMBDA_ASYNC_RETRY_DELAYS = (60, 120)  # Lambda retries an asynchronous event twice: after 1 minute, then 2 more
+ERP_CALL_SECONDS = throttle.ThrottleConfig().call_seconds  # one notice to the ERP, as notebook 14's model has it
 
 
 def order_event(pedido_id: str, envio: str = "domicilio") -> dict[str, Any]:
@@ -47,7 +44,7 @@ def order_event(pedido_id: str, envio: str = "domicilio") -> dict[str, Any]:
     }
 
 
-def _drain(sqs: Any, url: str) -> list[str]:
+def drain(sqs: Any, url: str) -> list[str]:
     """Receive and delete everything visible in a queue; return the bodies."""
     bodies = []
     while messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0).get("Messages"):
@@ -63,11 +60,11 @@ def sns_to_sqs(aws: world.World, clock: VirtualClock) -> list[dict[str, Any]]:
     sqs = aws.sqs
     aws.client("sns").publish(TopicArn=aws.topic_arn, Message=json.dumps({"pedido_id": "PED-2026-084417"}))
     rows = [{"moment": "after one publish"} | _fanout_counts(aws)]
-    _drain(sqs, aws.fanout_queue_urls["cola-mercadofresco-erp"])
+    drain(sqs, aws.fanout_queue_urls["cola-mercadofresco-erp"])
     rows.append({"moment": "ERP consumer read its copy"} | _fanout_counts(aws))
     clock.advance(2 * 3_600)
     rows.append({"moment": "two hours later, email still down"} | _fanout_counts(aws))
-    bodies = _drain(sqs, aws.fanout_queue_urls["cola-mercadofresco-correo"])
+    bodies = drain(sqs, aws.fanout_queue_urls["cola-mercadofresco-correo"])
     rows.append({"moment": f"email back: read {len(bodies)}"} | _fanout_counts(aws))
     return rows
 
@@ -100,7 +97,7 @@ def eventbridge_to_sqs(aws: world.World) -> list[dict[str, Any]]:
     failed = aws.client("events").put_events(Entries=entries)["FailedEntryCount"]
     rows = []
     for name, url in ((world.WAREHOUSE_QUEUE, aws.warehouse_queue_url), (DELIVERY_QUEUE, delivery_url)):
-        received = [json.loads(body) for body in _drain(aws.sqs, url)]
+        received = [json.loads(body) for body in drain(aws.sqs, url)]
         rows.append(
             {
                 "queue": name,
@@ -109,72 +106,6 @@ def eventbridge_to_sqs(aws: world.World) -> list[dict[str, Any]]:
             }
         )
     return rows
-
-
-# -- EventBridge -> Step Functions -------------------------------------------------------------------
-def create_process_machine(aws: world.World) -> str:
-    """mercadofresco-procesar-pedido, reduced to its shape: prepare, ship, and a compensation path."""
-    definition = {
-        "StartAt": "Preparar",
-        "States": {
-            "Preparar": {"Type": "Pass", "Next": "Enviar"},
-            "Enviar": {"Type": "Pass", "End": True},
-            "Compensar": {"Type": "Pass", "End": True},
-        },
-    }
-    return aws.client("stepfunctions").create_state_machine(
-        name=PROCESS_MACHINE, definition=json.dumps(definition), roleArn=ROLE_ARN
-    )["stateMachineArn"]
-
-
-def step_functions_target_on_moto(aws: world.World, machine_arn: str) -> str:
-    """Put the state machine behind a rule, as in AWS, and say what moto does with an event; leave no trace."""
-    events = aws.client("events")
-    pattern = {"source": [world.ORDER_SOURCE], "detail-type": ["PedidoConfirmado"]}
-    events.put_rule(Name=PROCESS_RULE, EventBusName=world.BUS, EventPattern=json.dumps(pattern))
-    target = {"Id": "procesar", "Arn": machine_arn, "RoleArn": ROLE_ARN}
-    events.put_targets(Rule=PROCESS_RULE, EventBusName=world.BUS, Targets=[target])
-    try:
-        events.put_events(Entries=[order_event("PED-2026-084417")])
-        answer = "delivered"
-    except NotImplementedError as exc:
-        answer = f"put_events raised NotImplementedError ({exc})"
-    finally:
-        events.remove_targets(Rule=PROCESS_RULE, EventBusName=world.BUS, Ids=["procesar"])
-        events.delete_rule(Name=PROCESS_RULE, EventBusName=world.BUS)
-        _drain(aws.sqs, aws.warehouse_queue_url)  # moto had already delivered the warehouse rule's copy
-    return answer
-
-
-def start_for_event(sfn: Any, machine_arn: str, event: dict[str, Any]) -> str:
-    """A model of the rule's Step Functions target: StartExecution, named after the order.
-
-    Naming the execution after the pedido_id makes a duplicate event harmless:
-    Step Functions answers a second start with the same name and input with
-    the execution it already has.
-    """
-    detail = json.loads(event["Detail"])
-    try:
-        response = sfn.start_execution(stateMachineArn=machine_arn, name=detail["pedido_id"], input=event["Detail"])
-    except ClientError as exc:  # same name, different input: a real conflict, never silently ignored
-        raise RuntimeError(f"execution {detail['pedido_id']} exists with another input") from exc
-    return response["executionArn"]
-
-
-def eventbridge_to_step_functions(aws: world.World) -> dict[str, Any]:
-    """The same PedidoConfirmado twice: how many executions of mercadofresco-procesar-pedido start."""
-    sfn = aws.client("stepfunctions")
-    machine = create_process_machine(aws)
-    moto_answer = step_functions_target_on_moto(aws, machine)
-    event = order_event("PED-2026-084417")
-    arns = {start_for_event(sfn, machine, event) for _ in range(2)}
-    executions = sfn.list_executions(stateMachineArn=machine)["executions"]
-    return {
-        "moto, rule with a state machine target": moto_answer,
-        "events delivered (model)": 2,
-        "distinct executions": len(arns),
-        "executions listed": [(e["name"], e["status"]) for e in executions],
-    }
 
 
 # -- SNS straight to a function, against SNS -> SQS -> function: a model ------------------------------
@@ -203,9 +134,10 @@ def direct_vs_queued(outage: Outage | None = None) -> list[dict[str, Any]]:
     """What each path does with the orders confirmed around an ERP outage (a model, no AWS calls).
 
     Direct: Lambda's asynchronous invocation tries at t, t + 60 s and t + 180 s,
-    then drops the event (no on-failure destination configured, the default).
-    Queued: the queue retries every visibility timeout, parks the message in
-    the DLQ after maxReceiveCount receives, and a redrive after the fix delivers it.
+    then discards the event, unless the function has a dead-letter queue or an
+    on-failure destination (neither is there by default), where it lands
+    instead. Queued: the queue retries every visibility timeout, parks the
+    message in the DLQ after maxReceiveCount receives, and a redrive after the fix delivers it.
     """
     outage = outage or Outage()
     sent = [n * outage.every_seconds for n in range(outage.orders)]
@@ -213,7 +145,8 @@ def direct_vs_queued(outage: Outage | None = None) -> list[dict[str, Any]]:
     queued_tries = [k * outage.visibility_timeout_seconds for k in range(outage.max_receive_count)]
     rows = []
     for path, tries, rescue in (
-        ("SNS -> function", direct_tries, "lost"),
+        ("SNS -> function (defaults)", direct_tries, "lost"),
+        ("SNS -> function with its own DLQ", direct_tries, "dlq"),
         ("SNS -> SQS -> function", queued_tries, "dlq"),
     ):
         outcome = [next((k for k, d in enumerate(tries) if not outage.down(t + d)), None) for t in sent]
@@ -224,8 +157,9 @@ def direct_vs_queued(outage: Outage | None = None) -> list[dict[str, Any]]:
                 "orders": outage.orders,
                 "first_try": outcome.count(0),
                 "after_retries": sum(1 for k in outcome if k),
+                "retried_for_min": tries[-1] / 60,
                 "lost": failed if rescue == "lost" else 0,
-                "dlq_then_redriven": failed if rescue == "dlq" else 0,
+                "in_a_dlq": failed if rescue == "dlq" else 0,
             }
         )
     return rows
@@ -233,7 +167,15 @@ def direct_vs_queued(outage: Outage | None = None) -> list[dict[str, Any]]:
 
 # -- our own rate limit toward a third party, set in the three places -------------------------------
 def throttle_knobs(aws: world.World, rate_per_second: int) -> dict[str, Any]:
-    """Set our own rate limit where the lesson names it, on moto, and read each setting back."""
+    """Set our own limit toward the ERP where the lesson names it, on moto, each where it applies; read it back.
+
+    - an EventBridge API destination: InvocationRateLimitPerSecond, a rate;
+    - SNS: throttlePolicy.maxReceivesPerSecond, which SNS honours only for
+      HTTP/S subscriptions, so it goes on an HTTPS subscription of the ERP's
+      endpoint (removed afterwards: moto would POST every later publish to it);
+    - a Step Functions Map: MaxConcurrency caps iterations in flight, not a
+      rate, so it is set to the calls in flight that stay within the rate.
+    """
     events, sns, sfn = aws.client("events"), aws.client("sns"), aws.client("stepfunctions")
     connection = events.create_connection(
         Name="conexion-erp",
@@ -247,25 +189,34 @@ def throttle_knobs(aws: world.World, rate_per_second: int) -> dict[str, Any]:
         HttpMethod="POST",
         InvocationRateLimitPerSecond=rate_per_second,
     )
-    policy = {"http": {"throttlePolicy": {"maxReceivesPerSecond": rate_per_second}}}
-    sns.set_topic_attributes(TopicArn=aws.topic_arn, AttributeName="DeliveryPolicy", AttributeValue=json.dumps(policy))
+    subscription = sns.subscribe(
+        TopicArn=aws.topic_arn, Protocol="https", Endpoint=THIRD_PARTY_ENDPOINT, ReturnSubscriptionArn=True
+    )["SubscriptionArn"]
+    policy = {"throttlePolicy": {"maxReceivesPerSecond": rate_per_second}}  # a subscription's DeliveryPolicy
+    sns.set_subscription_attributes(
+        SubscriptionArn=subscription, AttributeName="DeliveryPolicy", AttributeValue=json.dumps(policy)
+    )
+    delivery = json.loads(sns.get_subscription_attributes(SubscriptionArn=subscription)["Attributes"]["DeliveryPolicy"])
+    sns.unsubscribe(SubscriptionArn=subscription)  # invariant: the world's topic keeps only SQS subscribers
+    in_flight = throttle.concurrency_for_rate(rate_per_second, ERP_CALL_SECONDS)
     item = {"Avisar": {"Type": "Pass", "End": True}}
-    notify = {"Type": "Map", "MaxConcurrency": rate_per_second, "ItemsPath": "$.lineas", "End": True}
-    definition = {
-        "StartAt": "AvisarLineas",
-        "States": {"AvisarLineas": notify | {"Iterator": {"StartAt": "Avisar", "States": item}}},
-    }
+    notify = {"Type": "Map", "MaxConcurrency": in_flight, "ItemsPath": "$.lineas", "End": True}
+    processor = {"ProcessorConfig": {"Mode": "INLINE"}, "StartAt": "Avisar", "States": item}
+    definition = {"StartAt": "AvisarLineas", "States": {"AvisarLineas": notify | {"ItemProcessor": processor}}}
     machine = sfn.create_state_machine(
         name="mercadofresco-avisar-erp", definition=json.dumps(definition), roleArn=ROLE_ARN
     )
     stored = json.loads(sfn.describe_state_machine(stateMachineArn=machine["stateMachineArn"])["definition"])
-    delivery = json.loads(sns.get_topic_attributes(TopicArn=aws.topic_arn)["Attributes"]["DeliveryPolicy"])
+    max_concurrency = stored["States"]["AvisarLineas"]["MaxConcurrency"]
     return {
         "EventBridge API destination: InvocationRateLimitPerSecond": events.describe_api_destination(
             Name="destino-erp"
         )["InvocationRateLimitPerSecond"],
-        "SNS delivery policy: throttlePolicy.maxReceivesPerSecond": delivery["http"]["throttlePolicy"][
+        "SNS HTTPS subscription: throttlePolicy.maxReceivesPerSecond": delivery["throttlePolicy"][
             "maxReceivesPerSecond"
         ],
-        "Step Functions Map: MaxConcurrency": stored["States"]["AvisarLineas"]["MaxConcurrency"],
+        "Step Functions Map: MaxConcurrency": max_concurrency,
+        f"  calls a second it allows at {ERP_CALL_SECONDS:g} s a call": throttle.rate_for_concurrency(
+            max_concurrency, ERP_CALL_SECONDS
+        ),
     }

@@ -3,7 +3,8 @@
 The lesson's table was lost; this is its rebuild. `choose` asks, in this order:
 does the caller need the answer now (a synchronous call), is it a long process
 with steps, waits and compensation (Step Functions, started by an EventBridge
-rule when a fact starts it), do consumers choose by content (EventBridge, a
+rule when a fact starts it, through a queue and a starter when the execution
+must be named after the order), do consumers choose by content (EventBridge, a
 queue per consumer), do several consumers care (SNS fanned out to SQS), or just
 one (SQS). Order turns SQS and SNS into their FIFO kinds, and adds a caveat
 where the service cannot keep it (EventBridge).
@@ -59,11 +60,18 @@ def choose(need: Need) -> Choice:
         )
     if need.long_process:
         started_by_fact = need.many_consumers or need.route_by_content
+        caveat = (
+            "a rule's own target names no execution, so a duplicate event starts a second one: "
+            "to name it after the pedido_id put a queue and a starter between (rule -> SQS -> StartExecution)"
+            if started_by_fact
+            else "start it named after the pedido_id: a repeated start returns the open execution"
+        )
         return Choice(
             "EventBridge -> Step Functions" if started_by_fact else "Step Functions",
             "steps, waits and a compensation path are a workflow's job"
             + ("; a fact on the bus starts it" if started_by_fact else ""),
-            "name each execution after its pedido_id: one process per order" if need.ordered else "",
+            caveat
+            + ("; executions run side by side, so order holds inside one, not between them" if need.ordered else ""),
         )
     if need.route_by_content:
         return Choice(
@@ -88,8 +96,8 @@ def choose(need: Need) -> Choice:
 
 # MercadoFresco's flows, answered.
 FLOWS = {
-    "charge the order at checkout": Need(answer_now=True),
-    "cola-mercadofresco-pedidos -> charge consumer": Need(),
+    "checkout: accept the order, answer its pedido_id": Need(answer_now=True),
+    "cola-mercadofresco-pedidos -> consumer that charges": Need(),
     "PedidoConfirmado -> email and ERP": Need(many_consumers=True),
     "PedidoConfirmado -> warehouse, only home deliveries": Need(route_by_content=True),
     "mercadofresco-procesar-pedido: prepare, ship, compensate": Need(long_process=True, many_consumers=True),
