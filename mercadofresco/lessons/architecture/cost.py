@@ -4,9 +4,12 @@ The lesson gives the parts (SQS almost free, SNS 2.60, EventBridge 0.95, Step
 Functions 54, DynamoDB 0.90 USD) and a total of about 62 USD, but not the
 volumes behind them. Here every line is quantity × unit price, with the
 volumes derived from MercadoFresco's 240,000 orders a month (the lesson's
-exercise 3). `PRICES` holds the unit prices and free tiers: dated assumptions,
-read from AWS's public pricing pages (us-east-1) on `PRICES_AS_OF`, each with
-its page. A bill applies every service's free tier or none (`free_tiers`).
+exercise 3). `PRICES` holds the unit prices and free tiers: dated assumptions
+for us-east-1 (`PRICES_AS_OF`), each with the AWS pricing page it comes from.
+The EventBridge, Step Functions, DynamoDB free tier, CloudWatch and KMS figures
+were read on those pages; the SQS, SNS and DynamoDB on-demand unit prices on
+secondary sources that quote them. A bill applies every service's free tier or
+none (`free_tiers`).
 Edit `CostLine`s to try your own.
 """
 
