@@ -4,9 +4,13 @@ The lesson gives the parts (SQS almost free, SNS 2.60, EventBridge 0.95, Step
 Functions 54, DynamoDB 0.90 USD) and a total of about 62 USD, but not the
 volumes behind them. Here every line is quantity × unit price, with the
 volumes derived from MercadoFresco's 240,000 orders a month (the lesson's
-exercise 3). Unit prices are this workbook's assumptions, close to AWS's
-public list prices in us-east-1 at the time of writing; the data is
-fictitious, as the lesson says. Edit `CostLine`s to try your own.
+exercise 3). `PRICES` holds the unit prices and free tiers: dated assumptions
+for us-east-1 (`PRICES_AS_OF`), each with the AWS pricing page it comes from.
+The EventBridge, Step Functions, DynamoDB free tier, CloudWatch and KMS figures
+were read on those pages; the SQS, SNS and DynamoDB on-demand unit prices on
+secondary sources that quote them. A bill applies every service's free tier or
+none (`free_tiers`).
+Edit `CostLine`s to try your own.
 """
 
 from __future__ import annotations
@@ -20,26 +24,62 @@ from mercadofresco.errors import check_range
 ORDERS_PER_MONTH = 240_000
 MONTH_SECONDS = 30 * 86_400
 LESSON_TOTAL_USD = 62.0
+LESSON_PARTS_USD = {"SNS": 2.60, "EventBridge": 0.95, "Step Functions": 54.0, "DynamoDB": 0.90}  # SQS: "almost free"
+PRICES_AS_OF = "2026-12"
+
+
+@dataclass(frozen=True)
+class Price:
+    """A unit price: `usd` per `per` units, the first `free` units of each month free (the always-free tier)."""
+
+    usd: float
+    per: float
+    free: float
+    unit: str
+    page: str
+
+
+PRICES = {
+    "SQS": Price(0.40, 1e6, 1e6, "standard-queue request", "https://aws.amazon.com/sqs/pricing/"),
+    "SNS": Price(
+        0.50, 1e6, 1e6, "standard-topic publish (deliveries to SQS: free)", "https://aws.amazon.com/sns/pricing/"
+    ),
+    # The free tier covers AWS management events only: custom events are billed from the first.
+    "EventBridge": Price(1.00, 1e6, 0, "custom event", "https://aws.amazon.com/eventbridge/pricing/"),
+    "Step Functions": Price(
+        0.025, 1_000, 4_000, "standard state transition", "https://aws.amazon.com/step-functions/pricing/"
+    ),
+    # The free tier's 25 WCU/RCU are provisioned capacity: on-demand requests are billed from the first.
+    "DynamoDB": Price(
+        0.625, 1e6, 0, "on-demand write request unit", "https://aws.amazon.com/dynamodb/pricing/on-demand/"
+    ),
+    "CloudWatch": Price(0.10, 1, 10, "standard-resolution alarm metric", "https://aws.amazon.com/cloudwatch/pricing/"),
+    # The 20,000 free requests are requests; a customer managed key costs from the first month.
+    "KMS": Price(1.00, 1, 0, "customer managed key", "https://aws.amazon.com/kms/pricing/"),
+}
+# What SNS bills besides publishes, for the 2.60 the lesson gives it (their free tiers would only raise the volume).
+SNS_DELIVERIES = {
+    "HTTP/S deliveries": Price(0.60, 1e6, 0, "HTTP/S delivery", "https://aws.amazon.com/sns/pricing/"),
+    "email deliveries": Price(2.00, 100_000, 0, "email delivery", "https://aws.amazon.com/sns/pricing/"),
+}
 
 
 @dataclass(frozen=True)
 class CostLine:
-    """One line of the bill: how many units a month, at what price per `per` units, minus a free tier."""
+    """One line of the bill: how many units a month, at what price, and the lesson's figure if it gives one."""
 
     service: str
     what: str
     quantity: float
-    price_usd: float
-    per: float = 1_000_000
-    free: float = 0.0
+    price: Price
     lesson_usd: float | None = None
 
     def __post_init__(self) -> None:
         check_range(f"{self.service} quantity", self.quantity, 0, 1e12)
-        check_range(f"{self.service} price_usd", self.price_usd, 0, 1e6)
 
-    def usd(self) -> float:
-        return max(0.0, self.quantity - self.free) / self.per * self.price_usd
+    def usd(self, free_tiers: bool = True) -> float:
+        free = self.price.free if free_tiers else 0.0
+        return max(0.0, self.quantity - free) / self.price.per * self.price.usd
 
 
 def lesson_lines(
@@ -47,61 +87,117 @@ def lesson_lines(
     events_per_order: float = 4,
     transitions_per_order: float = 9,
     idempotent_operations: float = 3,
+    alarms: int = 9,
 ) -> list[CostLine]:
-    """The lesson's parts, each computed from a volume; the last three lines are our guess at the rest."""
+    """The lesson's parts, each computed from a volume; the last three lines are our guess at the rest.
+
+    `alarms` defaults to what notebook 16's flow defines: two per DLQ on four DLQs and the breaker's.
+    """
     check_range("orders", orders, 0, 5_000_000)
     check_range("events_per_order", events_per_order, 0, 20)
     check_range("transitions_per_order", transitions_per_order, 0, 50)
     check_range("idempotent_operations", idempotent_operations, 0, 10)
+    check_range("alarms", alarms, 0, 1_000)
     queues, sqs_calls_per_message = 4, 3  # pedidos, almacen, correo, erp; send + receive + delete
     empty_polls = queues * 5 * MONTH_SECONDS / 20  # 5 Lambda pollers per queue, one 20 s long poll each
     sqs_requests = orders * queues * sqs_calls_per_message + empty_polls
+    parts = LESSON_PARTS_USD
     return [
-        CostLine("SQS", "requests: 3 a message in 4 queues, and empty long polls", sqs_requests, 0.40, free=1e6),
-        CostLine("SNS", "publishes (deliveries to SQS are free)", orders, 0.50, free=1e6, lesson_usd=2.60),
-        CostLine("EventBridge", "custom events on bus-mercadofresco", orders * events_per_order, 1.00, lesson_usd=0.95),
+        CostLine("SQS", "requests: 3 a message in 4 queues, and empty long polls", sqs_requests, PRICES["SQS"]),
+        CostLine("SNS", "publishes to mercadofresco-pedido-confirmado", orders, PRICES["SNS"], parts["SNS"]),
+        CostLine(
+            "EventBridge",
+            "custom events on bus-mercadofresco",
+            orders * events_per_order,
+            PRICES["EventBridge"],
+            parts["EventBridge"],
+        ),
         CostLine(
             "Step Functions",
             "state transitions of mercadofresco-procesar-pedido",
             orders * transitions_per_order,
-            0.025,
-            per=1_000,
-            lesson_usd=54.0,
+            PRICES["Step Functions"],
+            parts["Step Functions"],
         ),
         CostLine(
             "DynamoDB",
             "on-demand writes to mercadofresco-idempotencia, 2 an operation",
             orders * idempotent_operations * 2,
-            0.625,
-            lesson_usd=0.90,
+            PRICES["DynamoDB"],
+            parts["DynamoDB"],
         ),
-        CostLine("CloudWatch", "alarms: 2 per DLQ x 4 (our guess at the rest)", 8, 0.10, per=1),
-        CostLine("KMS", "the key behind alias/mercadofresco-datos (our guess)", 1, 1.00, per=1),
+        CostLine("CloudWatch", "alarms: 2 per DLQ x 4 and the breaker's (our guess)", alarms, PRICES["CloudWatch"]),
+        CostLine("KMS", "the key behind alias/mercadofresco-datos (our guess)", 1, PRICES["KMS"]),
     ]
 
 
 def bill(lines: list[CostLine]) -> list[dict[str, Any]]:
-    """One row per line and a total; the lesson's figure beside each part."""
+    """One row per line, priced with every free tier and with none, the lesson's figure beside; then the totals."""
     rows = [
         {
             "service": line.service,
             "what": line.what,
             "quantity": round(line.quantity),
-            "usd": round(line.usd(), 2),
+            "usd_free_tiers": round(line.usd(free_tiers=True), 2),
+            "usd_no_free_tier": round(line.usd(free_tiers=False), 2),
             "lesson_usd": "-" if line.lesson_usd is None else line.lesson_usd,
         }
         for line in lines
     ]
-    parts = [line.lesson_usd for line in lines if line.lesson_usd is not None]
     rows.append(
         {
             "service": "total",
-            "what": f"the lesson's parts add up to {sum(parts):.2f}; it says about {LESSON_TOTAL_USD:g}",
+            "what": "",
             "quantity": "",
-            "usd": round(sum(line.usd() for line in lines), 2),
+            "usd_free_tiers": round(sum(line.usd(True) for line in lines), 2),
+            "usd_no_free_tier": round(sum(line.usd(False) for line in lines), 2),
             "lesson_usd": LESSON_TOTAL_USD,
         }
     )
+    return rows
+
+
+def reconciliation(lines: list[CostLine]) -> list[dict[str, Any]]:
+    """From the lesson's parts to its "about 62": what our lines the lesson does not price add, either way."""
+    parts = sum(line.lesson_usd for line in lines if line.lesson_usd is not None)
+    unpriced = [line for line in lines if line.lesson_usd is None]
+    choices = (("free_tiers", True), ("no_free_tier", False))
+    rows = [{"step": "the lesson's parts (its SNS 2.60 included)", "free_tiers": parts, "no_free_tier": parts}]
+    rows += [
+        {"step": f"+ {line.service}: {line.what}"} | {label: line.usd(free) for label, free in choices}
+        for line in unpriced
+    ]
+    rows.append(
+        {"step": "= the lesson's parts and our guess at the rest"}
+        | {label: parts + sum(line.usd(free) for line in unpriced) for label, free in choices}
+    )
+    rows.append({"step": "the lesson's total", "free_tiers": LESSON_TOTAL_USD, "no_free_tier": LESSON_TOTAL_USD})
+    return [row | {label: round(row[label], 2) for label, _ in choices} for row in rows]
+
+
+def volume_for(price: Price, usd: float, free_tiers: bool = True) -> float:
+    """How many units a month cost `usd` at `price` (the inverse of `CostLine.usd`)."""
+    check_range("usd", usd, 0, 1e6)
+    return usd / price.usd * price.per + (price.free if free_tiers else 0.0)
+
+
+def sns_explanations(usd: float = LESSON_PARTS_USD["SNS"], orders: int = ORDERS_PER_MONTH) -> list[dict[str, Any]]:
+    """What SNS volume would cost the lesson's 2.60: per charge SNS makes, with and without the free tier."""
+    check_range("orders", orders, 1, 5_000_000)
+    candidates = [("publishes", PRICES["SNS"], True), ("publishes", PRICES["SNS"], False)]
+    candidates += [(name, price, False) for name, price in SNS_DELIVERIES.items()]
+    rows = []
+    for name, price, free_tiers in candidates:
+        volume = volume_for(price, usd, free_tiers)
+        rows.append(
+            {
+                "billed": name,
+                "price": f"{price.usd:g} USD per {price.per:,.0f}",
+                "free_tier": f"{price.free:,.0f}" if free_tiers else "none",
+                "volume_for_2_60": round(volume),
+                "per_order": round(volume / orders, 2),
+            }
+        )
     return rows
 
 
@@ -130,7 +226,7 @@ EIGHT_IN_A_ROW = (
 def confirm_paths(
     charge_seconds: float, write_seconds: float = 0.030, availability: float = 0.999
 ) -> list[dict[str, Any]]:
-    """Latency and availability of answering the customer: every step in the path must answer, in sequence."""
+    """Latency and availability of confirming an order: every step in the path must answer, in sequence."""
     check_range("availability", availability, 0.5, 1.0)
     two = (("charge the card (gateway)", charge_seconds), ("write the order and its event", write_seconds))
     rows = []
@@ -140,7 +236,7 @@ def confirm_paths(
                 "shop": name,
                 "steps": len(steps),
                 "seconds": round(sum(seconds for _, seconds in steps), 2),
-                "answers_when_each_dependency_is_up": f"{100 * availability ** len(steps):.2f} %",
+                "succeeds_when_each_dependency_is_up": f"{100 * availability ** len(steps):.2f} %",
             }
         )
     return rows

@@ -54,7 +54,10 @@ CHARGE_POLLER = PollerConfig(
 CONSUMER_POLLER = PollerConfig(
     batch_size=10, max_concurrency=2, function_timeout_seconds=20, idle_poll_seconds=5, max_idle_poll_seconds=20
 )
-BREAKER_POLICY = breaker.BreakerPolicy(failure_threshold=3, open_seconds=180)  # longer than the visibility timeout
+# The lesson opens after 20 failures in a row; a run of a few orders makes at most 4 failed charges each before
+# they reach the DLQ, so the run opens after 3. Open longer than the queue's 120 s visibility timeout, so the
+# redeliveries find it still open and are refused without calling (notebook 16 shows both choices' cost).
+BREAKER_POLICY = breaker.BreakerPolicy(failure_threshold=3, open_seconds=180)
 CLIENT_POLICY = retry.RetryPolicy(backoff.FullJitter(base=0.2, cap=2.0), max_attempts=2)
 
 
@@ -103,7 +106,12 @@ class Flow:
         self.timeline.append({"seconds": seconds, "hop": hop, "event": event, "pedido_id": pedido_id, "detail": detail})
 
 
-def build_flow(aws: world.World, clock: VirtualClock, honours_key: bool = True) -> Flow:
+def build_flow(
+    aws: world.World,
+    clock: VirtualClock,
+    honours_key: bool = True,
+    breaker_policy: breaker.BreakerPolicy = BREAKER_POLICY,
+) -> Flow:
     """Add to the world what the whole flow needs: DLQs and alarms, the second rule, the breaker, the stores."""
     pairs = {world.ORDERS_QUEUE: aws.orders}
     for name, dlq_name in DLQS.items():
@@ -122,7 +130,7 @@ def build_flow(aws: world.World, clock: VirtualClock, honours_key: bool = True) 
     alarm = alarm_evaluation.OpenAlarm(
         aws.client("cloudwatch"), aws.client("sns"), aws.alerts_topic_arn, "pasarela-pagos"
     )
-    shared = breaker_store.SharedBreaker(breaker_store.embedded_store(), BREAKER_POLICY, alarm=alarm)
+    shared = breaker_store.SharedBreaker(breaker_store.embedded_store(), breaker_policy, alarm=alarm)
     client = gw.GatewayClient(provider, read_timeout_seconds=30, policy=CLIENT_POLICY)
     return Flow(
         aws=aws,
@@ -153,7 +161,10 @@ def confirm_stage(flow: Flow, faults: Faults) -> Poller:
     if faults.response_lost:
         flow.gateway.fail_next(gw.Fault.RESPONSE_LOST)
     if faults.gateway_down:
-        flow.gateway.fail_next(gw.Fault.UNAVAILABLE, times=2 * BREAKER_POLICY.failure_threshold)
+        # 503s until the breaker opens: each failed charge is CLIENT_POLICY.max_attempts calls
+        flow.gateway.fail_next(
+            gw.Fault.UNAVAILABLE, times=CLIENT_POLICY.max_attempts * flow.breaker.policy.failure_threshold
+        )
     crashes = {"after_charge": int(faults.crash_after_charge), "after_complete": int(faults.crash_before_write)}
     handler = confirm.ConfirmOrders(IdempotentChargeOrders(flow.client, flow.store), flow.book)
     poller = _poller(flow, world.ORDERS_QUEUE, handler, CHARGE_POLLER, crashes)
@@ -256,10 +267,11 @@ def run_flow(
     faults: Faults = Faults(),
     honours_key: bool = True,
     first: int = 84_417,
+    breaker_policy: breaker.BreakerPolicy = BREAKER_POLICY,
 ) -> FlowRun:
     """Send `count` orders (PED-2026-084417 on) through every hop with `faults`, recover, and return the run."""
     check_range("count", count, 1, 50, why="moto slows down as queues grow")
-    flow = build_flow(aws, clock, honours_key=honours_key)
+    flow = build_flow(aws, clock, honours_key=honours_key, breaker_policy=breaker_policy)
     ids = send_orders(flow, count, first)
     pollers = {"cobro": confirm_stage(flow, faults)}
     alarm_rows = check_alarms(flow)  # faults stacked on one order can spend its 4 receives
@@ -274,3 +286,23 @@ def run_flow(
         pollers["erp_after_redrive"] = recover_erp(flow)
         later += check_alarms(flow)  # back to OK
     return FlowRun(flow, ids, faults, pollers, alarm_rows + later)
+
+
+LESSON_BREAKER = breaker.BreakerPolicy(failure_threshold=20, open_seconds=30)  # notebook 09's reading of section 9
+
+
+def compare_breakers(
+    aws: world.World,
+    clock: VirtualClock,
+    policies: dict[str, breaker.BreakerPolicy],
+    count: int = 3,
+    first: int = 95_001,
+) -> dict[str, FlowRun]:
+    """The same gateway outage (503s until the breaker opens) under each policy, on new orders for each.
+
+    Pass a new `first` to compare again in the same world: orders already charged are COMPLETADO in its table.
+    """
+    return {
+        name: run_flow(aws, clock, count, Faults(gateway_down=True), first=first + 100 * n, breaker_policy=policy)
+        for n, (name, policy) in enumerate(policies.items())
+    }

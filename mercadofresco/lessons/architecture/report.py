@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from mercadofresco import queues, world
-from mercadofresco.lessons.architecture.flow import CONSUMER_QUEUES, Flow, FlowRun
+from mercadofresco.lessons.architecture.flow import CONSUMER_QUEUES, DLQS, Flow, FlowRun
 from mercadofresco.patterns import breaker
 
 HOPS = {
@@ -98,3 +98,105 @@ def trace(run: FlowRun, pedido_id: str) -> list[dict[str, Any]]:
             if row["pedido_id"] == pedido_id
         ]
     return sorted(rows, key=lambda row: row["seconds"])
+
+
+# -- section 16's lost tables, reconstructed -----------------------------------------------------------
+# "What has been gained, measured" lost its table; the "before" column quotes the lesson's own figures from the
+# sections that measured each hop, the two counted columns come from a finished run.
+BEFORE = {
+    "charge": "a lost answer or a redelivery charges 48.20 EUR again (section 1, exercise 1)",
+    "gateway down": "a 30 s outage: 80 calls per order, 36,000 for 450 orders in flight (section 8)",
+    "confirm": "a redelivery after the charge needs the same referencia_cobro back, or the order breaks (section 3)",
+    "outbox": "1 event in 900 lost, 266 orders a month nobody prepares (section 13, exercise 3)",
+    "consumers": "a redelivered event sends a second email without correo-confirmacion:<pedido_id> (section 2)",
+    "ERP": "340 messages in a DLQ found 11 hours later, on Monday at 09:00 (exercise 2)",
+}
+
+
+def gained(run: FlowRun) -> list[dict[str, Any]]:
+    """Per hop: the lesson's "before", how many copies of the work reached the hop in `run`, and the effects."""
+    flow, orders = run.flow, len(run.pedido_ids)
+    received = {
+        hop: sum(1 for row in poller.timeline if row["event"] == "received") for hop, poller in run.pollers.items()
+    }
+    opened = sum(1 for _, _, new in flow.breaker.transitions if new is breaker.State.OPEN)
+    written = len(flow.book.pedidos)
+    published = len({row["pedido_id"] for row in flow.timeline if row["event"] == "published"})
+    gateway = flow.gateway
+    effects = {name: sum(provider.effects_per_order().values()) for name, provider in flow.providers.items()}
+    erp_copies = received.get("erp", 0) + received.get("erp_after_redrive", 0)
+    charge_copies = received.get("cobro", 0) + received.get("cobro_after_redrive", 0)
+    rows = [
+        ("charge", f"{charge_copies} receives, {gateway.calls} gateway calls", f"{len(gateway.ledger)} charges"),
+        ("gateway down", f"{flow.client.refused} charges refused without calling", f"breaker opened {opened}x"),
+        ("confirm", f"{charge_copies} receives", f"{written} orders written"),
+        ("outbox", f"{flow.published} events for {len(flow.book.outbox)} outbox rows", f"{published} orders published"),
+        (
+            "consumers",
+            ", ".join(f"{name} {received.get(name, 0)}" for name in ("preparacion", "correo")) + " receives",
+            ", ".join(f"{effects[name]} {name}" for name in ("preparacion", "correo")),
+        ),
+        (
+            "ERP",
+            f"{erp_copies} receives, {flow.redriven.get(CONSUMER_QUEUES['erp'], 0)} redriven",
+            f"{effects['erp']} ERP",
+        ),
+    ]
+    return [
+        {"hop": hop, "before (the lesson)": BEFORE[hop], "this run: copies": copies, f"effects ({orders} orders)": done}
+        for hop, copies, done in rows
+    ]
+
+
+def resources(flow: Flow) -> list[dict[str, Any]]:
+    """The lesson's resources (its list was lost) and the workbook's, each with where the run has it."""
+    sqs, sns = flow.aws.sqs, flow.aws.client("sns")
+    queues_found = {url.rsplit("/", 1)[-1] for url in sqs.list_queues().get("QueueUrls", [])}
+    topics = {arn.rsplit(":", 1)[-1] for arn in (t["TopicArn"] for t in sns.list_topics()["Topics"])}
+    buses = {bus["Name"] for bus in flow.aws.client("events").list_event_buses()["EventBuses"]}
+    rules = {rule["Name"] for rule in flow.aws.client("events").list_rules(EventBusName=world.BUS)["Rules"]}
+    tables = set(flow.aws.dynamodb.list_tables()["TableNames"])
+    aliases = {alias["AliasName"] for alias in flow.aws.client("kms").list_aliases()["Aliases"]}
+    alarms_found = flow.aws.client("cloudwatch").describe_alarms()["MetricAlarms"]
+    found = queues_found | topics | buses | rules | tables | aliases
+
+    def on_moto(name: str) -> str:
+        return "on moto" if name in found else "missing"
+
+    rows = [
+        ("SQS", world.ORDERS_QUEUE, "lesson", on_moto(world.ORDERS_QUEUE)),
+        ("SQS", world.ORDERS_DLQ, "lesson", on_moto(world.ORDERS_DLQ)),
+        *[("SQS", name, "workbook", on_moto(name)) for name in (*CONSUMER_QUEUES.values(), *DLQS.values())],
+        ("SNS", world.TOPIC, "lesson", on_moto(world.TOPIC)),
+        ("SNS", world.ALERTS_TOPIC, "lesson", on_moto(world.ALERTS_TOPIC)),
+        ("EventBridge", world.BUS, "lesson", on_moto(world.BUS)),
+        *[("EventBridge", name, "workbook", on_moto(name)) for name in sorted(rules)],
+        ("DynamoDB", world.IDEMPOTENCY_TABLE, "lesson", on_moto(world.IDEMPOTENCY_TABLE)),
+        ("KMS", world.KMS_ALIAS, "lesson", on_moto(world.KMS_ALIAS)),
+        ("CloudWatch", f"{world.METRICS_NAMESPACE} and {len(alarms_found)} alarms", "lesson", "on moto"),
+        ("ElastiCache/Valkey", "mercadofresco-catalogo (the shared breaker)", "lesson", "fakeredis stand-in"),
+        ("Aurora", "aurora-mf-escritor (pedidos + outbox)", "lesson", "stand-in (notebook 13: PostgreSQL)"),
+        ("Step Functions", "mercadofresco-procesar-pedido", "lesson", "not run (notebook 15)"),
+        ("EventBridge Pipes", "pipe-mf-... over mercadofresco-carritos", "lesson", "not run (moto moves nothing)"),
+        ("CloudTrail", "trail-mercadofresco", "lesson", "not run"),
+    ]
+    return [{"service": s, "name": n, "named_by": by, "in_this_run": where} for s, n, by, where in rows]
+
+
+def breaker_outcomes(runs: dict[str, FlowRun]) -> list[dict[str, Any]]:
+    """One row per policy of `flow.compare_breakers`: what the outage cost the gateway, the queue and the orders."""
+    rows = []
+    for name, run in runs.items():
+        flow = run.flow
+        charge_hops = [poller for hop, poller in run.pollers.items() if hop.startswith("cobro")]
+        rows.append(
+            {
+                "breaker": name,
+                "gateway_calls": flow.gateway.calls,
+                "refused_without_calling": flow.client.refused,
+                "receives_of_the_orders": sum(row["event"] == "received" for p in charge_hops for row in p.timeline),
+                "through_the_DLQ": flow.redriven.get(world.ORDERS_QUEUE, 0),
+                "charges_per_order": max(flow.gateway.charges_per_order().values(), default=0),
+            }
+        )
+    return rows
