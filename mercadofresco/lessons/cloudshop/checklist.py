@@ -163,7 +163,7 @@ def three_failures(duplicated_at_30s: int, orders: int, charged_twice: int, lost
         {
             "failure": "no idempotency",
             "gives": "duplicates with an effect",
-            "measured": f"{charged_twice} customers charged twice by a redrive (notebook 11)",
+            "measured": f"{charged_twice} customers charged twice by a redrive (notebook 11's experiment)",
         },
         {
             "failure": "a DLQ without an alarm or a redrive",
