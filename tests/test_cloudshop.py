@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mercadofresco.lessons.cloudshop import case, dead_letters
+from mercadofresco.lessons.cloudshop import case, checklist, dead_letters
 from mercadofresco.patterns import consumer_config
 
 DAY = 86_400
@@ -42,6 +42,43 @@ def test_key_ttl_must_outlive_the_dlq_retention():
         "key TTL > DLQ retention"
     ]
     assert consumer_config.problems(settings(300, idempotency_ttl_seconds=21 * DAY)) == []
+
+
+def test_a_worker_that_short_polls_breaks_the_long_polling_rule_lambda_never_does():
+    assert [f.rule for f in consumer_config.problems(settings(300, receive_wait_seconds=0))] == ["long polling"]
+    assert consumer_config.problems(settings(300, receive_wait_seconds=20)) == []
+    lambda_row = next(f for f in consumer_config.check(settings(300)) if f.rule == "long polling")
+    assert lambda_row.ok and "long-polls by itself" in lambda_row.detail
+
+
+def test_long_polling_cuts_the_empty_receives_of_an_idle_queue_twentyfold():
+    short, long = consumer_config.idle_receives(0, pollers=5), consumer_config.idle_receives(20, pollers=5)
+    assert short["empty_receives_a_month"] == 5 * 30 * DAY  # one a second a poller, the worker's pause
+    assert long["empty_receives_a_month"] == 5 * 30 * DAY // 20
+    assert (short["usd_a_month"], long["usd_a_month"]) == (5.18, 0.26)
+
+
+def test_the_checklist_judges_settings_items_on_every_consumer_and_reports_missing_evidence():
+    good, bad = settings(300), settings(30, partial_batch_response=False)
+    rows = {row["item"]: row for row in checklist.run_checklist([good, bad], {"idempotent": (False, "ADD -1")})}
+    assert rows["visibility covers the longest batch"]["verdict"] == "BROKEN"
+    assert "1 of 2" in rows["visibility covers the longest batch"]["evidence"]
+    assert rows["long polling on"]["verdict"] == "kept"
+    assert rows["every operation with an effect is idempotent"]["verdict"] == "BROKEN"
+    assert rows["an age alarm on the DLQ"] == {
+        "item": "an age alarm on the DLQ",
+        "verdict": "not checked here",
+        "evidence": "no evidence passed in",
+    }
+    assert len(rows) == 15
+
+
+def test_the_watch_alarms_are_defined_in_cloudwatch(aws):
+    held = checklist.define_watch(aws, case.STOCK_QUEUE, case.STOCK_DLQ, "cloudshop-inventario")
+    assert len(held) == 7
+    by_alarm = {row["alarm"]: row for row in held}
+    assert by_alarm["cloudshop-inventario-fallidos-antiguedad-1h"]["threshold"] == 3_600
+    assert by_alarm["cloudshop-inventario-errores"]["metric"] == "AWS/Lambda Errors"
 
 
 @pytest.mark.parametrize(

@@ -262,6 +262,47 @@ def test_41200_at_once_overwhelms_the_database_paced_batches_do_not():
         mass_redrive.MassRedriveConfig(release="yolo")
 
 
+def test_class_210s_ramp_is_beyond_what_an_sqs_mapping_documents():
+    standard, provisioned = mass_redrive.LAMBDA_SCALING["standard"], mass_redrive.LAMBDA_SCALING["provisioned"]
+    assert standard.concurrency_after(40) == 205  # 5 + 300 a minute x 40 s
+    assert standard.seconds_to_reach(2_800) is None and standard.concurrency_after(3_600) == 1_000
+    assert round(provisioned.seconds_to_reach(2_800)) == 167
+    assert round(mass_redrive.per_minute_needed(2_800, 40)) == 4_192  # 14 x the standard mode's 300
+    rows = {row["ramp"]: row for row in redrive.ramp_rows()}
+    assert rows["standard mode"]["seconds_to_2800"] == "never (ceiling)"
+    assert rows["provisioned mode"]["after_40_s"] == 686
+
+
+def test_the_hasty_redrive_at_a_documented_ramp_sends_fewer_back_than_class_210s_ramp():
+    def hasty(scaling: str) -> mass_redrive.MassRedriveResult:
+        limit = 1_000 if scaling == "standard" else 2_800  # standard mode never runs more than 1,000 at once
+        return mass_redrive.run_mass_redrive(mass_redrive.MassRedriveConfig(max_concurrency=limit, scaling=scaling))
+
+    stated, standard, provisioned = hasty("as_stated"), hasty("standard"), hasty("provisioned")
+    assert (stated.back_in_dlq, standard.back_in_dlq, provisioned.back_in_dlq) == (15_110, 0, 1_970)
+    assert standard.failed_attempts > 10_000  # the database still refuses, but every batch gets through in 5 receives
+    assert standard.consumers_started <= 1_000 and provisioned.peak_at(40) <= 686
+    for result in (stated, standard, provisioned):
+        assert result.processed + result.back_in_dlq == 41_200
+
+
+def test_reserved_concurrency_throttles_where_maximum_concurrency_waits():
+    maximum = mass_redrive.run_mass_redrive(
+        mass_redrive.MassRedriveConfig(release="paced", max_concurrency=40, scaling="standard")
+    )
+    reserved = mass_redrive.run_mass_redrive(
+        mass_redrive.MassRedriveConfig(
+            release="paced", max_concurrency=1_000, scaling="standard", reserved_concurrency=40
+        )
+    )
+    assert maximum.throttled_batches == 0 and maximum.consumers_started == 40
+    assert reserved.throttled_batches > 1_000 and reserved.consumers_started > 40  # the mapping kept scaling
+    assert reserved.processed == maximum.processed == 41_200
+    assert reserved.finished_seconds > maximum.finished_seconds + 60  # throttled batches wait out their visibility
+    with pytest.raises(ValueError, match="scaling"):
+        mass_redrive.MassRedriveConfig(scaling="instant")
+
+
 def test_the_fixed_consumer_reads_both_versions_the_old_one_says_why_not():
     body = incidents.version2_body("PED-2026-000002", Decimal("9.99"))
     assert handlers.read_order(body, (1, 2)).version == 2

@@ -17,7 +17,11 @@ The rules:
 - maxReceiveCount between 3 and 5 (decided, not left at a default);
 - the idempotency key outlives every way a message can come back (class 210:
   the DLQ's retention, 14 days, so 21 days); the lesson's 24 h is right only
-  when nothing is redriven after a day (notebook 18 compares them).
+  when nothing is redriven after a day (notebook 18 compares them);
+- long polling: a consumer that polls the queue itself waits at least 1 s per
+  receive (SQS's default is 0, short polling). Lambda's event source mapping
+  long-polls by itself, so for a function the rule always holds.
+  `idle_receives` is the arithmetic of what it saves.
 """
 
 from __future__ import annotations
@@ -30,6 +34,9 @@ DAY = 86_400
 LAMBDA_VISIBILITY_FACTOR = 6  # AWS: visibility timeout at least six times the function timeout
 MAX_VISIBILITY_SECONDS = 43_200  # SQS: 12 hours
 MAX_RETENTION_SECONDS = 14 * DAY  # SQS: 14 days
+MAX_WAIT_SECONDS = 20  # SQS: the longest a ReceiveMessage may wait (long polling)
+SQS_USD_PER_MILLION = 0.40  # standard queue requests, list price (runtime/billing.py)
+MONTH_SECONDS = 30 * DAY
 
 
 class UnsafeConsumerSettingsError(MercadoFrescoError):
@@ -52,6 +59,7 @@ class ConsumerSettings:
     partial_batch_response: bool = True
     dlq_retention_seconds: int = MAX_RETENTION_SECONDS
     idempotency_ttl_seconds: int | None = None  # None: the consumer keeps no idempotency record
+    receive_wait_seconds: float | None = None  # a self-polling worker's wait; None: Lambda's mapping polls
 
     def __post_init__(self) -> None:
         check_range("visibility_timeout_seconds", self.visibility_timeout_seconds, 0, MAX_VISIBILITY_SECONDS)
@@ -61,6 +69,8 @@ class ConsumerSettings:
         check_range("dlq_retention_seconds", self.dlq_retention_seconds, 60, MAX_RETENTION_SECONDS)
         if self.idempotency_ttl_seconds is not None:
             check_range("idempotency_ttl_seconds", self.idempotency_ttl_seconds, 1, 366 * DAY)
+        if self.receive_wait_seconds is not None:
+            check_range("receive_wait_seconds", self.receive_wait_seconds, 0, MAX_WAIT_SECONDS)
 
 
 @dataclass(frozen=True)
@@ -104,6 +114,16 @@ def check(settings: ConsumerSettings) -> list[Finding]:
             f"maxReceiveCount {s.max_receive_count}",
         ),
     ]
+    wait = s.receive_wait_seconds
+    findings.append(
+        Finding(
+            "long polling",
+            wait is None or wait >= 1,
+            "Lambda's event source mapping long-polls by itself"
+            if wait is None
+            else f"receives wait {wait:g} s" + (" (short polling)" if wait < 1 else ""),
+        )
+    )
     if s.idempotency_ttl_seconds is not None:
         findings.append(
             Finding(
@@ -132,3 +152,23 @@ def minimum_visibility_seconds(timeout_seconds: float, batch_size: int) -> float
     check_range("timeout_seconds", timeout_seconds, 1, 900)
     check_range("batch_size", batch_size, 1, 10_000)
     return max(timeout_seconds * batch_size, LAMBDA_VISIBILITY_FACTOR * timeout_seconds)
+
+
+def idle_receives(wait_seconds: float, pollers: int = 1, short_poll_pause_seconds: float = 1.0) -> dict[str, float]:
+    """Receives a month on an empty queue, and what they cost, for pollers that wait `wait_seconds` each.
+
+    Arithmetic, not a measurement: a long poll returns after `wait_seconds`
+    when nothing arrives; a short poll (wait 0) returns at once, and the
+    worker pauses `short_poll_pause_seconds` (our assumption) before the next.
+    """
+    check_range("wait_seconds", wait_seconds, 0, MAX_WAIT_SECONDS)
+    check_range("pollers", pollers, 1, 10_000)
+    check_range("short_poll_pause_seconds", short_poll_pause_seconds, 0.01, 60)
+    every = wait_seconds if wait_seconds >= 1 else short_poll_pause_seconds
+    receives = pollers * MONTH_SECONDS / every
+    return {
+        "wait_s": wait_seconds,
+        "pollers": pollers,
+        "empty_receives_a_month": round(receives),
+        "usd_a_month": round(receives / 1e6 * SQS_USD_PER_MILLION, 2),
+    }

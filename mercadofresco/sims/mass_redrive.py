@@ -9,6 +9,20 @@ database refuses at once ("too many connections"), the invocation fails, the mes
 visibility timeout ends, and after `max_receive_count` receives it goes back to
 the DLQ. Consumers take SQS batches of 10, one connection per batch.
 `run_mass_redrive(config, seed)` returns the totals and a timeline.
+
+How the consumers scale (`scaling`):
+
+- "as_stated": class 210's account, taken as input: `max_concurrency` reached
+  linearly in `scale_up_seconds` (2,800 in 40 s), whatever AWS allows;
+- "standard", "provisioned": an SQS event source mapping as AWS documents it
+  (`LAMBDA_SCALING`): a few concurrent batches at first, more each second while
+  messages wait, up to the mode's ceiling or `max_concurrency`, whichever is lower.
+  The model never scales down.
+
+`reserved_concurrency` caps the function, not the mapping: the mapping still
+scales, and a batch taken beyond the cap is throttled, its receive spent, and
+comes back after the visibility timeout (notebook 14's `sims.connections` has
+the same rule). `max_concurrency` is the mapping's `MaximumConcurrency`.
 """
 
 from __future__ import annotations
@@ -22,7 +36,45 @@ import simpy
 from mercadofresco.errors import check_range
 
 RELEASES = ("all_at_once", "paced")
+SCALINGS = ("as_stated", "standard", "provisioned")
 BATCH = 10  # Lambda's SQS batch size: one invocation, one connection, up to 10 messages
+THROTTLED_SECONDS = 0.1  # a throttled invocation answers at once; the poller takes the next batch
+
+
+@dataclass(frozen=True)
+class Scaling:
+    """How an SQS event source mapping adds concurrent invocations while messages wait."""
+
+    start: int  # concurrent batches when messages appear
+    per_minute: int  # added each minute while messages are still waiting
+    ceiling: int  # the most batches the mapping runs at once
+
+    def concurrency_after(self, seconds: float, limit: int | None = None) -> int:
+        """Concurrent invocations `seconds` into a backlog that never empties."""
+        top = self.ceiling if limit is None else min(self.ceiling, limit)
+        return min(top, self.start + int(self.per_minute * seconds / 60))
+
+    def seconds_to_reach(self, concurrency: int) -> float | None:
+        """Seconds until `concurrency` runs at once; None if the ceiling is below it."""
+        if concurrency > self.ceiling:
+            return None
+        return max(0.0, (concurrency - self.start) * 60 / self.per_minute)
+
+
+# https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html: standard mode starts
+# with 5 batches, adds up to 300 a minute, runs at most 1,000 at once; provisioned mode scales up
+# to 1,000 a minute and up to 20,000 (AWS News Blog, provisioned mode for SQS, 2025), starting
+# from its minimum pollers (2 by default, up to 10 invocations each).
+LAMBDA_SCALING = {
+    "standard": Scaling(start=5, per_minute=300, ceiling=1_000),
+    "provisioned": Scaling(start=20, per_minute=1_000, ceiling=20_000),
+}
+
+
+def per_minute_needed(concurrency: int, seconds: float, start: int = 5) -> float:
+    """The scaling rate a mapping would need to reach `concurrency` in `seconds` from `start`."""
+    check_range("seconds", seconds, 1, 86_400)
+    return (concurrency - start) * 60 / seconds
 
 
 @dataclass(frozen=True)
@@ -41,10 +93,16 @@ class MassRedriveConfig:
     visibility_timeout_seconds: float = 60.0
     max_receive_count: int = 5  # class 210: billing retried 5 times
     sample_every_seconds: float = 10.0
+    scaling: str = "as_stated"
+    reserved_concurrency: int | None = None  # the function's cap; None: no cap below the mapping's
 
     def __post_init__(self) -> None:
         if self.release not in RELEASES:
             raise ValueError(f"release must be one of {', '.join(RELEASES)}; got {self.release!r}")
+        if self.scaling not in SCALINGS:
+            raise ValueError(f"scaling must be one of {', '.join(SCALINGS)}; got {self.scaling!r}")
+        if self.reserved_concurrency is not None:
+            check_range("reserved_concurrency", self.reserved_concurrency, 1, 10_000)
         check_range("messages", self.messages, 1, 100_000)
         check_range("max_concurrency", self.max_concurrency, 1, 10_000)
         check_range("db_connections", self.db_connections, 1, 10_000)
@@ -83,6 +141,8 @@ class MassRedriveResult:
     back_in_dlq: int = 0
     finished_seconds: float = 0.0
     peak_busy_consumers: int = 0
+    throttled_batches: int = 0
+    consumers_started: int = 0
     timeline: list[RedriveSample] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
@@ -93,8 +153,13 @@ class MassRedriveResult:
             "processed": self.processed,
             "failed_attempts": self.failed_attempts,
             "back_in_dlq": self.back_in_dlq,
+            "throttled_batches": self.throttled_batches,
             "minutes": round(self.finished_seconds / 60, 1),
         }
+
+    def peak_at(self, seconds: float) -> int:
+        """The most consumers busy at once in the first `seconds` (from the timeline's samples)."""
+        return max((row.busy_consumers for row in self.timeline if row.second <= seconds), default=0)
 
 
 @dataclass
@@ -110,7 +175,9 @@ class RedriveState:
     queue: simpy.Store
     database: simpy.Resource
     result: MassRedriveResult
+    rng: random.Random
     busy_consumers: int = 0
+    running: int = 0  # invocations past the function's throttle, holding or asking for a connection
 
 
 def run_mass_redrive(config: MassRedriveConfig, seed: int = 0) -> MassRedriveResult:
@@ -118,11 +185,16 @@ def run_mass_redrive(config: MassRedriveConfig, seed: int = 0) -> MassRedriveRes
     env = simpy.Environment()
     rng = random.Random(seed)
     result = MassRedriveResult(config)
-    shared = RedriveState(env, config, simpy.Store(env), simpy.Resource(env, capacity=config.db_connections), result)
+    database = simpy.Resource(env, capacity=config.db_connections)
+    shared = RedriveState(env, config, simpy.Store(env), database, result, rng)
     env.process(_release(shared))
-    for number in range(config.max_concurrency):
-        start = config.scale_up_seconds * number / config.max_concurrency
-        env.process(_consumer(shared, start, rng))
+    if config.scaling == "as_stated":
+        for number in range(config.max_concurrency):
+            start = config.scale_up_seconds * number / config.max_concurrency
+            env.process(_consumer(shared, start))
+        result.consumers_started = config.max_concurrency
+    else:
+        env.process(_scale(shared, LAMBDA_SCALING[config.scaling]))
     env.process(_sample(shared))
     done = env.event()
     env.process(_watch_done(shared, done))
@@ -145,22 +217,44 @@ def _release(shared: RedriveState):
     yield shared.env.timeout(0)
 
 
-def _consumer(shared: RedriveState, start: float, rng: random.Random):
+def _scale(shared: RedriveState, scaling: Scaling):
+    """The mapping's scaler: `start` consumers, then `per_minute` more while batches wait, up to its limit."""
+    limit = min(scaling.ceiling, shared.config.max_concurrency)
+    budget = float(scaling.start)
+    while shared.result.consumers_started < limit:
+        while budget >= 1 and shared.result.consumers_started < limit and shared.queue.items:
+            shared.result.consumers_started += 1
+            budget -= 1
+            shared.env.process(_consumer(shared, 0.0))
+        yield shared.env.timeout(1.0)
+        if shared.queue.items:  # AWS: "if messages are still available"
+            budget = min(budget + scaling.per_minute / 60, scaling.per_minute)
+
+
+def _consumer(shared: RedriveState, start: float):
     """One of Lambda's concurrent invocations: a batch, a connection if one is free, else a failed attempt."""
-    env, result, database = shared.env, shared.result, shared.database
+    env, result, database, config = shared.env, shared.result, shared.database, shared.config
     yield env.timeout(start)  # Lambda adds pollers as it scales up
     while True:
         taken = yield shared.queue.get()  # one invocation: a batch of up to 10 messages
         batch = Batch(taken.messages, taken.receives + 1)  # a receive
         shared.busy_consumers += 1
         result.peak_busy_consumers = max(result.peak_busy_consumers, shared.busy_consumers)
-        if database.count < database.capacity:  # a free connection
+        if config.reserved_concurrency is not None and shared.running >= config.reserved_concurrency:
+            result.throttled_batches += 1  # the mapping took it; the function cannot run it
+            yield env.timeout(THROTTLED_SECONDS)
+            _return_later(shared, batch)
+        elif database.count < database.capacity:  # a free connection
+            shared.running += 1
             with database.request() as connection:
                 yield connection
-                yield env.timeout(batch.messages * shared.config.work_seconds * rng.uniform(0.8, 1.2))
+                yield env.timeout(batch.messages * config.work_seconds * shared.rng.uniform(0.8, 1.2))
+            shared.running -= 1
             result.processed += batch.messages
         else:  # "too many connections": the database refuses at once, the invocation fails
-            yield env.timeout(shared.config.refused_seconds)
+            shared.running += 1
+            yield env.timeout(config.refused_seconds)
+            shared.running -= 1
             result.failed_attempts += batch.messages
             _return_later(shared, batch)
         shared.busy_consumers -= 1

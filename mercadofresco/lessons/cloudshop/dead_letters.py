@@ -31,7 +31,7 @@ from mercadofresco.errors import check_range
 from mercadofresco.lessons import duplicates
 from mercadofresco.lessons.dlq import incidents
 from mercadofresco.patterns import dlq, idempotency
-from mercadofresco.sims.mass_redrive import MassRedriveResult
+from mercadofresco.sims.mass_redrive import LAMBDA_SCALING, MassRedriveResult
 
 DAY = 86_400
 RETENTION_SECONDS = 14 * DAY
@@ -243,26 +243,32 @@ def retention_on_moto(
 
 
 # -- the redrive, against class 210's figures ------------------------------------------------------
-def redrive_rows(all_at_once: MassRedriveResult, paced: MassRedriveResult) -> list[dict[str, Any]]:
-    """The simpy model's two redrives next to what class 210 reports for each attempt."""
+def redrive_rows(results: dict[str, MassRedriveResult]) -> list[dict[str, Any]]:
+    """The simpy model's redrives, by label, next to what class 210 reports for the attempt of the same release.
+
+    `concurrency` is the most the run's consumers could reach: the mapping's ceiling caps a documented ramp.
+    """
+    reported = {
+        "all_at_once": {"back_in_dlq": "9,400", "minutes": "38 (the incident)", "rate": "-"},
+        "paced": {"back_in_dlq": "0", "minutes": "6", "rate": "~120"},
+    }
     rows = []
-    for result, reported in (
-        (all_at_once, {"back_in_dlq": "9,400", "minutes": "38 (the incident)", "rate": "-"}),
-        (paced, {"back_in_dlq": "0", "minutes": "6", "rate": "~120"}),
-    ):
-        summary = result.summary()
+    for label, result in results.items():
+        summary, config = result.summary(), result.config
+        said = reported[config.release]
+        ceiling = LAMBDA_SCALING[config.scaling].ceiling if config.scaling in LAMBDA_SCALING else config.max_concurrency
         rows.append(
             {
-                "release": summary["release"],
-                "concurrency": summary["max_concurrency"],
-                "peak_db_connections": f"{max(row.db_connections for row in result.timeline)}"
-                f"/{result.config.db_connections}",
+                "run": label,
+                "concurrency": min(config.max_concurrency, ceiling),
+                "peak_db_connections": f"{max(row.db_connections for row in result.timeline)}/{config.db_connections}",
                 "back_in_dlq": summary["back_in_dlq"],
-                "class_210_back": reported["back_in_dlq"],
+                "class_210_back": said["back_in_dlq"],
                 "minutes": summary["minutes"],
-                "class_210_minutes": reported["minutes"],
+                "class_210_minutes": said["minutes"],
                 "msg_per_s": round(summary["processed"] / result.finished_seconds),
-                "class_210_rate": reported["rate"],
+                "class_210_rate": said["rate"],
+                "throttled": result.throttled_batches,
             }
         )
     return rows

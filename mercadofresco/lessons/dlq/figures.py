@@ -14,9 +14,18 @@ from matplotlib.figure import Figure
 
 from mercadofresco.clock import MADRID
 from mercadofresco.patterns.dlq import Classification, FailureKind, Sample
-from mercadofresco.sims.mass_redrive import MassRedriveResult
+from mercadofresco.sims.mass_redrive import MassRedriveConfig, MassRedriveResult
 
 COLORS = {"all_at_once": "tab:red", "paced": "tab:green"}
+SCALING_COLORS = {"standard": "tab:orange", "provisioned": "tab:purple"}  # all at once, at AWS's ramp
+SCALING_WORDS = {"as_stated": "class 210's ramp", "standard": "standard mapping", "provisioned": "provisioned mapping"}
+
+
+def redrive_label(config: MassRedriveConfig) -> str:
+    """One run of the redrive model in words: how it released, how it scaled, what capped it."""
+    cap = f"reserved concurrency {config.reserved_concurrency}" if config.reserved_concurrency else ""
+    cap = cap or f"concurrency {config.max_concurrency:,}"
+    return f"{config.release.replace('_', ' ')}, {SCALING_WORDS[config.scaling]}, {cap}"
 
 
 def madrid(instant: dt.datetime) -> str:
@@ -101,8 +110,10 @@ def mass_redrive(results: list[MassRedriveResult], title: str = "") -> Figure:
     left, right = figure.subplots(1, 2)
     for result in results:
         minutes = [row.second / 60 for row in result.timeline]
-        color = COLORS[result.config.release]
-        label = f"{result.config.release}, concurrency {result.config.max_concurrency}"
+        config = result.config
+        paced_or_stated = config.release == "paced" or config.scaling == "as_stated"
+        color = COLORS[config.release] if paced_or_stated else SCALING_COLORS[config.scaling]
+        label = redrive_label(config)
         left.plot(minutes, [row.db_connections for row in result.timeline], color=color, label=label)
         right.plot(minutes, [row.failed_attempts for row in result.timeline], color=color, label=label)
         right.plot(minutes, [row.back_in_dlq for row in result.timeline], color=color, linestyle="--")

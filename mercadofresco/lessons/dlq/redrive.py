@@ -2,7 +2,9 @@
 
 `consume` runs the deployed consumer (`handlers.ChargeOrders`) with the schema
 versions it reads: before exercise 2's fix only version 1; the fix adds 2.
-`redrive_after_lost_responses` shows why a redrive needs an idempotent lambda_poller.
+`redrive_after_lost_responses` shows why a redrive needs an idempotent consumer.
+`ramp_rows` asks whether class 210's 2,800 executions in 40 s fit the ramp AWS
+documents for an SQS event source mapping (`mass_redrive.LAMBDA_SCALING`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from mercadofresco.errors import check_range
 from mercadofresco.models import gateway as gw
 from mercadofresco.models import lambda_poller, move_task
 from mercadofresco.shop import handlers
+from mercadofresco.sims import mass_redrive
 
 
 def consume(
@@ -61,3 +64,32 @@ def redrive_after_lost_responses(
         "charges": len(provider.ledger),
         "orders_charged_twice": sum(1 for n in per_order.values() if n > 1),
     }
+
+
+def ramp_rows(concurrency: int = 2_800, seconds: float = 40.0) -> list[dict[str, Any]]:
+    """Class 210's ramp beside the two modes of an SQS event source mapping: where each is after `seconds`."""
+    check_range("concurrency", concurrency, 1, 20_000)
+    check_range("seconds", seconds, 1, 3_600)
+    rows = [
+        {
+            "ramp": "class 210 (as stated)",
+            "start": "-",
+            "per_minute": round(mass_redrive.per_minute_needed(concurrency, seconds)),
+            "ceiling": "-",
+            f"after_{seconds:g}_s": concurrency,
+            f"seconds_to_{concurrency}": seconds,
+        }
+    ]
+    for mode, scaling in mass_redrive.LAMBDA_SCALING.items():
+        reach = scaling.seconds_to_reach(concurrency)
+        rows.append(
+            {
+                "ramp": f"{mode} mode",
+                "start": scaling.start,
+                "per_minute": scaling.per_minute,
+                "ceiling": scaling.ceiling,
+                f"after_{seconds:g}_s": scaling.concurrency_after(seconds),
+                f"seconds_to_{concurrency}": "never (ceiling)" if reach is None else round(reach),
+            }
+        )
+    return rows
