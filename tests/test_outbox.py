@@ -171,6 +171,24 @@ def test_polling_every_second_adds_under_a_second_of_latency(db, aws):
     assert len(latencies) == 120 and max(latencies) <= 1.0 and 0.3 < sum(latencies) / 120 < 0.7
 
 
+def test_a_publisher_on_eventbridge_schedulers_one_minute_rate_is_half_a_minute_late(db, aws):
+    latencies = outbox_publishers.publish_latency(db, aws.client("events"), 30, 300, poll_seconds=60)
+    assert len(latencies) == 30 and 20 < sum(latencies) / 30 < 45 and 50 < max(latencies) <= 60
+
+
+def test_retrying_put_events_misses_the_entries_a_successful_call_refused(db, aws):
+    base = dict(orders=60, crash_probability=0.1, throttle_probability=0.1, put_events_attempts=3)
+    retried = experiments.run_dual_write(db, aws.client("events"), experiments.CrashConfig(**base), seed=2)
+    refusing = experiments.CrashConfig(**base, refuse_probability=0.05)
+    ignored = experiments.run_dual_write(db, aws.client("events"), refusing, seed=2)
+    resent = experiments.run_dual_write(
+        db, aws.client("events"), experiments.CrashConfig(**vars(refusing) | {"resend_refused": True}), seed=2
+    )
+    assert retried.lost == retried.crashes == 5
+    assert ignored.lost == 9 and ignored.crashes == 5  # four refused entries lost on top of the deaths
+    assert resent.lost == resent.crashes == 5
+
+
 def test_a_stopped_publisher_trips_the_age_alarm_first_and_the_count_alarm_later(db, aws, clock):
     rows = operations.stopped_publisher(db, aws, clock)
     assert operations.first_alarm_minutes(rows) == {"pending_alarm": 34.0, "age_alarm": 2.0}

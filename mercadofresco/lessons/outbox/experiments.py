@@ -28,6 +28,7 @@ from botocore.exceptions import ClientError
 
 from mercadofresco import clock, orders, world
 from mercadofresco.errors import check_range
+from mercadofresco.models import event_faults
 from mercadofresco.patterns import outbox
 from mercadofresco.runtime.database import Database
 
@@ -46,6 +47,8 @@ class CrashConfig:
     publishers: int = 2
     put_events_attempts: int = 1
     throttle_probability: float = 0.0  # a put_events call that fails (the kind retries do cover)
+    refuse_probability: float = 0.0  # an entry refused inside a call that succeeds (FailedEntryCount > 0)
+    resend_refused: bool = False  # read the answer and send the refused entries again
 
     def __post_init__(self) -> None:
         check_range("orders", self.orders, 1, 2_000)
@@ -53,6 +56,7 @@ class CrashConfig:
         check_range("publishers", self.publishers, 1, 8)
         check_range("put_events_attempts", self.put_events_attempts, 1, 10)
         check_range("throttle_probability", self.throttle_probability, 0.0, 0.5)
+        check_range("refuse_probability", self.refuse_probability, 0.0, 0.5)
 
 
 @dataclass(frozen=True)
@@ -107,19 +111,31 @@ def order_event(order: orders.Order) -> dict[str, Any]:
     }
 
 
-def put_with_retries(bus: Any, entry: dict[str, Any], attempts: int) -> None:
-    """put_events, retried when the CALL fails. It cannot retry for a process that no longer exists."""
+def put_with_retries(bus: Any, entry: dict[str, Any], attempts: int, resend_refused: bool = False) -> None:
+    """put_events, retried when the CALL fails. It cannot retry for a process that no longer exists.
+
+    A call that succeeds can still refuse the entry (FailedEntryCount 1): only
+    `resend_refused` reads the answer and sends it again; otherwise it is gone.
+    """
     for attempt in range(1, attempts + 1):
         try:
-            bus.put_events(Entries=[entry])
-            return
+            answer = bus.put_events(Entries=[entry])
         except ClientError:
             if attempt == attempts:
                 raise
+            continue
+        if not (resend_refused and answer.get("FailedEntryCount", 0)):
+            return
 
 
 def create_order_07_01(
-    conn: Any, bus: Any, order: orders.Order, now: dt.datetime, checkpoint: Callable[[str], None], attempts: int = 1
+    conn: Any,
+    bus: Any,
+    order: orders.Order,
+    now: dt.datetime,
+    checkpoint: Callable[[str], None],
+    attempts: int = 1,
+    resend_refused: bool = False,
 ) -> None:
     """RECONSTRUCTION of 07-01: INSERT the order and COMMIT, then publish. Two writes, no transaction between."""
     with conn.transaction():
@@ -128,14 +144,20 @@ def create_order_07_01(
             (order.pedido_id, order.importe, now),
         )
     checkpoint("after_commit")  # the process may die here: the order exists, nobody will publish it
-    put_with_retries(bus, order_event(order), attempts)
+    put_with_retries(bus, order_event(order), attempts, resend_refused)
 
 
 def create_order_publish_first(
-    conn: Any, bus: Any, order: orders.Order, now: dt.datetime, checkpoint: Callable[[str], None], attempts: int = 1
+    conn: Any,
+    bus: Any,
+    order: orders.Order,
+    now: dt.datetime,
+    checkpoint: Callable[[str], None],
+    attempts: int = 1,
+    resend_refused: bool = False,
 ) -> None:
     """07-01 the other way round: publish, then INSERT and COMMIT. A death between them announces a ghost."""
-    put_with_retries(bus, order_event(order), attempts)
+    put_with_retries(bus, order_event(order), attempts, resend_refused)
     checkpoint("after_publish")
     with conn.transaction():
         conn.execute(
@@ -198,6 +220,8 @@ def run_dual_write(
     db: Database, events: Any, config: CrashConfig, seed: int, publish_first: bool = False
 ) -> LossResult:
     """Every order through the 07-01 code (or its reverse), a process death injected after the first write."""
+    if config.refuse_probability:  # a model: moto never refuses part of a call
+        events = event_faults.FaultyEvents(events, event_faults.PartialFailures(config.refuse_probability, seed + 3))
     bus = BusTap(events, random.Random(seed + 1), config.throttle_probability)
     create = create_order_publish_first if publish_first else create_order_07_01
     schedule = crash_schedule(config, seed)
@@ -206,12 +230,16 @@ def run_dual_write(
         for (order, now), dies in zip(_orders(config), schedule, strict=True):
             # A Crash: the process is gone; a ClientError: the call failed for good. The next order starts afresh.
             with contextlib.suppress(outbox.Crash, ClientError):
-                create(conn, bus, order, now, _dies_when(dies), config.put_events_attempts)
+                create(conn, bus, order, now, _dies_when(dies), config.put_events_attempts, config.resend_refused)
         design = "publish, then INSERT" if publish_first else "07-01: INSERT, then put_events"
         if config.throttle_probability:
             design += f", {config.throttle_probability:.0%} of calls throttled"
+        if config.refuse_probability:
+            design += f", {config.refuse_probability:.0%} of entries refused"
         if config.put_events_attempts > 1:
             design += f", {config.put_events_attempts} attempts"
+        if config.resend_refused:
+            design += ", refused entries re-sent"
         return _result(design, config, sum(schedule), conn, [detail["pedido_id"] for detail in bus.accepted])
 
 

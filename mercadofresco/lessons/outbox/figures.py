@@ -8,6 +8,8 @@ from matplotlib.figure import Figure
 
 from mercadofresco.lessons import show
 from mercadofresco.lessons.outbox.experiments import LossResult
+from mercadofresco.lessons.outbox.pipe_operations import LAG_ALARM_SECONDS
+from mercadofresco.models import stream_pipe
 from mercadofresco.patterns import outbox
 
 OUTCOMES = ("lost", "phantom", "duplicated")
@@ -41,6 +43,21 @@ def backlog(rows: list[dict[str, Any]], down_minutes: int, title: str = "") -> F
             ax.axvline(fired, color=color, linestyle="--", linewidth=1)
             ax.annotate(f" {alarm} at minute {fired:g}", (fired, ax.get_ylim()[1] * height), fontsize=8, color=color)
     ax.set_xlabel("minutes since the publisher stopped (virtual time)")
+    ax.legend(loc="upper left", fontsize=8)
+    ax.set_title(title)
+    return figure
+
+
+def pipe_lag(rows: list[dict[str, Any]], stops_at: float, down_hours: float, title: str = "") -> Figure:
+    """Age of the oldest undelivered stream record while the pipe is stopped, with the 24-hour trim and the alarm."""
+    figure = Figure(figsize=(8, 3.2), layout="constrained")
+    ax = figure.subplots()
+    ax.plot([row["hour"] for row in rows], [row["age_hours"] for row in rows], marker=".", label="oldest undelivered")
+    ax.axhline(stream_pipe.RETENTION_SECONDS / 3_600, color="tab:red", linestyle=":", label="stream trims at 24 h")
+    ax.axhline(LAG_ALARM_SECONDS / 3_600, color="tab:orange", linestyle="--", linewidth=1, label="lag alarm (1 h)")
+    ax.axvspan(stops_at, stops_at + down_hours, color="grey", alpha=0.12, label="pipe stopped")
+    ax.set_xlabel("hours (virtual time)")
+    ax.set_ylabel("age (h)")
     ax.legend(loc="upper left", fontsize=8)
     ax.set_title(title)
     return figure

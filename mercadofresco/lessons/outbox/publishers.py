@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
+import math
 import random
 from collections import Counter
 from decimal import Decimal
@@ -154,25 +155,32 @@ def index_pages(db: Database) -> dict[str, int]:
 
 
 def publish_latency(
-    db: Database, events: Any, orders_count: int = 120, seconds: int = 60, seed: int = 4
+    db: Database,
+    events: Any,
+    orders_count: int = 120,
+    seconds: int = 60,
+    seed: int = 4,
+    poll_seconds: float = outbox.POLL_SECONDS,
 ) -> list[float]:
-    """Seconds from each order's COMMIT to its publication, with one publisher polling every second."""
+    """Seconds from each order's COMMIT to its publication, with one publisher polling every `poll_seconds`."""
     rng = random.Random(seed)
     start = LESSON_START
     arrivals = sorted(rng.uniform(0, seconds) for _ in range(orders_count))
     with db.connect() as conn, db.connect() as link:
         fresh_tables(conn)
-        publisher = outbox.Publisher(link, outbox.EventBusSink(events))
+        publisher = outbox.Publisher(
+            link, outbox.EventBusSink(events), outbox.PublisherPolicy(poll_seconds=poll_seconds)
+        )
         pending = iter(enumerate(arrivals))
         upcoming = next(pending, None)
-        for tick in range(1, seconds + 2):
-            now = start + dt.timedelta(seconds=tick * outbox.POLL_SECONDS)
-            while upcoming is not None and upcoming[1] <= tick:
+        for tick in range(1, math.ceil(seconds / poll_seconds) + 2):
+            at_tick = tick * poll_seconds
+            while upcoming is not None and upcoming[1] <= at_tick:
                 number, at = upcoming
                 order = orders.Order(orders.order_id(300_000 + number), Decimal("48.20"))
                 outbox.place_order(conn, order, start + dt.timedelta(seconds=at))
                 upcoming = next(pending, None)
-            publisher.run_once(now)
+            publisher.run_once(start + dt.timedelta(seconds=at_tick))
         with conn.transaction():
             rows = conn.execute("SELECT extract(epoch FROM publicado_en - creado_en) FROM outbox").fetchall()
     return [float(row[0]) for row in rows]

@@ -28,7 +28,9 @@ CART_ABANDONED = "CarritoAbandonado"
 
 
 def create_carts_table(dynamodb: Any) -> str:
-    """Create `mercadofresco-carritos` with a NEW_IMAGE stream; return the stream's ARN."""
+    """Create `mercadofresco-carritos` with a NEW_IMAGE stream (afresh if it exists); return the stream's ARN."""
+    if CARTS_TABLE in dynamodb.list_tables()["TableNames"]:
+        dynamodb.delete_table(TableName=CARTS_TABLE)  # a new table, a new stream: each run starts empty
     dynamodb.create_table(
         TableName=CARTS_TABLE,
         KeySchema=[{"AttributeName": "carrito_id", "KeyType": "HASH"}],
