@@ -55,6 +55,7 @@ class StreamPipe:
     failed_attempts: int = 0  # put_events calls the bus refused
     shards: list[str] = field(default_factory=list)  # read once: the model's stream never splits a shard
     behind: list[dict[str, Any]] = field(default_factory=list)  # not delivered at the last poll, oldest first
+    read: list[dict[str, Any]] = field(default_factory=list, repr=False)  # read past the checkpoint, kept in memory
 
     def describe(self) -> dict[str, Any]:
         """The pipe as moto stores it: its DesiredState and its DynamoDB stream parameters."""
@@ -105,6 +106,7 @@ class StreamPipe:
             else:
                 published += len(entries)
                 if die_after_publish:
+                    self.read = []  # a poller that dies forgets what it read: the next one starts at the checkpoint
                     raise PipeDied("published, checkpoint not moved")  # the next poll sends this batch again
             self.checkpoint = int(batch[-1]["dynamodb"]["SequenceNumber"])
             self.behind = records[start + size :]
@@ -130,15 +132,19 @@ class StreamPipe:
             self.dead_lettered += len(batch)
 
     def _records(self) -> list[dict[str, Any]]:
-        """The records after the checkpoint, oldest first (AFTER_SEQUENCE_NUMBER, or TRIM_HORIZON at the start)."""
+        """The records after the checkpoint, oldest first: those already read (a record never changes), then the
+        stream's newer ones (AFTER_SEQUENCE_NUMBER of the last one read, or TRIM_HORIZON at the start)."""
         if not self.shards:
             description = self.streams.describe_stream(StreamArn=self.stream_arn)["StreamDescription"]
             self.shards = [shard["ShardId"] for shard in description["Shards"]]
+        self.read = [record for record in self.read if int(record["dynamodb"]["SequenceNumber"]) > self.checkpoint]
+        last = int(self.read[-1]["dynamodb"]["SequenceNumber"]) if self.read else self.checkpoint
         position: dict[str, Any] = {"ShardIteratorType": "TRIM_HORIZON"}
-        if self.checkpoint:
-            position = {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": str(self.checkpoint)}
+        if last:
+            position = {"ShardIteratorType": "AFTER_SEQUENCE_NUMBER", "SequenceNumber": str(last)}
         found = []
         for shard_id in self.shards:
             iterator = self.streams.get_shard_iterator(StreamArn=self.stream_arn, ShardId=shard_id, **position)
             found += self.streams.get_records(ShardIterator=iterator["ShardIterator"], Limit=1000)["Records"]
-        return sorted(found, key=lambda record: int(record["dynamodb"]["SequenceNumber"]))
+        self.read += sorted(found, key=lambda record: int(record["dynamodb"]["SequenceNumber"]))
+        return list(self.read)
