@@ -65,6 +65,6 @@ LESSON_PANELS = {
     "10_dead_letter_queues": Interaction(
         Change("dropdown", "incident", "rafaga-version-2"), "transient (burst)", "poison (burst)"
     ),
-    # releasing all 41,200 at once with 40 consumers finishes sooner than pacing at 120/s
-    "11_dlq_runbook": Interaction(Change("dropdown", "release", "all_at_once"), "5.8", "4.7", "minutes"),
+    # releasing all 41,200 at once with 40 consumers (the standard mapping's ramp) finishes sooner than pacing at 120/s
+    "11_dlq_runbook": Interaction(Change("dropdown", "release", "all_at_once"), "5.8", "4.4", "minutes"),
 }
