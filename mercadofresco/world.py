@@ -5,8 +5,9 @@
 table `mercadofresco-idempotencia`, the bus `bus-mercadofresco` and the topic
 `mercadofresco-pedido-confirmado`. Notebook 00 draws it.
 
-Three modes, chosen by configuration (`WorldConfig` or the MERCADOFRESCO_*
-environment variables):
+Three modes, chosen by configuration (`WorldConfig.endpoint`, a
+`runtime.settings.EndpointConfig`, or the MERCADOFRESCO_* variables that
+`runtime.settings` reads):
 
 - "memory": moto in this process (the default; offline, nothing leaves the machine);
 - "endpoint": any endpoint URL, e.g. a moto server or LocalStack on this machine;
@@ -14,8 +15,8 @@ environment variables):
 
 The mock modes use fake credentials and refuse an endpoint that is real AWS.
 Outside memory mode every resource a world's clients create is tagged and noted
-(`cleanup.Ledger`) and `World.close()` deletes it; in aws mode `build()` first
-prints what it will create and its list price (`billing`), refuses names your
+(`runtime.cleanup.Ledger`) and `World.close()` deletes it; in aws mode `build()`
+first prints what it will create and its list price (`runtime.billing`), refuses names your
 account already uses for something else, and deletes its resources when the
 process ends.
 """

@@ -128,41 +128,37 @@ def put_with_retries(bus: Any, entry: dict[str, Any], attempts: int, resend_refu
             return
 
 
-def create_order_07_01(
-    conn: Any,
-    bus: Any,
-    order: orders.Order,
-    now: dt.datetime,
-    checkpoint: Callable[[str], None],
-    attempts: int = 1,
-    resend_refused: bool = False,
-) -> None:
+@dataclass(frozen=True)
+class Shop:
+    """What 07-01's order code talks to: the database, the bus and how it retries, the instant, where it may die."""
+
+    conn: Any
+    bus: Any
+    now: dt.datetime
+    checkpoint: Callable[[str], None]
+    attempts: int = 1
+    resend_refused: bool = False
+
+
+def create_order_07_01(shop: Shop, order: orders.Order) -> None:
     """RECONSTRUCTION of 07-01: INSERT the order and COMMIT, then publish. Two writes, no transaction between."""
-    with conn.transaction():
-        conn.execute(
+    with shop.conn.transaction():
+        shop.conn.execute(
             "INSERT INTO pedidos (pedido_id, importe, creado_en) VALUES (%s, %s, %s)",
-            (order.pedido_id, order.importe, now),
+            (order.pedido_id, order.importe, shop.now),
         )
-    checkpoint("after_commit")  # the process may die here: the order exists, nobody will publish it
-    put_with_retries(bus, order_event(order), attempts, resend_refused)
+    shop.checkpoint("after_commit")  # the process may die here: the order exists, nobody will publish it
+    put_with_retries(shop.bus, order_event(order), shop.attempts, shop.resend_refused)
 
 
-def create_order_publish_first(
-    conn: Any,
-    bus: Any,
-    order: orders.Order,
-    now: dt.datetime,
-    checkpoint: Callable[[str], None],
-    attempts: int = 1,
-    resend_refused: bool = False,
-) -> None:
+def create_order_publish_first(shop: Shop, order: orders.Order) -> None:
     """07-01 the other way round: publish, then INSERT and COMMIT. A death between them announces a ghost."""
-    put_with_retries(bus, order_event(order), attempts, resend_refused)
-    checkpoint("after_publish")
-    with conn.transaction():
-        conn.execute(
+    put_with_retries(shop.bus, order_event(order), shop.attempts, shop.resend_refused)
+    shop.checkpoint("after_publish")
+    with shop.conn.transaction():
+        shop.conn.execute(
             "INSERT INTO pedidos (pedido_id, importe, creado_en) VALUES (%s, %s, %s)",
-            (order.pedido_id, order.importe, now),
+            (order.pedido_id, order.importe, shop.now),
         )
 
 
@@ -230,7 +226,8 @@ def run_dual_write(
         for (order, now), dies in zip(_orders(config), schedule, strict=True):
             # A Crash: the process is gone; a ClientError: the call failed for good. The next order starts afresh.
             with contextlib.suppress(outbox.Crash, ClientError):
-                create(conn, bus, order, now, _dies_when(dies), config.put_events_attempts, config.resend_refused)
+                shop = Shop(conn, bus, now, _dies_when(dies), config.put_events_attempts, config.resend_refused)
+                create(shop, order)
         design = "publish, then INSERT" if publish_first else "07-01: INSERT, then put_events"
         if config.throttle_probability:
             design += f", {config.throttle_probability:.0%} of calls throttled"
