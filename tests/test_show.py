@@ -11,8 +11,25 @@ def typed(slider, value):
 
 
 def test_table_is_aligned_and_deterministic(capsys):
-    show.table([{"a": 1, "b": 0.5}, {"a": 22, "b": "x"}])
-    assert capsys.readouterr().out.splitlines() == ["a   b", "--  ---", "1   0.5", "22  x"]
+    show.table([{"a": 1, "b": 0.5}, {"a": 22, "b": "x"}])  # outside a kernel, display() prints the text form
+    assert capsys.readouterr().out.splitlines() == [" a  b", "--  ---", " 1  0.5", "22  x"]
+
+
+def test_a_table_separates_thousands_and_puts_units_in_its_headers():
+    rows = [{"pedido_id": "PED-0001", "oldest_wait_min": 115.5, "empty_receives": 12_960_000, "after_40_s": 3}]
+    text = repr(show.Table(rows)).splitlines()
+    assert text[0].split("  ") == ["pedido_id", "oldest wait (min)", "empty receives", "after 40 s"]
+    assert text[2].split() == ["PED-0001", "115.5", "12,960,000", "3"]  # a moment ("after 40 s") keeps its words
+    assert show.cell(5_472_000.0) == "5,472,000" and show.cell(float("nan")) == "-" and show.cell(True) == "True"
+    assert show.header("max_calls_per_s") == "max calls (/s)" and show.header("in_dlq") == "in DLQ"
+
+
+def test_a_table_is_html_for_jupyter_and_the_same_html_each_time():
+    rows = [{"cap": "none", "processed": 40000}, {"cap": "pool 150", "processed": 39999}]
+    html = show.Table(rows)._repr_html_()
+    assert html == show.Table(rows)._repr_html_()  # nbval compares it: no random id
+    assert "<table" in html and "<td" in html and ">40,000</td>" in html and "white-space: nowrap" in html
+    assert show.Table(rows).frame["processed"].sum() == 79999  # the rows, for a learner to sort or plot
 
 
 def test_timeline_figure_has_a_lane_per_consumer(aws, clock):

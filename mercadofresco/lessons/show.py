@@ -7,6 +7,7 @@ with it shows it once (after `%matplotlib inline`), and a test can inspect it.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import sys
@@ -17,30 +18,106 @@ if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn: a notebook 
     from matplotlib.figure import Figure
 
 
+# Unit suffixes of the package's column names, as a header shows them: "oldest_wait_min" reads "oldest wait (min)".
+UNITS = {
+    "s": "s", "seconds": "s", "ms": "ms", "min": "min", "minutes": "min", "h": "h", "hours": "h", "days": "days",
+    "usd": "USD", "pct": "%", "per_s": "/s", "usd_per_month": "USD/month", "usd_a_month": "USD/month", "mb": "MB",
+}  # fmt: skip
+ACRONYMS = {"dlq": "DLQ", "erp": "ERP", "db": "DB", "ttl": "TTL", "usd": "USD", "sdk": "SDK", "api": "API"}
+# The lesson's own names, shown as the code spells them (a learner looks for them in the package); a name without
+# "_" (AWS's MessageGroupId) is shown as it is.
+VERBATIM = {"pedido_id", "idempotency_key", "referencia_cobro", "cobrado_en", "caduca_bloqueo", "expira_en"}
+
+
+def header(column: str) -> str:
+    """A column's header: its words, and its unit in brackets ("max_calls_per_s" reads "max calls (/s)")."""
+    if column in VERBATIM or "_" not in column:
+        return column
+    words = column.split("_")
+    unit = ""
+    for size in (3, 2, 1):  # the longest suffix first: "usd_per_month" before "month"
+        suffix = "_".join(words[-size:])
+        if len(words) > size and suffix in UNITS and not words[-size - 1].isdigit():  # "after_40_s" is a moment
+            unit, words = f" ({UNITS[suffix]})", words[:-size]
+            break
+    return " ".join(ACRONYMS.get(word, word) for word in words) + unit
+
+
+def cell(value: Any) -> str:
+    """A value as a table shows it: thousands separated, a float to 6 significant digits, NaN as "-"."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, int):
+        return f"{value:,}"
+    if value != value:
+        return "-"  # NaN: nothing to measure
+    return f"{value:,.0f}" if abs(value) >= 1e6 else f"{value:,g}"
+
+
+class Table:
+    """Rows as Jupyter shows a DataFrame: an HTML table (pandas' Styler) and, for nbval and a terminal, aligned text.
+
+    `frame` is the rows as a pandas DataFrame, for a learner who wants to sort, filter or plot them.
+    Numbers are right-aligned, with thousands separators; no cell wraps (a wide table scrolls sideways).
+    """
+
+    def __init__(self, rows: list[dict[str, Any]], columns: list[str] | None = None) -> None:
+        self.columns = columns or list(rows[0]) if rows else []
+        self.rows = [[row.get(column, "") for column in self.columns] for row in rows]
+
+    @property
+    def frame(self) -> Any:
+        import pandas as pd  # imported when a table is shown: a module that only computes stays light
+
+        return pd.DataFrame(self.rows, columns=self.columns)
+
+    def __repr__(self) -> str:
+        if not self.rows:
+            return "(no rows)"
+        headers = [header(column) for column in self.columns]
+        cells = [[cell(value) for value in row] for row in self.rows]
+        widths = [max(len(name), *(len(line[i]) for line in cells)) for i, name in enumerate(headers)]
+        numeric = [all(_is_number(row[i]) for row in self.rows) for i in range(len(headers))]
+
+        def line(values: list[str]) -> str:
+            padded = (v.rjust(w) if n else v.ljust(w) for v, w, n in zip(values, widths, numeric, strict=True))
+            return "  ".join(padded).rstrip()
+
+        return "\n".join([line(headers), "  ".join("-" * width for width in widths), *map(line, cells)])
+
+    def _repr_html_(self) -> str:
+        if not self.rows:
+            return "<p><i>(no rows)</i></p>"
+        frame = self.frame
+        frame.columns = [header(column) for column in self.columns]
+        uuid = hashlib.sha1(repr(self).encode()).hexdigest()[:8]  # the same table, the same HTML: nbval compares it
+        styler = frame.style.hide(axis="index").format(cell).set_uuid(uuid)
+        styler.cell_ids = False
+        styler.set_table_styles(
+            [{"selector": "th", "props": "white-space: nowrap"}, {"selector": "td", "props": "white-space: nowrap"}]
+        )
+        return styler.to_html()
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> None:
-    """Print `rows` as an aligned text table (deterministic, so nbval can compare it)."""
-    if not rows:
-        print("(no rows)")
-        return
-    columns = columns or list(rows[0])
-    cells = [[_cell(row.get(column, "")) for column in columns] for row in rows]
-    widths = [max(len(column), *(len(line[i]) for line in cells)) for i, column in enumerate(columns)]
-    print("  ".join(column.ljust(width) for column, width in zip(columns, widths, strict=True)).rstrip())
-    print("  ".join("-" * width for width in widths))
-    for line in cells:
-        print("  ".join(value.ljust(width) for value, width in zip(line, widths, strict=True)).rstrip())
+    """Show `rows` as a table: HTML in Jupyter, aligned text elsewhere (both deterministic, so nbval compares them)."""
+    from IPython.display import display
+
+    display(Table(rows, columns))
 
 
 def items(dynamodb_items: list[dict[str, Any]], columns: list[str] | None = None) -> None:
-    """Print DynamoDB items (typed values such as {"S": "EN_CURSO"}) as a table, attributes sorted."""
+    """Show DynamoDB items (typed values such as {"S": "EN_CURSO"}) as a table, attributes sorted.
+
+    Values are shown as DynamoDB sends them: a number attribute ({"N": "1767225600"}, an epoch for the TTL) as
+    its digits, without separators.
+    """
     rows = [{name: next(iter(typed.values())) for name, typed in sorted(item.items())} for item in dynamodb_items]
     table(rows, columns or sorted({name for row in rows for name in row}, key=lambda n: (n != "clave", n)))
-
-
-def _cell(value: Any) -> str:
-    if isinstance(value, float):
-        return "-" if value != value else f"{value:g}"  # NaN (nothing to measure) shows as "-"
-    return str(value)
 
 
 WIDE = "min(640px, 100%)"  # ipywidgets' 300 px leave a slider a 100-135 px track, and cut a checkbox's question

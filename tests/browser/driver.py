@@ -122,6 +122,29 @@ async def _check_outputs(page: Any, report: Report, lab: bool) -> None:
             report.problems.append(f"the lab failed before its first exercise: {errors[0][:300]}")
     elif errors:
         report.problems.append(f"{len(errors)} error or stderr output(s); the first: {errors[0][:300]}")
+    printed = ", ".join(f'.jp-OutputArea-output[data-mime-type="{kind}"]' for kind in PRINTED)
+    texts = await page.locator(printed).all_text_contents()
+    if any(TEXT_TABLE.search(text) for text in texts):  # a table printed as fixed-width text, not shown as HTML
+        shown = next(text for text in texts if TEXT_TABLE.search(text))
+        report.problems.append(f"a table printed as fixed-width text: {shown[:200]!r}")
+
+
+PRINTED = ("text/plain", "application/vnd.jupyter.stdout")  # outputs JupyterLab shows as text
+# The rule under a fixed-width text table's header ("-----  ---"), the way show.Table's text form draws it.
+TEXT_TABLE = re.compile(r"^-{2,}(  -+)+$", re.MULTILINE)
+
+# The panel output's HTML tables, and the cells whose text runs over more than one line.
+TABLES = """output => {
+  const tables = [...output.querySelectorAll('table')];
+  const wrapped = [];
+  for (const cell of output.querySelectorAll('th, td')) {
+    const range = document.createRange();
+    range.selectNodeContents(cell);
+    const tops = new Set([...range.getClientRects()].map(rect => Math.round(rect.top)));
+    if (tops.size > 1) wrapped.push(cell.textContent.trim().slice(0, 60));
+  }
+  return {tables: tables.length, wrapped};
+}"""
 
 
 async def _check_nav_links(page: Any, report: Report, root: Path, relative: str) -> None:
@@ -179,10 +202,23 @@ async def _check_panels(
                 report.problems.append(f"panel {number + 1} answered {before[:300]!r}")
         else:
             await _check_interaction(panel, report, interaction, before)
+        await _check_tables(panel, report, number, shots)
         if len(report.problems) > problems:  # a picture of what went wrong (a picture of every panel cost CI time)
             await panel.screenshot(path=str(shots) + f"-panel-{number + 1}.png")
         if number == 0 and tries:  # the "try this" speaks of the notebook's first panel (each has one)
             await _check_try_this(page, panel, report, tries, name)
+
+
+async def _check_tables(panel: Any, report: Report, number: int, shots: Path) -> None:
+    """A panel's tables are HTML tables (not fixed-width text) and none of their rows wraps; a picture of the first."""
+    output = panel.locator(".mf-panel-output")
+    found = await output.evaluate(TABLES)
+    if TEXT_TABLE.search(await output.inner_text()) and not found["tables"]:
+        report.problems.append(f"panel {number + 1} printed its table as fixed-width text, not as an HTML table")
+    if found["wrapped"]:
+        report.problems.append(f"panel {number + 1}: a table row wraps, at the cell(s) {found['wrapped'][:3]}")
+    if found["tables"]:  # what a learner sees at the browser's width (tests/browser/artifacts/, not committed)
+        await output.locator("table").first.screenshot(path=str(shots) + f"-panel-{number + 1}-table.png")
 
 
 async def _check_interaction(panel: Any, report: Report, interaction: Interaction, before: str) -> None:
@@ -336,10 +372,18 @@ async def _set(panel: Any, change: Change) -> None:
 
 
 def _read(text: str, column: str | None) -> str:
-    """The value of `column` in the first row of the table in `text`; or `text` itself when no column is asked."""
+    """The value of `column` in the first row of the table in `text`; or `text` itself when no column is asked.
+
+    An HTML table's text has a line a row and a tab between cells; a text table, a rule of dashes under its header.
+    """
     if column is None:
         return text.strip().splitlines()[0].strip()
     lines = text.splitlines()
+    for i, line in enumerate(lines[:-1]):
+        cells = [cell.strip() for cell in line.split("\t")]
+        if "\t" in line and column in cells:
+            row = [cell.strip() for cell in lines[i + 1].split("\t")]
+            return row[cells.index(column)] if len(row) == len(cells) else f"(row {lines[i + 1]!r} under {line!r})"
     for i, line in enumerate(lines[:-2]):
         rule = lines[i + 1]
         if re.fullmatch(r"[- ]+", rule or "x") and re.search(rf"(^|  ){re.escape(column)}(  |$)", line):

@@ -26,14 +26,14 @@ class Interaction:
     change: Change
     before: str
     after: str
-    column: str | None = None  # None: `before`/`after` must appear somewhere in the output's text
+    column: str | None = None  # a header as the table shows it (show.header); None: anywhere in the output's text
     figure: bool = True  # the result includes a figure, as the notebook's static default does
     button: str = "Run experiment"
 
 
 LESSON_PANELS = {
     # the message is visible again only after the 120 s visibility timeout
-    "00_start_here": Interaction(Change("slider", "wait (s)", 119), "True", "False", "visible_again", figure=False),
+    "00_start_here": Interaction(Change("slider", "wait (s)", 119), "True", "False", "visible again", figure=False),
     # five orders, latency 150 s: a visibility timeout of 200 s outlasts the call, so each order is charged once
     "01_delivery_guarantees": Interaction(Change("text", "visibility (s)", 200), "9", "5", "charges"),
     # MessageId misses the producer's re-send; the domain key catches it
@@ -56,11 +56,11 @@ LESSON_PANELS = {
         button="Classify",
     ),
     # SDK 5 x queue 4 x workflow 4 = 80 calls per order; SDK 2 gives 32
-    "07_where_to_retry": Interaction(Change("slider", "SDK", 2), "80", "32", "per_order", button="Compute"),
+    "07_where_to_retry": Interaction(Change("slider", "SDK", 2), "80", "32", "per order", button="Compute"),
     # the concurrency cap alone keeps every order out of the DLQ in this model
-    "08_retry_storm": Interaction(Change("checkbox", "concurrency cap (20)", True), "1624", "0", "in_dlq"),
+    "08_retry_storm": Interaction(Change("checkbox", "concurrency cap (20)", True), "1,624", "0", "in DLQ"),
     # per-process breakers with threshold 5 open sooner: fewer calls reach the dead gateway
-    "09_circuit_breaker": Interaction(Change("slider", "threshold", 5), "500", "200", "calls_while_down"),
+    "09_circuit_breaker": Interaction(Change("slider", "threshold", 5), "500", "200", "calls while down"),
     # the version-2 burst looks transient by its shape, but its content makes it poison
     "10_dead_letter_queues": Interaction(
         Change("dropdown", "incident", "rafaga-version-2"), "transient (burst)", "poison (burst)"
