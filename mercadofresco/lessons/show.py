@@ -58,7 +58,8 @@ class Table:
     """Rows as Jupyter shows a DataFrame: an HTML table (pandas' Styler) and, for nbval and a terminal, aligned text.
 
     `frame` is the rows as a pandas DataFrame, for a learner who wants to sort, filter or plot them.
-    Numbers are right-aligned, with thousands separators; no cell wraps (a wide table scrolls sideways).
+    Numbers are right-aligned, with thousands separators. No row wraps: a header may take two lines, so that a
+    table of many columns stays narrow; what is still too wide scrolls sideways.
     """
 
     def __init__(self, rows: list[dict[str, Any]], columns: list[str] | None = None) -> None:
@@ -94,7 +95,7 @@ class Table:
         styler = frame.style.hide(axis="index").format(cell).set_uuid(uuid)
         styler.cell_ids = False
         styler.set_table_styles(
-            [{"selector": "th", "props": "white-space: nowrap"}, {"selector": "td", "props": "white-space: nowrap"}]
+            [{"selector": "td", "props": "white-space: nowrap"}, {"selector": "th", "props": "vertical-align: bottom"}]
         )
         return styler.to_html()
 

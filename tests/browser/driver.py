@@ -133,11 +133,11 @@ PRINTED = ("text/plain", "application/vnd.jupyter.stdout")  # outputs JupyterLab
 # The rule under a fixed-width text table's header ("-----  ---"), the way show.Table's text form draws it.
 TEXT_TABLE = re.compile(r"^-{2,}(  -+)+$", re.MULTILINE)
 
-# The panel output's HTML tables, and the cells whose text runs over more than one line.
+# The panel output's HTML tables, and the data cells whose text runs over more than one line (a header may).
 TABLES = """output => {
   const tables = [...output.querySelectorAll('table')];
   const wrapped = [];
-  for (const cell of output.querySelectorAll('th, td')) {
+  for (const cell of output.querySelectorAll('td')) {
     const range = document.createRange();
     range.selectNodeContents(cell);
     const tops = new Set([...range.getClientRects()].map(rect => Math.round(rect.top)));
