@@ -7,6 +7,7 @@ with it shows it once (after `%matplotlib inline`), and a test can inspect it.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import math
 import re
@@ -98,6 +99,13 @@ class Table:
             [{"selector": "td", "props": "white-space: nowrap"}, {"selector": "th", "props": "vertical-align: bottom"}]
         )
         return styler.to_html()
+
+
+def duration(delta: dt.timedelta) -> str:
+    """A span of time as a table shows it, to the minute, every unit kept so a column aligns: "0 d 1 h 47 min"."""
+    minutes = int(delta.total_seconds() // 60)
+    days, minutes = divmod(minutes, 24 * 60)
+    return f"{days} d {minutes // 60} h {minutes % 60:02d} min"
 
 
 def _is_number(value: Any) -> bool:

@@ -105,11 +105,12 @@ def trace(run: FlowRun, pedido_id: str) -> list[dict[str, Any]]:
 # sections that measured each hop, the two counted columns come from a finished run.
 BEFORE = {
     "charge": "a lost answer or a redelivery charges 48.20 EUR again (section 1, exercise 1)",
-    "gateway down": "a 30 s outage: 80 calls per order, 36,000 for 450 orders in flight (section 8)",
+    "gateway down": "a 30 s outage: 80 calls per order, 36,000 for 450 orders in flight (section 7)",
     "confirm": "a redelivery after the charge needs the same referencia_cobro back, or the order breaks (section 3)",
     "outbox": "1 event in 900 lost, 266 orders a month nobody prepares (section 13, exercise 3)",
     "consumers": "a redelivered event sends a second email without correo-confirmacion:<pedido_id> (section 2)",
-    "ERP": "340 messages in a DLQ found 11 hours later, on Monday at 09:00 (exercise 2)",
+    "ERP": "no figure for the ERP's own queue; the nearest is exercise 2's 340 orders in the orders' DLQ"
+    " (mercadofresco-pedidos-fallidos), found 11 hours later, on Monday at 09:00",
 }
 
 

@@ -28,7 +28,7 @@ from typing import Any
 from mercadofresco import alarms, orders, world
 from mercadofresco.clock import MADRID, VirtualClock
 from mercadofresco.errors import check_range
-from mercadofresco.lessons import duplicates
+from mercadofresco.lessons import duplicates, show
 from mercadofresco.lessons.dlq import incidents
 from mercadofresco.patterns import dlq, idempotency
 from mercadofresco.sims.mass_redrive import LAMBDA_SCALING, MassRedriveResult
@@ -196,17 +196,11 @@ def alarm_times(letters: list[DeadLetter], discovered: dt.datetime) -> list[dict
     return [
         {
             "alarm": label,
-            "fires_after_first_message": _duration(fired - first) if fired else "never",
-            "time_left_before_expiry": _duration(first_expiry - fired) if fired else "-",
+            "fires_after_first_message": show.duration(fired - first) if fired else "never",
+            "time_left_before_expiry": show.duration(first_expiry - fired) if fired else "-",
         }
         for label, fired in alarm_instants(letters, discovered).items()
     ]
-
-
-def _duration(delta: dt.timedelta) -> str:
-    minutes = int(delta.total_seconds() // 60)
-    days, minutes = divmod(minutes, 24 * 60)
-    return f"{days} d {minutes // 60} h {minutes % 60:02d} min"
 
 
 def retention_on_moto(

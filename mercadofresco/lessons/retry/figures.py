@@ -167,6 +167,7 @@ def storm_steps(run: StormRun) -> list[dict[str, Any]]:
     during = [r for r in rows if config.degrade_from < r.seconds <= config.degrade_until]
     first_collapse = run.collapses[0] if run.collapses else None
     late = run.collapses[1:]
+    ratio = round(max(r.pollers for r in rows) / rows[0].pollers, 1)  # each poller keeps one call in flight
     return [
         {
             "step": 1,
@@ -181,10 +182,16 @@ def storm_steps(run: StormRun) -> list[dict[str, Any]]:
         {"step": 3, "what": "pollers 20 -> 60", "model": f"{rows[0].pollers} -> {max(r.pollers for r in rows)}"},
         {
             "step": 4,
-            "what": "503s start",
-            "model": f"first 503 at {run.first_refusal:.1f} s" if run.first_refusal is not None else "none",
+            "what": "3 times the requests; 503s start",
+            "model": f"{rows[0].pollers} -> {max(r.pollers for r in rows)} calls at once ({ratio:g}×) where"
+            f" {config.degraded_max_in_flight} fit; "
+            + (f"first 503 at {run.first_refusal:.1f} s" if run.first_refusal is not None else "no 503"),
         },
-        {"step": 5, "what": "retries multiply the load", "model": f"{run.gateway_calls} calls for {run.orders} orders"},
+        {
+            "step": 5,
+            "what": "retries multiply the load",
+            "model": f"{run.gateway_calls:,} calls for {run.orders:,} orders",
+        },
         {
             "step": 6,
             "what": "the gateway falls over",
