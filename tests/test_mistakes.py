@@ -70,5 +70,8 @@ def test_the_self_check_says_right_wrong_or_not_answered():
 def test_the_committed_notebook_does_not_show_the_answers():
     notebook = json.loads((ROOT / "notebooks" / "17_common_mistakes.ipynb").read_text())
     cell = next(c for c in notebook["cells"] if "check_answers(answers)" in "".join(c["source"]))
-    shown = "".join("".join(output.get("text", "")) for output in cell["outputs"])
+    shown = "".join(  # a print is a stream; a table is display data, whose text says what its HTML says
+        "".join(output.get("text", "")) + "".join(output.get("data", {}).get("text/plain", ""))
+        for output in cell["outputs"]
+    )
     assert "not answered" in shown and "right" not in shown
