@@ -14,7 +14,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto.sqs import models as sqs_models
 
-from mercadofresco import world
+from mercadofresco import queues, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.runtime import moto_speedups
 
@@ -209,6 +209,7 @@ def _poller_run(skip_empty_receives: bool, monkeypatch) -> tuple[list, int]:
 
     if not skip_empty_receives:
         monkeypatch.setattr(moto_speedups, "nothing_to_receive", lambda sqs, url: False)
+        monkeypatch.setattr(moto_speedups, "is_empty", lambda sqs, url: None)  # the drain check asks SQS too
     with VirtualClock() as clock, world.build(world.WorldConfig()) as aws:
         receives = []
         aws.sqs.meta.events.register("before-call.sqs.ReceiveMessage", lambda **_: receives.append(1))
@@ -223,6 +224,30 @@ def test_the_poller_skips_only_receives_that_would_find_nothing(monkeypatch) -> 
     assert skipping == receiving  # same timeline, same charges, same final instant
     assert skipping[1]["charges"] == 2
     assert few <= 5 < 100 <= many  # two consumers polling once a second for ~300 s, against the receives that found one
+
+
+def test_is_empty_counts_every_message_and_says_none_whenever_it_cannot_be_sure() -> None:
+    with VirtualClock() as clock, world.build(world.WorldConfig()) as aws:
+        url = aws.orders.url
+
+        def counted() -> bool:
+            return not any(queues.queue_counts(aws.sqs, url).values())
+
+        assert moto_speedups.is_empty(aws.sqs, url) is True and counted()
+        aws.sqs.send_message(QueueUrl=url, MessageBody="PED-1", DelaySeconds=10)
+        assert moto_speedups.is_empty(aws.sqs, url) is False and not counted()  # delayed
+        clock.advance(10.01)
+        assert moto_speedups.is_empty(aws.sqs, url) is False  # visible
+        handle = aws.sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0)["Messages"][0]["ReceiptHandle"]
+        assert moto_speedups.is_empty(aws.sqs, url) is False and not counted()  # in flight
+        aws.sqs.delete_message(QueueUrl=url, ReceiptHandle=handle)
+        assert moto_speedups.is_empty(aws.sqs, url) is True and counted()
+        gone = url.replace(world.ORDERS_QUEUE, "cola-que-no-existe")
+        assert moto_speedups.is_empty(aws.sqs, gone) is None
+        elsewhere = aws.session.client("sqs", endpoint_url="http://127.0.0.1:9")
+        assert moto_speedups.is_empty(elsewhere, url) is None
+        aws.moto_speedups.undo()
+        assert moto_speedups.is_empty(aws.sqs, url) is None
 
 
 def test_nothing_to_receive_says_false_whenever_it_cannot_be_sure() -> None:

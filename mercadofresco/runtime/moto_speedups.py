@@ -30,7 +30,9 @@ nothing. Lambda long-polls; under a frozen clock the poller receives once a
 virtual second instead, and most of those receives (1.2 ms of boto3 and moto
 each) find an empty queue. It answers True only for a queue of this process's
 moto with no visible message; anywhere else (a moto server, real AWS) False,
-and the poller receives as before, with the same results.
+and the poller receives as before, with the same results. `is_empty` tells the poller's
+drain check the same way that the queue holds nothing at all, instead of a GetQueueAttributes
+each virtual minute (None where it cannot be sure: then the poller asks SQS).
 
 Same messages, same order, same counts, same errors (tests/test_moto_speedups.py
 runs one scenario with and without the fix). `apply()` patches moto's classes,
@@ -150,6 +152,18 @@ def nothing_to_receive(sqs: Any, queue_url: str) -> bool:
         return False
     queue = moto_queue(sqs, queue_url)
     return queue is not None and not queue.messages
+
+
+def is_empty(sqs: Any, queue_url: str) -> bool | None:
+    """Whether `queue_url` holds no message at all, visible, in flight or delayed (this process's moto only).
+
+    What GetQueueAttributes' three counts summed would say, without the call. None whenever the answer is
+    not certain (moto not active, the fix not applied, another endpoint, a queue moto does not hold): ask SQS.
+    """
+    if not (is_applied() and botocore_stubber.enabled) or not sqs.meta.endpoint_url.endswith(".amazonaws.com"):
+        return None
+    queue = moto_queue(sqs, queue_url)
+    return None if queue is None else not queue._messages  # each message counts in at least one of the three
 
 
 def moto_queue(sqs: Any, queue_url: str) -> Any | None:
