@@ -12,6 +12,7 @@ from pathlib import Path
 import moto
 import pytest
 from botocore.exceptions import ClientError
+from moto.core import responses as moto_responses
 from moto.sqs import models as sqs_models
 
 from mercadofresco import queues, world
@@ -176,6 +177,7 @@ def test_cost_per_call_is_flat_from_100_to_5000_messages() -> None:
 
 def test_undo_puts_moto_back_and_a_second_world_does_not_own_the_patch() -> None:
     originals = {name: sqs_models.Queue.__dict__[name] for name in ("attributes", "messages", "delete_message")}
+    moto_names = moto_responses.method_names_from_class
     with VirtualClock(), world.build(world.WorldConfig()) as outer:
         assert moto_speedups.is_applied()
         with world.build(world.WorldConfig()) as inner:
@@ -185,6 +187,19 @@ def test_undo_puts_moto_back_and_a_second_world_does_not_own_the_patch() -> None
     assert outer.moto_speedups is None
     for name, original in originals.items():
         assert sqs_models.Queue.__dict__[name] is original
+    assert moto_responses.method_names_from_class is moto_names
+
+
+def test_method_names_once_per_class_are_the_names_moto_lists() -> None:
+    from moto.core.utils import method_names_from_class
+    from moto.events.responses import EventsHandler
+    from moto.sqs.responses import SQSResponse
+
+    with VirtualClock(), world.build(world.WorldConfig()):
+        for response_class, action in ((SQSResponse, "receive_message"), (EventsHandler, "put_events")):
+            names = moto_responses.method_names_from_class(response_class)
+            assert names == method_names_from_class(response_class) and action in names
+            assert moto_responses.method_names_from_class(response_class) is names  # listed once
 
 
 def test_unknown_moto_version_is_refused_with_a_warning(monkeypatch) -> None:
