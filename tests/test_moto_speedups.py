@@ -263,6 +263,9 @@ def test_is_empty_counts_every_message_and_says_none_whenever_it_cannot_be_sure(
         assert moto_speedups.is_empty(elsewhere, url) is None
         aws.moto_speedups.undo()
         assert moto_speedups.is_empty(aws.sqs, url) is None
+        assert queues.is_empty(aws.sqs, url)  # asked with GetQueueAttributes instead
+        aws.sqs.send_message(QueueUrl=url, MessageBody="PED-2")
+        assert not queues.is_empty(aws.sqs, url)
 
 
 def test_nothing_to_receive_says_false_whenever_it_cannot_be_sure() -> None:

@@ -243,15 +243,8 @@ class Poller:
         """Ends when the queue is empty and no invocation is running."""
         while True:
             yield env.timeout(DRAIN_CHECK_SECONDS)
-            if self.running == 0 and self._queue_is_empty():
+            if self.running == 0 and queues.is_empty(self.sqs, self.queue_url):
                 return
-
-    def _queue_is_empty(self) -> bool:
-        """No message visible, in flight or delayed: from this process's moto if it can tell, else from SQS."""
-        empty = moto_speedups.is_empty(self.sqs, self.queue_url)
-        if empty is None:
-            empty = not any(queues.queue_counts(self.sqs, self.queue_url).values())
-        return empty
 
     def _invoke(self, invocation: Invocation, messages: list[dict[str, Any]], task: Task) -> list[dict[str, Any]]:
         """The invocation's task: run the handler on one batch; return the messages it is safe to delete."""

@@ -34,9 +34,10 @@ nothing. Lambda long-polls; under a frozen clock the poller receives once a
 virtual second instead, and most of those receives (1.2 ms of boto3 and moto
 each) find an empty queue. It answers True only for a queue of this process's
 moto with no visible message; anywhere else (a moto server, real AWS) False,
-and the poller receives as before, with the same results. `is_empty` tells the poller's
-drain check the same way that the queue holds nothing at all, instead of a GetQueueAttributes
-each virtual minute (None where it cannot be sure: then the poller asks SQS).
+and the poller receives as before, with the same results. `is_empty` tells
+`queues.is_empty` (the poller's drain check) the same way that the queue holds
+nothing at all, instead of a GetQueueAttributes each virtual minute (None where
+it cannot be sure: then SQS is asked).
 
 Same messages, same order, same counts, same errors (tests/test_moto_speedups.py
 runs one scenario with and without the fix). `apply()` patches moto's classes,
