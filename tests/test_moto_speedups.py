@@ -188,6 +188,22 @@ def test_undo_puts_moto_back_and_a_second_world_does_not_own_the_patch() -> None
     for name, original in originals.items():
         assert sqs_models.Queue.__dict__[name] is original
     assert moto_responses.method_names_from_class is moto_names
+    assert "__deepcopy__" not in sqs_models.Message.__dict__  # moto has none: the copy is deep again
+
+
+def test_a_received_copy_keeps_only_the_attributes_asked_for_and_leaves_the_message_whole() -> None:
+    with VirtualClock(), world.build(world.WorldConfig()) as aws:
+        attributes = {name: {"DataType": "String", "StringValue": name} for name in ("motivo", "version")}
+        aws.sqs.send_message(QueueUrl=aws.orders.url, MessageBody="PED-1", MessageAttributes=attributes)
+        answer = aws.sqs.receive_message(QueueUrl=aws.orders.url, WaitTimeSeconds=0, MessageAttributeNames=["motivo"])
+        assert set(answer["Messages"][0]["MessageAttributes"]) == {"motivo"}
+        (kept,) = moto_speedups.moto_queue(aws.sqs, aws.orders.url)._messages
+        assert set(kept.message_attributes) == {"motivo", "version"} and kept.approximate_receive_count == 1
+        assert (
+            len(answer["Messages"][0]["ReceiptHandle"]) == 185
+            and answer["Messages"][0]["ReceiptHandle"].isalpha()
+            and answer["Messages"][0]["ReceiptHandle"].islower()
+        )
 
 
 def test_method_names_once_per_class_are_the_names_moto_lists() -> None:
