@@ -131,16 +131,17 @@ class MassRedriveResult:
 class RedriveState:
     """What the processes share: the queue of batches, the database's connections, the totals so far.
 
-    `_release` fills `queue`; consumers take from it, hold a `database` connection,
-    count into `result` and `busy_consumers`; the sampler only reads.
+    `_release` fills `queue`; consumers take from it, hold one of the database's connections
+    (`db_in_use`: nobody waits for one, a consumer that finds none is refused), count into
+    `result` and `busy_consumers`; the sampler only reads.
     """
 
     env: simpy.Environment
     config: MassRedriveConfig
     queue: simpy.Store
-    database: simpy.Resource
     result: MassRedriveResult
     rng: random.Random
+    db_in_use: int = 0
     busy_consumers: int = 0
     running: int = 0  # invocations past the function's throttle, holding or asking for a connection
 
@@ -150,8 +151,7 @@ def run_mass_redrive(config: MassRedriveConfig, seed: int = 0) -> MassRedriveRes
     env = simpy.Environment()
     rng = random.Random(seed)
     result = MassRedriveResult(config)
-    database = simpy.Resource(env, capacity=config.db_connections)
-    shared = RedriveState(env, config, simpy.Store(env), database, result, rng)
+    shared = RedriveState(env, config, simpy.Store(env), result, rng)
     env.process(_release(shared))
     if config.scaling == "as_stated":
         for number in range(config.max_concurrency):
@@ -200,7 +200,7 @@ def _start_consumer(shared: RedriveState) -> None:
 
 def _consumer(shared: RedriveState, start: float):
     """One of Lambda's concurrent invocations: a batch, a connection if one is free, else a failed attempt."""
-    env, result, database, config = shared.env, shared.result, shared.database, shared.config
+    env, result, config = shared.env, shared.result, shared.config
     yield env.timeout(start)  # Lambda adds pollers as it scales up
     while True:
         taken = yield shared.queue.get()  # one invocation: a batch of up to 10 messages
@@ -211,11 +211,11 @@ def _consumer(shared: RedriveState, start: float):
             result.throttled_batches += 1  # the mapping took it; the function cannot run it
             yield env.timeout(THROTTLED_SECONDS)
             _return_later(shared, batch)
-        elif database.count < database.capacity:  # a free connection
+        elif shared.db_in_use < config.db_connections:  # a free connection: it is the consumer's at once
             shared.running += 1
-            with database.request() as connection:
-                yield connection
-                yield env.timeout(batch.messages * config.work_seconds * shared.rng.uniform(0.8, 1.2))
+            shared.db_in_use += 1
+            yield env.timeout(batch.messages * config.work_seconds * shared.rng.uniform(0.8, 1.2))
+            shared.db_in_use -= 1
             shared.running -= 1
             result.processed += batch.messages
         else:  # "too many connections": the database refuses at once, the invocation fails
@@ -252,7 +252,7 @@ def _sample_now(shared: RedriveState) -> RedriveSample:
         second=shared.env.now,
         waiting=sum(batch.messages for batch in shared.queue.items),
         busy_consumers=shared.busy_consumers,
-        db_connections=shared.database.count,
+        db_connections=shared.db_in_use,
         processed=result.processed,
         failed_attempts=result.failed_attempts,
         back_in_dlq=result.back_in_dlq,
