@@ -13,6 +13,8 @@ import moto
 import pytest
 from botocore.exceptions import ClientError
 from moto.core import responses as moto_responses
+from moto.kms import models as kms_models
+from moto.kms import utils as kms_utils
 from moto.sqs import models as sqs_models
 
 from mercadofresco import queues, world
@@ -204,6 +206,19 @@ def test_a_received_copy_keeps_only_the_attributes_asked_for_and_leaves_the_mess
             and answer["Messages"][0]["ReceiptHandle"].isalpha()
             and answer["Messages"][0]["ReceiptHandle"].islower()
         )
+
+
+def test_a_kms_key_pair_is_made_when_first_used_and_then_signs_as_moto_does() -> None:
+    with VirtualClock(), world.build(world.WorldConfig()) as aws:
+        kms = aws.client("kms")
+        backend = kms_models.kms_backends["123456789012"][aws.config.endpoint.region]
+        symmetric = backend.keys[kms.describe_key(KeyId=world.KMS_ALIAS)["KeyMetadata"]["KeyId"]]
+        assert symmetric.private_key._key is None  # the world's key: no RSA prime search
+        signing = kms.create_key(KeyUsage="SIGN_VERIFY", KeySpec="RSA_2048")["KeyMetadata"]["KeyId"]
+        signed = kms.sign(KeyId=signing, Message=b"PED-1", SigningAlgorithm="RSASSA_PSS_SHA_256")["Signature"]
+        answer = kms.verify(KeyId=signing, Message=b"PED-1", Signature=signed, SigningAlgorithm="RSASSA_PSS_SHA_256")
+        assert answer["SignatureValid"] and kms.get_public_key(KeyId=signing)["PublicKey"]
+    assert kms_models.generate_private_key is kms_utils.generate_private_key  # moto's own, after undo
 
 
 def test_method_names_once_per_class_are_the_names_moto_lists() -> None:
