@@ -49,8 +49,9 @@ def redrive_after_lost_responses(
     provider = gw.PaymentGateway(clock)
     provider.fail_next(gw.Fault.RESPONSE_LOST, times=count)  # charged, then the connection dropped
     client = gw.GatewayClient(provider, read_timeout_seconds=30, send_idempotency_key=send_idempotency_key)
-    for number in range(count):
-        orders.send_order(aws.sqs, pair.url, orders.Order(orders.order_id(400_000 + number), Decimal("48.20")))
+    orders.send_orders(
+        aws.sqs, pair.url, [orders.Order(orders.order_id(400_000 + n), Decimal("48.20")) for n in range(count)]
+    )
     config = lambda_poller.PollerConfig(max_idle_poll_seconds=20)
     lambda_poller.Poller(aws.sqs, pair.url, handlers.ChargeOrders(client), clock, config).run_until_idle(3_600)
     in_dlq = queues.queue_counts(aws.sqs, pair.dlq_url)["visible"]
