@@ -1,4 +1,4 @@
-"""A narrow fix that keeps moto's SQS as fast with 5,000 messages as with 100.
+"""Narrow fixes that keep moto's SQS as fast with 5,000 messages as with 100, and every moto call cheaper.
 
 What moto 5.2.5 does (`moto/sqs/models.py`): `Queue.attributes` builds every queue
 attribute at once, and three of them (ApproximateNumberOfMessages, …NotVisible,
