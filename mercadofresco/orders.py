@@ -20,6 +20,14 @@ PEDIDO_ID = re.compile(r"^PED-\d{4}-\d{6}$")
 MALFORMED_KINDS = ("schema", "value")
 
 
+class OrdersNotSentError(MercadoFrescoError):
+    """SQS answered a SendMessageBatch with some orders refused; `failed` is its list of them."""
+
+    def __init__(self, failed: list[dict[str, Any]]) -> None:
+        super().__init__(f"SQS refused {len(failed)} order(s) of a batch: {failed[0].get('Message', failed[0])}")
+        self.failed = failed
+
+
 class MalformedOrderError(MercadoFrescoError, ValueError):
     """A message body is not a valid order; `reason` says why, `kind` whether its shape or a value is wrong.
 
@@ -97,3 +105,17 @@ def send_order(
     if deduplication_id is not None:
         request["MessageDeduplicationId"] = deduplication_id
     return sqs.send_message(**request)["MessageId"]
+
+
+def send_orders(sqs: Any, queue_url: str, batch: list[Order]) -> list[str]:
+    """Send `batch` to a standard queue, 10 to a SendMessageBatch call; return their MessageIds in order."""
+    message_ids = []
+    for start in range(0, len(batch), 10):
+        entries = [
+            {"Id": str(i), "MessageBody": order_body(order)} for i, order in enumerate(batch[start : start + 10])
+        ]
+        answer = sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
+        if answer.get("Failed"):
+            raise OrdersNotSentError(answer["Failed"])
+        message_ids += [sent["MessageId"] for sent in sorted(answer["Successful"], key=lambda sent: int(sent["Id"]))]
+    return message_ids

@@ -24,9 +24,11 @@ process ends.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import gc
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -283,7 +285,8 @@ def build(config: WorldConfig | None = None) -> World:
         speedups = moto_speedups.apply()
     ledger = None if endpoint.mode == "memory" else cleanup.Ledger()
     try:
-        built = _build_resources(config, mock, ledger)
+        with _collector_paused():
+            built = _build_resources(config, mock, ledger)
     except BaseException as exc:
         if mock is not None:
             speedups.undo()
@@ -303,6 +306,24 @@ def build(config: WorldConfig | None = None) -> World:
     if delete_at_exit:
         _spare_the_collector()
     return built
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No automatic garbage collection while the world is built (as it was, after).
+
+    The first build in a process loads botocore's service models and moto's backends: some 120,000
+    objects that live as long as the process, and a notebook's imports have made as many before them.
+    Each full collection the build triggers walks all of them and frees nothing; in a kernel that was
+    two full collections, 0.25 s of a 0.53 s build.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _spare_the_collector() -> None:

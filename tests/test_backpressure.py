@@ -1,8 +1,9 @@
 """Section 14: the Friday buffer, the connection limit and throttling toward a third party, as models that can fail."""
 
 import pytest
+import simpy
 
-from mercadofresco.sims import buffer, connections, throttle
+from mercadofresco.sims import buffer, connections, lambda_scaling, mass_redrive, throttle
 
 LESSON_PEAK = 1_200
 
@@ -118,3 +119,48 @@ def test_a_pool_as_large_as_the_database_leaves_nothing_for_the_shop():
     result = connections.run_connections(connections.ConnectionConfig(cap="pool", cap_value=200))
     assert result.refused_invocations == 0  # the pool's invocations retry their way in
     assert result.shop_refused > 0  # but the shop's queries find the database full
+
+
+def _scaled(limit: int, waiting: list[bool], running: list[float], until: float) -> simpy.Environment:
+    env = simpy.Environment()
+    scaler = lambda_scaling.scale(
+        env,
+        lambda_scaling.MODES["standard"],
+        limit,
+        lambda: waiting[0],
+        lambda: len(running),
+        lambda: running.append(env.now),
+    )
+    env.process(scaler)
+    env.run(until=until)
+    return env
+
+
+def test_one_scaler_starts_at_5_adds_300_a_minute_while_messages_wait_and_never_passes_its_limit():
+    waiting, running = [True], []
+    env = _scaled(limit=40, waiting=waiting, running=running, until=3.5)
+    assert [running.count(second) for second in (0, 1, 2, 3)] == [5, 5, 5, 5]  # 5, then 300 a minute = 5 a second
+    env.run(until=60)
+    assert len(running) == 40  # the limit (the mapping's MaximumConcurrency here)
+    waiting[0] = False
+    del running[30:]  # ten invocations end; nothing waits, so none is added and no budget is saved
+    env.run(until=90)
+    assert len(running) == 30
+    waiting[0] = True
+    env.run(until=90.5)
+    assert len(running) == 35  # messages again: one second's five, not a burst of what was saved
+    env.run(until=91.5)
+    assert len(running) == 40
+
+
+def test_the_ceiling_of_the_mode_holds_whatever_the_limit():
+    running = []
+    _scaled(limit=5_000, waiting=[True], running=running, until=600)
+    assert len(running) == lambda_scaling.MODES["standard"].ceiling == 1_000
+
+
+def test_both_models_scale_with_the_same_scaler():
+    standard = lambda_scaling.MODES["standard"]
+    assert connections.ConnectionConfig().scaling == standard
+    hasty = mass_redrive.run_mass_redrive(mass_redrive.MassRedriveConfig(max_concurrency=1_000, scaling="standard"))
+    assert hasty.peak_at(40) <= standard.concurrency_after(40)  # 205 at most after 40 s

@@ -14,7 +14,7 @@ from mercadofresco.lessons.dlq import figures, incidents, redrive
 from mercadofresco.models import alarm_evaluation, gateway, move_task
 from mercadofresco.patterns import dlq
 from mercadofresco.shop import handlers
-from mercadofresco.sims import mass_redrive
+from mercadofresco.sims import lambda_scaling, mass_redrive
 
 
 def bodies(aws, url):
@@ -263,11 +263,11 @@ def test_41200_at_once_overwhelms_the_database_paced_batches_do_not():
 
 
 def test_class_210s_ramp_is_beyond_what_an_sqs_mapping_documents():
-    standard, provisioned = mass_redrive.LAMBDA_SCALING["standard"], mass_redrive.LAMBDA_SCALING["provisioned"]
+    standard, provisioned = lambda_scaling.MODES["standard"], lambda_scaling.MODES["provisioned"]
     assert standard.concurrency_after(40) == 205  # 5 + 300 a minute x 40 s
     assert standard.seconds_to_reach(2_800) is None and standard.concurrency_after(3_600) == 1_000
     assert round(provisioned.seconds_to_reach(2_800)) == 167
-    assert round(mass_redrive.per_minute_needed(2_800, 40)) == 4_192  # 14 x the standard mode's 300
+    assert round(lambda_scaling.per_minute_needed(2_800, 40)) == 4_192  # 14 x the standard mode's 300
     rows = {row["ramp"]: row for row in redrive.ramp_rows()}
     assert rows["standard mode"]["seconds_to_2800"] == "never (ceiling)"
     assert rows["provisioned mode"]["after_40_s"] == 686

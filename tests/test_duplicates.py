@@ -46,6 +46,14 @@ def test_powertools_side_by_side(aws, clock):
     assert ours["states seen"] == "COMPLETADO" and powertools["states seen"] == "COMPLETED"
 
 
+def test_the_powertools_table_can_take_our_race_from_the_lesson_test(aws, clock):
+    race = duplicates.parallel_duplicates(aws, clock, copies=50)  # notebook 04 runs it just before
+    assert powertools_compare.behaviour_table(aws, clock, ours=race) == powertools_compare.behaviour_table(aws, clock)
+    duplicates.empty_table(aws)
+    with pytest.raises(ValueError, match=r"run duplicates\.parallel_duplicates first"):
+        powertools_compare.behaviour_table(aws, clock, ours=race)
+
+
 def test_items_prints_typed_values(capsys):
     show.items([{"clave": {"S": "cobro:PED-2026-084417"}, "estado": {"S": "EN_CURSO"}, "expira_en": {"N": "5"}}])
     lines = capsys.readouterr().out.splitlines()

@@ -12,9 +12,12 @@ from pathlib import Path
 import moto
 import pytest
 from botocore.exceptions import ClientError
+from moto.core import responses as moto_responses
+from moto.kms import models as kms_models
+from moto.kms import utils as kms_utils
 from moto.sqs import models as sqs_models
 
-from mercadofresco import world
+from mercadofresco import queues, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.runtime import moto_speedups
 
@@ -176,6 +179,7 @@ def test_cost_per_call_is_flat_from_100_to_5000_messages() -> None:
 
 def test_undo_puts_moto_back_and_a_second_world_does_not_own_the_patch() -> None:
     originals = {name: sqs_models.Queue.__dict__[name] for name in ("attributes", "messages", "delete_message")}
+    moto_names = moto_responses.method_names_from_class
     with VirtualClock(), world.build(world.WorldConfig()) as outer:
         assert moto_speedups.is_applied()
         with world.build(world.WorldConfig()) as inner:
@@ -185,6 +189,48 @@ def test_undo_puts_moto_back_and_a_second_world_does_not_own_the_patch() -> None
     assert outer.moto_speedups is None
     for name, original in originals.items():
         assert sqs_models.Queue.__dict__[name] is original
+    assert moto_responses.method_names_from_class is moto_names
+    assert "__deepcopy__" not in sqs_models.Message.__dict__  # moto has none: the copy is deep again
+
+
+def test_a_received_copy_keeps_only_the_attributes_asked_for_and_leaves_the_message_whole() -> None:
+    with VirtualClock(), world.build(world.WorldConfig()) as aws:
+        attributes = {name: {"DataType": "String", "StringValue": name} for name in ("motivo", "version")}
+        aws.sqs.send_message(QueueUrl=aws.orders.url, MessageBody="PED-1", MessageAttributes=attributes)
+        answer = aws.sqs.receive_message(QueueUrl=aws.orders.url, WaitTimeSeconds=0, MessageAttributeNames=["motivo"])
+        assert set(answer["Messages"][0]["MessageAttributes"]) == {"motivo"}
+        (kept,) = moto_speedups.moto_queue(aws.sqs, aws.orders.url)._messages
+        assert set(kept.message_attributes) == {"motivo", "version"} and kept.approximate_receive_count == 1
+        assert (
+            len(answer["Messages"][0]["ReceiptHandle"]) == 185
+            and answer["Messages"][0]["ReceiptHandle"].isalpha()
+            and answer["Messages"][0]["ReceiptHandle"].islower()
+        )
+
+
+def test_a_kms_key_pair_is_made_when_first_used_and_then_signs_as_moto_does() -> None:
+    with VirtualClock(), world.build(world.WorldConfig()) as aws:
+        kms = aws.client("kms")
+        backend = kms_models.kms_backends["123456789012"][aws.config.endpoint.region]
+        symmetric = backend.keys[kms.describe_key(KeyId=world.KMS_ALIAS)["KeyMetadata"]["KeyId"]]
+        assert symmetric.private_key._key is None  # the world's key: no RSA prime search
+        signing = kms.create_key(KeyUsage="SIGN_VERIFY", KeySpec="RSA_2048")["KeyMetadata"]["KeyId"]
+        signed = kms.sign(KeyId=signing, Message=b"PED-1", SigningAlgorithm="RSASSA_PSS_SHA_256")["Signature"]
+        answer = kms.verify(KeyId=signing, Message=b"PED-1", Signature=signed, SigningAlgorithm="RSASSA_PSS_SHA_256")
+        assert answer["SignatureValid"] and kms.get_public_key(KeyId=signing)["PublicKey"]
+    assert kms_models.generate_private_key is kms_utils.generate_private_key  # moto's own, after undo
+
+
+def test_method_names_once_per_class_are_the_names_moto_lists() -> None:
+    from moto.core.utils import method_names_from_class
+    from moto.events.responses import EventsHandler
+    from moto.sqs.responses import SQSResponse
+
+    with VirtualClock(), world.build(world.WorldConfig()):
+        for response_class, action in ((SQSResponse, "receive_message"), (EventsHandler, "put_events")):
+            names = moto_responses.method_names_from_class(response_class)
+            assert names == method_names_from_class(response_class) and action in names
+            assert moto_responses.method_names_from_class(response_class) is names  # listed once
 
 
 def test_unknown_moto_version_is_refused_with_a_warning(monkeypatch) -> None:
@@ -209,6 +255,7 @@ def _poller_run(skip_empty_receives: bool, monkeypatch) -> tuple[list, int]:
 
     if not skip_empty_receives:
         monkeypatch.setattr(moto_speedups, "nothing_to_receive", lambda sqs, url: False)
+        monkeypatch.setattr(moto_speedups, "is_empty", lambda sqs, url: None)  # the drain check asks SQS too
     with VirtualClock() as clock, world.build(world.WorldConfig()) as aws:
         receives = []
         aws.sqs.meta.events.register("before-call.sqs.ReceiveMessage", lambda **_: receives.append(1))
@@ -223,6 +270,33 @@ def test_the_poller_skips_only_receives_that_would_find_nothing(monkeypatch) -> 
     assert skipping == receiving  # same timeline, same charges, same final instant
     assert skipping[1]["charges"] == 2
     assert few <= 5 < 100 <= many  # two consumers polling once a second for ~300 s, against the receives that found one
+
+
+def test_is_empty_counts_every_message_and_says_none_whenever_it_cannot_be_sure() -> None:
+    with VirtualClock() as clock, world.build(world.WorldConfig()) as aws:
+        url = aws.orders.url
+
+        def counted() -> bool:
+            return not any(queues.queue_counts(aws.sqs, url).values())
+
+        assert moto_speedups.is_empty(aws.sqs, url) is True and counted()
+        aws.sqs.send_message(QueueUrl=url, MessageBody="PED-1", DelaySeconds=10)
+        assert moto_speedups.is_empty(aws.sqs, url) is False and not counted()  # delayed
+        clock.advance(10.01)
+        assert moto_speedups.is_empty(aws.sqs, url) is False  # visible
+        handle = aws.sqs.receive_message(QueueUrl=url, WaitTimeSeconds=0)["Messages"][0]["ReceiptHandle"]
+        assert moto_speedups.is_empty(aws.sqs, url) is False and not counted()  # in flight
+        aws.sqs.delete_message(QueueUrl=url, ReceiptHandle=handle)
+        assert moto_speedups.is_empty(aws.sqs, url) is True and counted()
+        gone = url.replace(world.ORDERS_QUEUE, "cola-que-no-existe")
+        assert moto_speedups.is_empty(aws.sqs, gone) is None
+        elsewhere = aws.session.client("sqs", endpoint_url="http://127.0.0.1:9")
+        assert moto_speedups.is_empty(elsewhere, url) is None
+        aws.moto_speedups.undo()
+        assert moto_speedups.is_empty(aws.sqs, url) is None
+        assert queues.is_empty(aws.sqs, url)  # asked with GetQueueAttributes instead
+        aws.sqs.send_message(QueueUrl=url, MessageBody="PED-2")
+        assert not queues.is_empty(aws.sqs, url)
 
 
 def test_nothing_to_receive_says_false_whenever_it_cannot_be_sure() -> None:

@@ -45,3 +45,17 @@ def test_equal_orders_give_equal_bodies():
     body = orders.order_body(orders.Order("PED-2026-084417", Decimal("48.20")))
     assert json.loads(body) == {"importe": "48.20", "pedido_id": "PED-2026-084417", "version": 1}
     assert orders.order_id(84417) == "PED-2026-084417"
+
+
+def test_orders_go_out_ten_to_a_batch_in_their_order(aws):
+    batch = [orders.Order(orders.order_id(400_000 + n), Decimal("48.20")) for n in range(23)]
+    calls = []
+    aws.sqs.meta.events.register("before-call.sqs.SendMessageBatch", lambda **_: calls.append(1))
+    message_ids = orders.send_orders(aws.sqs, aws.orders.url, batch)
+    assert len(calls) == 3 and len(set(message_ids)) == 23
+    received = []
+    while len(received) < 23:
+        answer = aws.sqs.receive_message(QueueUrl=aws.orders.url, MaxNumberOfMessages=10, WaitTimeSeconds=0)
+        received += answer["Messages"]
+    assert [m["MessageId"] for m in received] == message_ids
+    assert [orders.parse_order(m["Body"]) for m in received] == batch

@@ -42,7 +42,7 @@ from mercadofresco.errors import check_range
 from mercadofresco.runtime import moto_speedups
 
 TIMED_OUT, STOPPED = "function_timeout", "poller_stopped"  # how an invocation can be cut off
-DRAIN_CHECK_SECONDS = 60.0  # how often run_until_idle looks at the queue (each look is an API call)
+DRAIN_CHECK_SECONDS = 60.0  # how often run_until_idle looks at the queue (an API call, unless moto is in this process)
 STEPS = ("received", "after_lock", "after_charge", "after_complete", "before_delete")
 
 
@@ -243,7 +243,7 @@ class Poller:
         """Ends when the queue is empty and no invocation is running."""
         while True:
             yield env.timeout(DRAIN_CHECK_SECONDS)
-            if self.running == 0 and not any(queues.queue_counts(self.sqs, self.queue_url).values()):
+            if self.running == 0 and queues.is_empty(self.sqs, self.queue_url):
                 return
 
     def _invoke(self, invocation: Invocation, messages: list[dict[str, Any]], task: Task) -> list[dict[str, Any]]:

@@ -1,8 +1,8 @@
 """Concurrency limits: Lambda consumers against `aurora-mf-escritor` and its ~200 connections (notebook 14).
 
 A backlog waits in a queue; Lambda's event-source mapping adds invocations
-while it does (`scale_per_minute`, up to the function's `function_limit`, 400
-in the lesson); each invocation opens one database connection for its batch.
+while it does (`sims.lambda_scaling`: 5 at first, up to 300 more a minute, up to
+the function's `function_limit`, 400 in the lesson); each invocation opens one database connection for its batch.
 The shop uses the same database for its own short queries. The database takes
 at most `db_connections`: a connection asked beyond that is refused at once, so
 the invocation fails (its batch comes back after the visibility timeout, and
@@ -35,7 +35,7 @@ import simpy
 
 from mercadofresco.errors import check_range
 from mercadofresco.patterns import backoff, retry
-from mercadofresco.sims import retry_loop
+from mercadofresco.sims import lambda_scaling, retry_loop
 
 CAPS = ("none", "maximum_concurrency", "reserved_concurrency", "pool")
 REFUSED_SECONDS = 0.1  # a refused connection answers fast ("too many connections")
@@ -54,8 +54,7 @@ class ConnectionConfig:
     backlog: int = 40_000
     batch_size: int = 10
     work_seconds: float = 0.4  # per message, holding the invocation's connection
-    start_invocations: int = 5
-    scale_per_minute: int = 300  # Lambda adds up to this many concurrent invocations a minute for SQS
+    scaling: lambda_scaling.Scaling = lambda_scaling.MODES["standard"]  # 5 at first, up to 300 more a minute
     shop_queries_per_second: float = 10.0
     shop_query_seconds: float = 0.2
     visibility_timeout_seconds: float = 30.0
@@ -72,7 +71,6 @@ class ConnectionConfig:
         check_range("db_connections", self.db_connections, 10, 5_000)
         check_range("backlog", self.backlog, 0, 100_000)
         check_range("batch_size", self.batch_size, 1, 10)
-        check_range("scale_per_minute", self.scale_per_minute, 1, 1_000)
         check_range("shop_queries_per_second", self.shop_queries_per_second, 0, 1_000)
         check_range("horizon_seconds", self.horizon_seconds, 60, 7_200)
 
@@ -143,7 +141,16 @@ def run_connections(config: ConnectionConfig, seed: int = 0) -> ConnectionResult
     s = _State(env, config, ConnectionResult(config), pool, env.event(), random.Random(f"{seed}:connect"))
     for first in range(0, config.backlog, config.batch_size):
         s.queue.append([min(config.batch_size, config.backlog - first), 0])
-    env.process(_scaler(s))
+    env.process(
+        lambda_scaling.scale(
+            env,
+            config.scaling,
+            config.invocation_limit(),
+            lambda: bool(s.queue),
+            lambda: s.invocations,
+            lambda: _start(s),
+        )
+    )
     env.process(_shop(s, random.Random(seed)))
     env.process(_sample(s))
     env.run(until=env.any_of([env.timeout(config.horizon_seconds), s.done]))
@@ -151,17 +158,10 @@ def run_connections(config: ConnectionConfig, seed: int = 0) -> ConnectionResult
     return s.result
 
 
-def _scaler(s: _State):
-    """Lambda adds invocations each second while messages wait, up to the mapping's limit."""
-    per_second = s.config.scale_per_minute / 60
-    budget = float(s.config.start_invocations)
-    while True:
-        while budget >= 1 and s.invocations < s.config.invocation_limit() and s.queue:
-            s.invocations += 1
-            budget -= 1
-            s.env.process(_invocation_loop(s))
-        yield s.env.timeout(1.0)
-        budget = min(budget + per_second, s.config.scale_per_minute) if s.queue else 0.0
+def _start(s: _State) -> None:
+    """The mapping adds one concurrent invocation (`lambda_scaling.scale` decides when)."""
+    s.invocations += 1
+    s.env.process(_invocation_loop(s))
 
 
 def _invocation_loop(s: _State):

@@ -15,9 +15,9 @@ How the consumers scale (`scaling`):
 - "as_stated": class 210's account, taken as input: `max_concurrency` reached
   linearly in `scale_up_seconds` (2,800 in 40 s), whatever AWS allows;
 - "standard", "provisioned": an SQS event source mapping as AWS documents it
-  (`LAMBDA_SCALING`): a few concurrent batches at first, more each second while
-  messages wait, up to the mode's ceiling or `max_concurrency`, whichever is lower.
-  The model never scales down.
+  (`sims.lambda_scaling`, the scaler notebook 14's model runs too): a few concurrent
+  batches at first, more each second while messages wait, up to the mode's ceiling or
+  `max_concurrency`, whichever is lower. The model never scales down.
 
 `reserved_concurrency` caps the function, not the mapping: the mapping still
 scales, and a batch taken beyond the cap is throttled, its receive spent, and
@@ -34,47 +34,12 @@ from typing import Any
 import simpy
 
 from mercadofresco.errors import check_range
+from mercadofresco.sims import lambda_scaling
 
 RELEASES = ("all_at_once", "paced")
 SCALINGS = ("as_stated", "standard", "provisioned")
 BATCH = 10  # Lambda's SQS batch size: one invocation, one connection, up to 10 messages
 THROTTLED_SECONDS = 0.1  # a throttled invocation answers at once; the poller takes the next batch
-
-
-@dataclass(frozen=True)
-class Scaling:
-    """How an SQS event source mapping adds concurrent invocations while messages wait."""
-
-    start: int  # concurrent batches when messages appear
-    per_minute: int  # added each minute while messages are still waiting
-    ceiling: int  # the most batches the mapping runs at once
-
-    def concurrency_after(self, seconds: float, limit: int | None = None) -> int:
-        """Concurrent invocations `seconds` into a backlog that never empties."""
-        top = self.ceiling if limit is None else min(self.ceiling, limit)
-        return min(top, self.start + int(self.per_minute * seconds / 60))
-
-    def seconds_to_reach(self, concurrency: int) -> float | None:
-        """Seconds until `concurrency` runs at once; None if the ceiling is below it."""
-        if concurrency > self.ceiling:
-            return None
-        return max(0.0, (concurrency - self.start) * 60 / self.per_minute)
-
-
-# https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-scaling.html: standard mode starts
-# with 5 batches, adds up to 300 a minute, runs at most 1,000 at once; provisioned mode scales up
-# to 1,000 a minute and up to 20,000 (AWS News Blog, provisioned mode for SQS, 2025), starting
-# from its minimum pollers (2 by default, up to 10 invocations each).
-LAMBDA_SCALING = {
-    "standard": Scaling(start=5, per_minute=300, ceiling=1_000),
-    "provisioned": Scaling(start=20, per_minute=1_000, ceiling=20_000),
-}
-
-
-def per_minute_needed(concurrency: int, seconds: float, start: int = 5) -> float:
-    """The scaling rate a mapping would need to reach `concurrency` in `seconds` from `start`."""
-    check_range("seconds", seconds, 1, 86_400)
-    return (concurrency - start) * 60 / seconds
 
 
 @dataclass(frozen=True)
@@ -166,16 +131,17 @@ class MassRedriveResult:
 class RedriveState:
     """What the processes share: the queue of batches, the database's connections, the totals so far.
 
-    `_release` fills `queue`; consumers take from it, hold a `database` connection,
-    count into `result` and `busy_consumers`; the sampler only reads.
+    `_release` fills `queue`; consumers take from it, hold one of the database's connections
+    (`db_in_use`: nobody waits for one, a consumer that finds none is refused), count into
+    `result` and `busy_consumers`; the sampler only reads.
     """
 
     env: simpy.Environment
     config: MassRedriveConfig
     queue: simpy.Store
-    database: simpy.Resource
     result: MassRedriveResult
     rng: random.Random
+    db_in_use: int = 0
     busy_consumers: int = 0
     running: int = 0  # invocations past the function's throttle, holding or asking for a connection
 
@@ -185,8 +151,7 @@ def run_mass_redrive(config: MassRedriveConfig, seed: int = 0) -> MassRedriveRes
     env = simpy.Environment()
     rng = random.Random(seed)
     result = MassRedriveResult(config)
-    database = simpy.Resource(env, capacity=config.db_connections)
-    shared = RedriveState(env, config, simpy.Store(env), database, result, rng)
+    shared = RedriveState(env, config, simpy.Store(env), result, rng)
     env.process(_release(shared))
     if config.scaling == "as_stated":
         for number in range(config.max_concurrency):
@@ -194,7 +159,17 @@ def run_mass_redrive(config: MassRedriveConfig, seed: int = 0) -> MassRedriveRes
             env.process(_consumer(shared, start))
         result.consumers_started = config.max_concurrency
     else:
-        env.process(_scale(shared, LAMBDA_SCALING[config.scaling]))
+        mode = lambda_scaling.MODES[config.scaling]
+        env.process(
+            lambda_scaling.scale(
+                env,
+                mode,
+                config.max_concurrency,
+                lambda: bool(shared.queue.items),
+                lambda: result.consumers_started,
+                lambda: _start_consumer(shared),
+            )
+        )
     env.process(_sample(shared))
     done = env.event()
     env.process(_watch_done(shared, done))
@@ -217,23 +192,15 @@ def _release(shared: RedriveState):
     yield shared.env.timeout(0)
 
 
-def _scale(shared: RedriveState, scaling: Scaling):
-    """The mapping's scaler: `start` consumers, then `per_minute` more while batches wait, up to its limit."""
-    limit = min(scaling.ceiling, shared.config.max_concurrency)
-    budget = float(scaling.start)
-    while shared.result.consumers_started < limit:
-        while budget >= 1 and shared.result.consumers_started < limit and shared.queue.items:
-            shared.result.consumers_started += 1
-            budget -= 1
-            shared.env.process(_consumer(shared, 0.0))
-        yield shared.env.timeout(1.0)
-        if shared.queue.items:  # AWS: "if messages are still available"
-            budget = min(budget + scaling.per_minute / 60, scaling.per_minute)
+def _start_consumer(shared: RedriveState) -> None:
+    """The mapping adds a consumer (`lambda_scaling.scale` decides when); it never ends: the model never scales down."""
+    shared.result.consumers_started += 1
+    shared.env.process(_consumer(shared, 0.0))
 
 
 def _consumer(shared: RedriveState, start: float):
     """One of Lambda's concurrent invocations: a batch, a connection if one is free, else a failed attempt."""
-    env, result, database, config = shared.env, shared.result, shared.database, shared.config
+    env, result, config = shared.env, shared.result, shared.config
     yield env.timeout(start)  # Lambda adds pollers as it scales up
     while True:
         taken = yield shared.queue.get()  # one invocation: a batch of up to 10 messages
@@ -244,11 +211,11 @@ def _consumer(shared: RedriveState, start: float):
             result.throttled_batches += 1  # the mapping took it; the function cannot run it
             yield env.timeout(THROTTLED_SECONDS)
             _return_later(shared, batch)
-        elif database.count < database.capacity:  # a free connection
+        elif shared.db_in_use < config.db_connections:  # a free connection: it is the consumer's at once
             shared.running += 1
-            with database.request() as connection:
-                yield connection
-                yield env.timeout(batch.messages * config.work_seconds * shared.rng.uniform(0.8, 1.2))
+            shared.db_in_use += 1
+            yield env.timeout(batch.messages * config.work_seconds * shared.rng.uniform(0.8, 1.2))
+            shared.db_in_use -= 1
             shared.running -= 1
             result.processed += batch.messages
         else:  # "too many connections": the database refuses at once, the invocation fails
@@ -285,7 +252,7 @@ def _sample_now(shared: RedriveState) -> RedriveSample:
         second=shared.env.now,
         waiting=sum(batch.messages for batch in shared.queue.items),
         busy_consumers=shared.busy_consumers,
-        db_connections=shared.database.count,
+        db_connections=shared.db_in_use,
         processed=result.processed,
         failed_attempts=result.failed_attempts,
         back_in_dlq=result.back_in_dlq,

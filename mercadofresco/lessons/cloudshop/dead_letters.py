@@ -31,7 +31,8 @@ from mercadofresco.errors import check_range
 from mercadofresco.lessons import duplicates, show
 from mercadofresco.lessons.dlq import incidents
 from mercadofresco.patterns import dlq, idempotency
-from mercadofresco.sims.mass_redrive import LAMBDA_SCALING, MassRedriveResult
+from mercadofresco.sims import lambda_scaling
+from mercadofresco.sims.mass_redrive import MassRedriveResult
 
 DAY = 86_400
 RETENTION_SECONDS = 14 * DAY
@@ -250,7 +251,8 @@ def redrive_rows(results: dict[str, MassRedriveResult]) -> list[dict[str, Any]]:
     for label, result in results.items():
         summary, config = result.summary(), result.config
         said = reported[config.release]
-        ceiling = LAMBDA_SCALING[config.scaling].ceiling if config.scaling in LAMBDA_SCALING else config.max_concurrency
+        mode = lambda_scaling.MODES.get(config.scaling)
+        ceiling = mode.ceiling if mode else config.max_concurrency
         rows.append(
             {
                 "run": label,

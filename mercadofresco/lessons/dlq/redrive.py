@@ -4,7 +4,7 @@
 versions it reads: before exercise 2's fix only version 1; the fix adds 2.
 `redrive_after_lost_responses` shows why a redrive needs an idempotent consumer.
 `ramp_rows` asks whether class 210's 2,800 executions in 40 s fit the ramp AWS
-documents for an SQS event source mapping (`mass_redrive.LAMBDA_SCALING`).
+documents for an SQS event source mapping (`lambda_scaling.MODES`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from mercadofresco.errors import check_range
 from mercadofresco.models import gateway as gw
 from mercadofresco.models import lambda_poller, move_task
 from mercadofresco.shop import handlers
-from mercadofresco.sims import mass_redrive
+from mercadofresco.sims import lambda_scaling
 
 
 def consume(
@@ -49,8 +49,9 @@ def redrive_after_lost_responses(
     provider = gw.PaymentGateway(clock)
     provider.fail_next(gw.Fault.RESPONSE_LOST, times=count)  # charged, then the connection dropped
     client = gw.GatewayClient(provider, read_timeout_seconds=30, send_idempotency_key=send_idempotency_key)
-    for number in range(count):
-        orders.send_order(aws.sqs, pair.url, orders.Order(orders.order_id(400_000 + number), Decimal("48.20")))
+    orders.send_orders(
+        aws.sqs, pair.url, [orders.Order(orders.order_id(400_000 + n), Decimal("48.20")) for n in range(count)]
+    )
     config = lambda_poller.PollerConfig(max_idle_poll_seconds=20)
     lambda_poller.Poller(aws.sqs, pair.url, handlers.ChargeOrders(client), clock, config).run_until_idle(3_600)
     in_dlq = queues.queue_counts(aws.sqs, pair.dlq_url)["visible"]
@@ -74,13 +75,13 @@ def ramp_rows(concurrency: int = 2_800, seconds: float = 40.0) -> list[dict[str,
         {
             "ramp": "class 210 (as stated)",
             "start": "-",
-            "per_minute": round(mass_redrive.per_minute_needed(concurrency, seconds)),
+            "per_minute": round(lambda_scaling.per_minute_needed(concurrency, seconds)),
             "ceiling": "-",
             f"after_{seconds:g}_s": concurrency,
             f"seconds_to_{concurrency}": seconds,
         }
     ]
-    for mode, scaling in mass_redrive.LAMBDA_SCALING.items():
+    for mode, scaling in lambda_scaling.MODES.items():
         reach = scaling.seconds_to_reach(concurrency)
         rows.append(
             {
