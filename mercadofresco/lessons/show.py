@@ -64,7 +64,7 @@ class Table:
     """
 
     def __init__(self, rows: list[dict[str, Any]], columns: list[str] | None = None) -> None:
-        self.columns = columns or list(rows[0]) if rows else []
+        self.columns = (columns or list(rows[0])) if rows else []
         self.rows = [[row.get(column, "") for column in self.columns] for row in rows]
 
     @property
