@@ -109,12 +109,19 @@ def send_order(
 
 def send_orders(sqs: Any, queue_url: str, batch: list[Order]) -> list[str]:
     """Send `batch` to a standard queue, 10 to a SendMessageBatch call; return their MessageIds in order."""
+    return send_entries(sqs, queue_url, [{"MessageBody": order_body(order)} for order in batch])
+
+
+def send_entries(sqs: Any, queue_url: str, entries: list[dict[str, Any]]) -> list[str]:
+    """Send messages, 10 to a SendMessageBatch call; return their MessageIds in order.
+
+    Each entry is a SendMessageBatch entry without its `Id` (a `MessageBody`, and a
+    `MessageGroupId` on a FIFO queue). On a FIFO queue a group keeps the entries' order.
+    """
     message_ids = []
-    for start in range(0, len(batch), 10):
-        entries = [
-            {"Id": str(i), "MessageBody": order_body(order)} for i, order in enumerate(batch[start : start + 10])
-        ]
-        answer = sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
+    for start in range(0, len(entries), 10):
+        numbered = [{"Id": str(i), **entry} for i, entry in enumerate(entries[start : start + 10])]
+        answer = sqs.send_message_batch(QueueUrl=queue_url, Entries=numbered)
         if answer.get("Failed"):
             raise OrdersNotSentError(answer["Failed"])
         message_ids += [sent["MessageId"] for sent in sorted(answer["Successful"], key=lambda sent: int(sent["Id"]))]

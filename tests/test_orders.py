@@ -59,3 +59,32 @@ def test_orders_go_out_ten_to_a_batch_in_their_order(aws):
         received += answer["Messages"]
     assert [m["MessageId"] for m in received] == message_ids
     assert [orders.parse_order(m["Body"]) for m in received] == batch
+
+
+def test_fifo_entries_keep_their_group_order_across_batches(aws):
+    url = aws.sqs.create_queue(
+        QueueName="cola-mercadofresco-pedidos-prueba.fifo",
+        Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"},
+    )["QueueUrl"]
+    batch = [orders.Order(orders.order_id(410_000 + n), Decimal("48.20")) for n in range(12)]
+    entries = [{"MessageBody": orders.order_body(order), "MessageGroupId": "todos"} for order in batch]
+    message_ids = orders.send_entries(aws.sqs, url, entries)
+    received = []
+    while len(received) < 12:
+        answer = aws.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0)
+        for message in answer["Messages"]:
+            aws.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        received += answer["Messages"]
+    assert [m["MessageId"] for m in received] == message_ids
+    assert [orders.parse_order(m["Body"]) for m in received] == batch
+
+
+def test_a_refused_entry_raises_with_what_sqs_said():
+    class Refusing:  # SQS answers 200 and lists the entries it refused under Failed
+        def send_message_batch(self, QueueUrl, Entries):
+            ok = [{"Id": e["Id"], "MessageId": f"m{e['Id']}"} for e in Entries[1:]]
+            failed = [{"Id": Entries[0]["Id"], "Code": "InvalidMessageContents", "Message": "Invalid binary character"}]
+            return {"Successful": ok, "Failed": failed}
+
+    with pytest.raises(orders.OrdersNotSentError, match=r"refused 1 order.*Invalid binary character"):
+        orders.send_entries(Refusing(), "cola", [{"MessageBody": "\x00"}, {"MessageBody": "{}"}])

@@ -147,9 +147,7 @@ def inspect_by_deleting(aws: world.World, clock: VirtualClock, deleting: bool, c
     check_range("count", count, 10, 100)
     url = aws.sqs.create_queue(QueueName="mercadofresco-pedidos-fallidos-inspeccion")["QueueUrl"]
     bodies = [orders.order_body(orders.Order(orders.order_id(900_000 + n), Decimal("48.20"))) for n in range(count)]
-    for start in range(0, count, 10):  # SendMessageBatch takes 10
-        entries = [{"Id": str(i), "MessageBody": body} for i, body in enumerate(bodies[start : start + 10])]
-        aws.sqs.send_message_batch(QueueUrl=url, Entries=entries)
+    orders.send_entries(aws.sqs, url, [{"MessageBody": body} for body in bodies])
     if deleting:  # the mistake: receive, print, delete "to get them out of the way"
         for message in aws.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0)["Messages"]:
             aws.sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
@@ -178,14 +176,12 @@ def ordering_cost(aws: world.World, clock: VirtualClock, one_group: bool, order_
         group = "todos" if one_group else order.pedido_id
         entries.append(
             {
-                "Id": str(number),
                 "MessageBody": orders.order_body(order),
                 "MessageGroupId": group,
                 "MessageDeduplicationId": order.pedido_id,
             }
         )
-    for start in range(0, order_count, 10):  # SendMessageBatch takes 10; a group keeps the entries' order
-        aws.sqs.send_message_batch(QueueUrl=url, Entries=entries[start : start + 10])
+    orders.send_entries(aws.sqs, url, entries)
 
     def work(event: dict[str, Any], context: lambda_poller.Invocation) -> dict[str, Any]:
         context.wait(2.0 * len(event["Records"]))

@@ -28,9 +28,9 @@ from collections import Counter
 from decimal import Decimal
 from typing import Any
 
-from mercadofresco import orders, world
+from mercadofresco import bus, orders, world
 from mercadofresco.clock import VirtualClock
-from mercadofresco.errors import check_range
+from mercadofresco.errors import MercadoFrescoError, check_range
 from mercadofresco.lessons import duplicates, rehearsal
 from mercadofresco.models import gateway, lambda_poller
 from mercadofresco.patterns import idempotency, outbox
@@ -44,6 +44,10 @@ REPLAY_PREFIX = "repeticion-"  # EventBridge has no DeleteReplay and refuses a n
 ARCHIVE_DELAY_SECONDS = 600  # AWS: an event may reach the archive late; replay 10 minutes after, not sooner
 PATTERN = {"source": [world.ORDER_SOURCE], "detail-type": [outbox.ORDER_CREATED]}
 CONSUMERS = ("cobro:{pedido_id}", "the event's id", "no key")
+
+
+class ReplayNotOverError(MercadoFrescoError):
+    """A replay was not COMPLETED when StartReplay returned: counting its charges now would count too early."""
 
 
 def event_id_key(record: dict[str, Any], order: orders.Order) -> str:
@@ -148,10 +152,7 @@ def _publish(events: Any, order_list: list[orders.Order]) -> None:
         }
         for order in order_list
     ]
-    for start in range(0, len(entries), 10):  # put_events takes 10 entries
-        failed = events.put_events(Entries=entries[start : start + 10])["FailedEntryCount"]
-        if failed:
-            raise RuntimeError(f"the bus refused {failed} entries")
+    bus.put_events(events, entries)
 
 
 def _replay(events: Any, archive_arn: str, bus_arn: str, start: dt.datetime, end: dt.datetime) -> None:
@@ -166,7 +167,7 @@ def _replay(events: Any, archive_arn: str, bus_arn: str, start: dt.datetime, end
     )
     state = events.describe_replay(ReplayName=name)["State"]
     if state != "COMPLETED":  # real EventBridge takes minutes: this experiment would count too early
-        raise RuntimeError(f"replay {name} is {state}; this experiment needs moto's synchronous replay")
+        raise ReplayNotOverError(f"replay {name} is {state}; this experiment needs moto's synchronous replay")
 
 
 def _first_receives(poller: lambda_poller.Poller) -> int:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from mercadofresco import orders, queues, world
+from mercadofresco import bus, orders, queues, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
 from mercadofresco.lessons import duplicates
@@ -148,8 +148,7 @@ def _publish(aws: world.World, pedido_ids: list[str]) -> None:
         for pedido_id in pedido_ids
     ]
     with moto_events.cached_jsonpath():  # moto re-parses the same 8 JSONPaths per event: 0.2 s for 40 events
-        for start in range(0, len(entries), 10):
-            aws.client("events").put_events(Entries=entries[start : start + 10])
+        bus.put_events(aws.client("events"), entries)
 
 
 def duplicate_emails(
@@ -288,9 +287,7 @@ def _run_stock(
     _stock_table(aws, pedido_ids)
     handler = DiscountStock(aws.dynamodb, random.Random(seed), seconds_per_message)
     poller = lambda_poller.Poller(aws.sqs, pair.url, handler, clock, config)
-    for start in range(0, len(bodies), 10):
-        entries = [{"Id": str(i), "MessageBody": body} for i, body in enumerate(bodies[start : start + 10])]
-        aws.sqs.send_message_batch(QueueUrl=pair.url, Entries=entries)
+    orders.send_entries(aws.sqs, pair.url, [{"MessageBody": body} for body in bodies])
     poller.run_until_idle(6 * 3_600)
     received = Counter(row["pedido_id"] or BAD_MESSAGE for row in poller.timeline if row["event"] == "received")
     run = StockRun(

@@ -20,7 +20,7 @@ from typing import Any
 
 from botocore.config import Config
 
-from mercadofresco import world
+from mercadofresco import bus, world
 from mercadofresco.errors import check_range
 
 CARTS_TABLE = "mercadofresco-carritos"
@@ -59,10 +59,7 @@ def pipe_once(streams: Any, stream_arn: str, events: Any) -> int:
             StreamArn=stream_arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
         )["ShardIterator"]
         records = streams.get_records(ShardIterator=iterator, Limit=1000)["Records"]
-        entries = [_entry(record) for record in records if _is_abandoned(record)]
-        for start in range(0, len(entries), 10):
-            events.put_events(Entries=entries[start : start + 10])
-            published += len(entries[start : start + 10])
+        published += bus.put_events(events, [_entry(record) for record in records if _is_abandoned(record)])
     return published
 
 
