@@ -30,13 +30,13 @@ def test_every_value_a_try_this_asks_can_be_set(path):
         assert not found, f"{path.stem} declares values now: take it out of ASKS_NOTHING"
         return
     assert found, f"{path.name}: no <!-- try: label = value --> in its try this; which values does it ask?"
-    controls = panel_controls(path)
-    problems = [
-        f"{scenario.item[:60]!r}: {why}"
-        for scenario in found
-        for ask in scenario.asks
-        if (why := problem(controls[ask.label], ask.value))
-    ]
+    with panel_controls(path) as controls:
+        problems = [
+            f"{scenario.item[:60]!r}: {why}"
+            for scenario in found
+            for ask in scenario.asks
+            if (why := problem(controls[ask.label], ask.value))
+        ]
     assert not problems, f"{path.name}:\n  " + "\n  ".join(problems)
 
 
@@ -108,3 +108,18 @@ def test_a_scenario_names_its_item_without_the_comment(tmp_path):
         ("1. Set it to 0.", (Ask("x", 0),)),
         ("1. Set it to 0.", (Ask("x", 1),)),
     ]
+
+
+def test_building_a_panel_leaves_no_clock_or_world_running():
+    """Notebook 10's dropdown runs `clock = VirtualClock().start()` and builds a world: both stop when it is done."""
+    import time
+
+    from moto.core.models import MockAWS
+
+    with panel_controls(ROOT / "notebooks/10_dead_letter_queues.ipynb") as controls:
+        assert controls["incident"].options  # built from the seeded DLQs
+        clock, aws = controls.names["clock"], controls.names["aws"]
+        lesson_time = clock.timestamp()
+        assert clock.running and MockAWS._nested_count == 1 and abs(time.time() - lesson_time) < 1
+    assert not clock.running and aws._mock is None and MockAWS._nested_count == 0
+    assert abs(time.time() - lesson_time) > 3_600  # the real time is back, not the lesson's Friday evening

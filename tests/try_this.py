@@ -97,12 +97,12 @@ class _Names(dict):
         return self[name]
 
 
-def controls(path: Path) -> dict[str, Any]:
+def controls(path: Path) -> _Lazy:
     """The widgets of the notebook's panels, by label, built as the panel cell builds them.
 
     Only the imports of the notebook run, and the assignments a control's expression needs (notebook 08's
     `config = storm.StormConfig()`); a control is built only when asked for, so a dropdown over seeded data
-    costs nothing until a test needs it.
+    costs nothing until a test needs it. Use it in a `with`: leaving it stops what the assignments started.
     """
     cells = [cell for cell in json.loads(Path(path).read_text())["cells"] if cell["cell_type"] == "code"]
     module_names: dict[str, Any] = {}
@@ -149,6 +149,19 @@ class _Lazy(dict):
     def __init__(self, expressions: dict[str, ast.expr], module_names: dict, names: _Names):
         super().__init__()
         self.expressions, self.module_names, self.names = expressions, module_names, names
+
+    def __enter__(self) -> _Lazy:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        """Stop what the notebook's assignments started (its `clock`, its world), newest first.
+
+        Notebook 10's dropdown needs `seeded`, which needs `clock = VirtualClock().start()` and a world in moto:
+        left running, they turned the next test's time and AWS into notebook 10's.
+        """
+        for value in reversed(list(self.names.values())):
+            if hasattr(value, "__exit__"):
+                value.__exit__(None, None, None)
 
     def _build(self, expression: ast.expr) -> Any:
         return eval(compile(ast.Expression(expression), "panel", "eval"), self.module_names, self.names)
