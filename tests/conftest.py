@@ -77,3 +77,14 @@ def aws(clock) -> Iterator:
 
     with world.build(world.WorldConfig()) as built:
         yield built
+
+
+@pytest.fixture
+def events(aws):
+    """The world's EventBridge client, with `bus-mercadofresco` there."""
+    from mercadofresco import world
+
+    client = aws.client("events")
+    if world.BUS not in [found["Name"] for found in client.list_event_buses()["EventBuses"]]:
+        client.create_event_bus(Name=world.BUS)
+    return client

@@ -22,14 +22,6 @@ def _entries(count):
     ]
 
 
-@pytest.fixture
-def events(aws):
-    client = aws.client("events")
-    if world.BUS not in [found["Name"] for found in client.list_event_buses()["EventBuses"]]:
-        client.create_event_bus(Name=world.BUS)
-    return client
-
-
 def test_twenty_three_events_take_three_calls(events):
     calls = []
 

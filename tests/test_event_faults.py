@@ -17,14 +17,6 @@ def _entries(count, size=20):
     return [entry] * count
 
 
-@pytest.fixture
-def events(aws):
-    client = aws.client("events")
-    if world.BUS not in [bus["Name"] for bus in client.list_event_buses()["EventBuses"]]:
-        client.create_event_bus(Name=world.BUS)
-    return client
-
-
 def test_moto_itself_refuses_eleven_entries_as_eventbridge_does(events):
     with pytest.raises(ClientError, match="ValidationException"):
         events.put_events(Entries=_entries(11))
