@@ -225,6 +225,7 @@ async def _check_interaction(panel: Any, report: Report, interaction: Interactio
     change = interaction.change
     seen_before = _read(before, interaction.column)
     await _set(panel, change)
+    await _settle(panel.page)  # CI once pressed before the dropdown's value reached the kernel (notebook 10)
     after = await _press(panel, interaction.button)
     seen_after = _read(after, interaction.column)
     what = interaction.column or "text"
@@ -293,8 +294,7 @@ async def _check_try_this(page: Any, panel: Any, report: Report, tries: list[Sce
                 changed.add(ask.label)
                 count += 1
             for ask in (ask for ask in scenario.asks if ask.refused):
-                await page.evaluate("window.mfIdleSince = null")
-                await page.wait_for_function(KERNEL_SETTLED, arg=300, polling=50, timeout=PANEL_SECONDS * 1000)
+                await _settle(page)
                 answer = await _press(panel, button)
                 if "⚠" not in answer or f"“{ask.label}”" not in answer:
                     raise AssertionError(f"{ask.label!r} = {ask.value!r} was not refused by its rule: {answer[:200]!r}")
@@ -325,6 +325,16 @@ COUNT_RUNS = """button => {
   });
   button.mfObserver.observe(button, {attributes: true, attributeFilter: ['disabled'], attributeOldValue: true});
 }"""
+
+
+async def _settle(page: Any) -> None:
+    """Wait until the kernel has been idle 300 ms: every value set in the panel has reached it.
+
+    ipywidgets holds a widget's next state update until the kernel has answered the one before, but sends a
+    button's click at once; pressing straight after setting a control can run the experiment with the old value.
+    """
+    await page.evaluate("window.mfIdleSince = null")
+    await page.wait_for_function(KERNEL_SETTLED, arg=300, polling=50, timeout=PANEL_SECONDS * 1000)
 
 
 async def _press(panel: Any, name: str) -> str:
