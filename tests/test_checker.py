@@ -274,10 +274,7 @@ def _grade_hostile(lab: str, folder: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def every_hostile(tmp_path_factory) -> dict:
-    """The three labs' hostile sets graded at once, as three gradings on one machine share it.
-
-    Each set's audit-hook learner takes 19-25 s alone, mostly on one core: side by side the tails overlap.
-    """
+    """The three labs' hostile sets graded at once, as three gradings on one machine share it."""
     if os.geteuid() != 0:
         pytest.skip("the grader isolates learners only when it runs as root")
     with ThreadPoolExecutor(len(LABS_GRADED)) as pool:
@@ -304,3 +301,9 @@ def test_a_kernel_that_exits_mid_check_fails_that_check_and_every_one_after(host
     reasons = [result.reason for result in hostile["exits_mid_check"].checks]
     assert any("kernel was gone" in reason for reason in reasons)
     assert reasons[-1].startswith("not run: the kernel was gone")
+
+
+def test_a_kernel_whose_serve_cell_was_emptied_is_reported_when_the_cell_ends_not_after_the_wait(hostile):
+    """The audit hook blanks every cell the grader sends: the grader sees the cell end and stops waiting then."""
+    reasons = {result.reason for result in hostile["audit_hook"].checks}
+    assert reasons == {"not run: the kernel did not connect: it ended the serve cell without serving"}, reasons

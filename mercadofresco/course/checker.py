@@ -40,6 +40,7 @@ from mercadofresco.course.reports import shown
 
 SIDE = "c"
 CONNECT_SECONDS = 15.0  # the kernel's answer to the grader's serve cell (imports included)
+CONNECT_POLL_SECONDS = 0.2  # how often the wait for that answer looks whether the serve cell has ended
 FORWARDED_DOMAINS = (".checker.invalid", ".amazonaws.com")
 REASON_CHARS = 200
 # What the kernel may call on each kind of the checker's objects (anything else is refused).
@@ -362,13 +363,29 @@ class Lab:
         return [int(status), answer_headers, answer]
 
     # -- life cycle ------------------------------------------------------------------
-    def connect(self, listener: socket.socket, uid: int | None, timeout: float = CONNECT_SECONDS) -> None:
-        """Accept the kernel's connection (from the learner's user only, when there is one)."""
-        listener.settimeout(timeout)
-        try:
-            sock, _ = listener.accept()
-        except TimeoutError:
-            raise BoundaryError(f"the kernel did not connect within {timeout:g} s") from None
+    def connect(
+        self,
+        listener: socket.socket,
+        uid: int | None,
+        timeout: float = CONNECT_SECONDS,
+        ended: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """Accept the kernel's connection (from the learner's user only, when there is one).
+
+        `ended()` is true once the kernel has finished the serve cell: it will not connect any more (a learner's
+        compiler or audit hook emptied the cell), so the grader says so then instead of after `timeout`.
+        """
+        deadline = time.monotonic() + timeout
+        listener.settimeout(CONNECT_POLL_SECONDS)
+        while True:
+            try:
+                sock, _ = listener.accept()
+                break
+            except TimeoutError:
+                if ended():
+                    raise BoundaryError("the kernel did not connect: it ended the serve cell without serving") from None
+                if time.monotonic() >= deadline:
+                    raise BoundaryError(f"the kernel did not connect within {timeout:g} s") from None
         sock.settimeout(None)
         if uid is not None:
             _, peer_uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))

@@ -68,6 +68,19 @@ def _await_reply(self: Any, msg_id: str, timeout: float | None = None) -> None:
             return
 
 
+def _finished(kernel: Any, msg_id: str) -> bool:
+    """True once the kernel has answered the request `msg_id` (or died): the serve cell is over."""
+    if not kernel.km.is_alive():
+        return True
+    while True:
+        try:
+            msg = kernel.get_message(stream="shell", timeout=0)
+        except Empty:
+            return False
+        if msg["parent_header"].get("msg_id") == msg_id:
+            return True
+
+
 def _get_message(self: Any, stream: str, timeout: float | None = None) -> dict:
     """nbval's read of a kernel message, keeping at most OUTPUT_CHARS of a cell's output (the rest is dropped)."""
     msg = _NBVAL_GET_MESSAGE(self, stream, timeout)
@@ -211,10 +224,10 @@ def _run_checker(item: Any, plan: dict) -> list[dict]:
     listener, path = checker.listen(Path(plan["workdir"]), plan.get("uid"))
     try:
         module.setup(lab)
-        kernel.execute_cell_input(checker.serve_source(path), allow_stdin=False)
+        serve_id = kernel.execute_cell_input(checker.serve_source(path), allow_stdin=False)
         with checker.world_of_the_checker():
             try:
-                lab.connect(listener, plan.get("uid"))
+                lab.connect(listener, plan.get("uid"), ended=lambda: _finished(kernel, serve_id))
             except checker.BoundaryError as exc:
                 why = f"not run: {exc}"
                 return [{"role": "checker", "check": c.check, "verdict": False, "reason": why} for c in module.CHECKS]
