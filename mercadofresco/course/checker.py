@@ -40,6 +40,10 @@ from mercadofresco.course.reports import shown
 
 SIDE = "c"
 CONNECT_SECONDS = 15.0  # the kernel's answer to the grader's serve cell (imports included)
+SERVE_CELL_ENDED = (
+    "the kernel did not connect: it ended the grader's last cell without running it"
+    " (does a cell of yours change how the kernel compiles or runs code?)"
+)
 CONNECT_POLL_SECONDS = 0.2  # how often the wait for that answer looks whether the serve cell has ended
 FORWARDED_DOMAINS = (".checker.invalid", ".amazonaws.com")
 REASON_CHARS = 200
@@ -383,7 +387,7 @@ class Lab:
                 break
             except TimeoutError:
                 if ended():
-                    raise BoundaryError("the kernel did not connect: it ended the serve cell without serving") from None
+                    raise BoundaryError(SERVE_CELL_ENDED) from None
                 if time.monotonic() >= deadline:
                     raise BoundaryError(f"the kernel did not connect within {timeout:g} s") from None
         sock.settimeout(None)
