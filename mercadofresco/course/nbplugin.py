@@ -69,16 +69,14 @@ def _await_reply(self: Any, msg_id: str, timeout: float | None = None) -> None:
 
 
 def _finished(kernel: Any, msg_id: str) -> bool:
-    """True once the kernel has answered the request `msg_id` (or died): the serve cell is over."""
-    if not kernel.km.is_alive():
+    """True once the kernel has answered the request `msg_id`, aborted it or died: the serve cell is over."""
+    try:
+        _await_reply(kernel, msg_id, timeout=0.01)
+    except Empty:
+        return False
+    except RuntimeError:  # the kernel died, or aborted the request
         return True
-    while True:
-        try:
-            msg = kernel.get_message(stream="shell", timeout=0)
-        except Empty:
-            return False
-        if msg["parent_header"].get("msg_id") == msg_id:
-            return True
+    return True
 
 
 def _get_message(self: Any, stream: str, timeout: float | None = None) -> dict:

@@ -225,7 +225,7 @@ async def _check_interaction(panel: Any, report: Report, interaction: Interactio
     change = interaction.change
     seen_before = _read(before, interaction.column)
     await _set(panel, change)
-    await _settle(panel.page)  # CI once pressed before the dropdown's value reached the kernel (notebook 10)
+    await _settle(panel.page)
     after = await _press(panel, interaction.button)
     seen_after = _read(after, interaction.column)
     what = interaction.column or "text"
