@@ -55,7 +55,7 @@ from mercadofresco.names import (  # noqa: F401
     TOPIC,
     WAREHOUSE_QUEUE,
 )
-from mercadofresco.runtime import billing, cleanup, endpoints, moto_speedups
+from mercadofresco.runtime import billing, cleanup, endpoints, moto_atomic, moto_speedups
 from mercadofresco.runtime.settings import EndpointConfig
 
 MAX_VISIBILITY_SECONDS = 43_200  # SQS: 12 hours
@@ -268,7 +268,8 @@ def build(config: WorldConfig | None = None) -> World:
     """Create MercadoFresco's resources and return the world that holds them.
 
     In memory mode this starts moto in this process, with `moto_speedups` so
-    that deep queues stay fast; call `World.close()` (or use
+    that deep queues stay fast; in every mode this process's moto writes
+    DynamoDB items one at a time (`moto_atomic`). Call `World.close()` (or use
     `with world.build() as aws:`) to stop it. Elsewhere `close()` deletes
     what the world created; a world built from the environment (as every
     notebook builds it), and any world in aws mode, also does that when the
@@ -278,6 +279,7 @@ def build(config: WorldConfig | None = None) -> World:
     config = config or WorldConfig.from_env()
     endpoint = config.endpoint
     mock = speedups = None
+    moto_atomic.apply()  # this process's moto, in memory or a server in a thread of it, writes as DynamoDB does
     if endpoint.mode == "memory":
         mock = mock_aws()
         mock.start()

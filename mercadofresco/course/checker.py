@@ -515,8 +515,9 @@ def world_of_the_checker() -> Iterator[Callable[[], None]]:
     from moto import mock_aws
     from moto.core.base_backend import BackendDict
 
-    from mercadofresco.runtime import moto_speedups
+    from mercadofresco.runtime import moto_atomic, moto_speedups
 
+    moto_atomic.apply()  # the kernel's consumers write the idempotency table from threads of this process
     mock = mock_aws()
     mock.start()
     speedups = moto_speedups.apply()
