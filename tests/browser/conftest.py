@@ -55,21 +55,28 @@ async def run_all(server: LabServer, paths: list[str], interactions: dict) -> di
         browser = await playwright.chromium.launch(executable_path=CHROMIUM)
 
         async def worker() -> None:
+            # One page a worker, each notebook opened in the JupyterLab already there (1-2 s instead of the 5-6 s of
+            # loading JupyterLab again, measured). A context of its own for each page: JupyterLab's window resolver
+            # coordinates the tabs of one origin through localStorage, and two tabs opening at once in a shared
+            # context can both claim a name ("Window name candidate ... already exists", seen once in CI). After a
+            # notebook with a problem the next one gets a new page, so what went wrong cannot reach its report.
+            context = page = None
             while not waiting.empty():
                 path = waiting.get_nowait()
-                # A context of its own for each notebook: JupyterLab's window resolver coordinates the tabs of one
-                # origin through localStorage, and two tabs opening at once in a shared context can both claim a
-                # name ("Window name candidate ... already exists", seen once in CI on notebook 18). A context kept
-                # for a worker's notebooks one after another opened them no faster (4.4-5.8 s each, measured): the
-                # time goes to the kernel's start, not to loading JupyterLab's scripts.
-                context = await browser.new_context(viewport={"width": 1400, "height": 1000})
-                try:
-                    interaction = interactions.get(Path(path).stem)
-                    reports.append(
-                        await check_notebook(context, server.url, server.token, ROOT, path, interaction, ARTIFACTS)
-                    )
-                finally:
+                in_open_page = page is not None
+                if page is None:
+                    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+                    page = await context.new_page()
+                interaction = interactions.get(Path(path).stem)
+                report = await check_notebook(
+                    page, server.url, server.token, ROOT, path, interaction, ARTIFACTS, in_open_page
+                )
+                reports.append(report)
+                if report.problems:
                     await context.close()
+                    context = page = None
+            if context is not None:
+                await context.close()
 
         await asyncio.gather(*(worker() for _ in range(CONCURRENT_NOTEBOOKS)))
         await browser.close()

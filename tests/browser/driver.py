@@ -68,16 +68,32 @@ def notebook_facts(path: Path) -> dict[str, Any]:
 
 
 async def check_notebook(
-    context: Any, base_url: str, token: str, root: Path, relative: str, interaction: Interaction | None, artifacts: Path
+    page: Any,
+    base_url: str,
+    token: str,
+    root: Path,
+    relative: str,
+    interaction: Interaction | None,
+    artifacts: Path,
+    in_open_page: bool = False,
 ) -> Report:
+    """Check one notebook in `page`: loaded from its URL, or (`in_open_page`) opened in the JupyterLab already there.
+
+    Opening it in the page is what a double-click in the file browser does (`docmanager:open`); it skips JupyterLab's
+    own start, which is most of what loading the URL costs. Either way the notebook is closed and its kernel shut
+    down at the end, so the page holds one notebook at a time.
+    """
     report = Report(relative)
     started = time.monotonic()
-    page = await context.new_page()
-    page.on("pageerror", lambda error: report.problems.append(f"page error: {error}"))
+    page_error = lambda error: report.problems.append(f"page error: {error}")  # noqa: E731
+    page.on("pageerror", page_error)
     workspace = re.sub(r"\W", "-", relative)
     mark = lambda what: report.steps.append(f"{what} {time.monotonic() - started:.1f}")  # noqa: E731
     try:
-        await page.goto(f"{base_url}/lab/workspaces/{workspace}/tree/{relative}?token={token}")
+        if in_open_page:
+            await page.evaluate(OPEN, relative)
+        else:
+            await page.goto(f"{base_url}/lab/workspaces/{workspace}/tree/{relative}?token={token}")
         await page.locator(".jp-NotebookPanel-toolbar").get_by_text("Python 3 (ipykernel)").wait_for(timeout=60_000)
         # The kernel's name shows before the kernel answers; a Run All sent before then can be lost (seen once in
         # CI on lab 1: every prompt left at "[ ]", the kernel idle).
@@ -101,8 +117,24 @@ async def check_notebook(
         await page.screenshot(path=str(artifacts / f"{workspace}-failure.png"), full_page=True)
     finally:
         await _shut_down(page, relative)
+        page.remove_listener("pageerror", page_error)
         report.seconds = time.monotonic() - started
     return report
+
+
+# The suite's JupyterLab exposes its application object (--LabApp.expose_app_in_browser, tests/browser/lab.py).
+OPEN = """async (path) => {
+  await window.jupyterapp.commands.execute('docmanager:open', {path, factory: 'Notebook'});
+}"""
+# File > Close and Shut Down, without the question about unsaved changes: the suite never saves a notebook.
+CLOSE = """async (path) => {
+  for (const widget of [...(window.jupyterapp?.shell.widgets('main') ?? [])]) {
+    if (widget.context?.path !== path) continue;
+    widget.context.model.dirty = false;
+    await widget.sessionContext?.shutdown();
+    widget.dispose();
+  }
+}"""
 
 
 async def _menu(page: Any, menu: str, item: str) -> None:
@@ -404,8 +436,13 @@ def _read(text: str, column: str | None) -> str:
 
 
 async def _shut_down(page: Any, relative: str) -> None:
-    """Stop this notebook's kernel (as File > Close and Shut Down would) so kernels do not pile up; close the page."""
+    """Close this notebook and stop its kernel (as File > Close and Shut Down would) so kernels do not pile up.
+
+    The server's session goes too, whatever the page could still do: a failed notebook's page is closed after this.
+    """
     with contextlib.suppress(Exception):  # the page may be gone already; the server stops every kernel at the end
+        await page.evaluate(CLOSE, relative)
+    with contextlib.suppress(Exception):
         await page.evaluate(
             """async (path) => {
               const base = location.pathname.split('/lab')[0];
@@ -417,4 +454,3 @@ async def _shut_down(page: Any, relative: str) -> None:
             }""",
             relative,
         )
-    await page.close()

@@ -99,6 +99,7 @@ class LabServer:
                 f"--ServerApp.port={self.port}",
                 "--ServerApp.port_retries=0",
                 f"--IdentityProvider.token={self.token}",
+                "--LabApp.expose_app_in_browser=True",  # window.jupyterapp: the driver opens notebooks in one page
             ],
             cwd=ROOT,
             env=self.environment(),
