@@ -13,9 +13,13 @@ from mercadofresco.runtime import moto_atomic
 CLAVE = "cobro:PED-2026-084417"
 
 
-def acquire_side_by_side(aws, clock, monkeypatch) -> list:
-    """Both threads read the item before either writes it, where moto lets them: the race made certain, not likely."""
-    both_read = threading.Barrier(2, timeout=0.3)  # broken (not waited for) when the lock holds the other back
+def acquire_side_by_side(aws, clock, monkeypatch, wait_seconds: float = 0.3) -> list:
+    """Both threads read the item before either writes it, where moto lets them: the race made certain, not likely.
+
+    With the fix the barrier breaks after `wait_seconds` (the lock holds the other thread back); without it both
+    threads reach it, so a long wait costs nothing there and keeps a loaded machine from breaking it.
+    """
+    both_read = threading.Barrier(2, timeout=wait_seconds)
     read = Table.get_item
 
     def get_item(table, *args, **kwargs):
@@ -41,7 +45,7 @@ def test_two_acquires_at_once_give_the_key_to_one_consumer(aws, clock, monkeypat
 
 
 @pytest.fixture
-def without_the_fix():
+def without_the_fix(aws):
     moto_atomic.undo()
     yield
     moto_atomic.apply()
@@ -49,4 +53,4 @@ def without_the_fix():
 
 def test_without_the_fix_moto_gives_it_to_both(aws, clock, monkeypatch, without_the_fix):
     """The guard can fail: moto's own PutItem lets both conditional writes pass."""
-    assert acquire_side_by_side(aws, clock, monkeypatch) == [None, None]
+    assert acquire_side_by_side(aws, clock, monkeypatch, wait_seconds=10) == [None, None]

@@ -59,24 +59,27 @@ async def run_all(server: LabServer, paths: list[str], interactions: dict) -> di
             # loading JupyterLab again, measured). A context of its own for each page: JupyterLab's window resolver
             # coordinates the tabs of one origin through localStorage, and two tabs opening at once in a shared
             # context can both claim a name ("Window name candidate ... already exists", seen once in CI). After a
-            # notebook with a problem the next one gets a new page, so what went wrong cannot reach its report.
+            # notebook with a problem, or one the page could not close, the next one gets a new page: what went
+            # wrong there cannot reach its report.
             context = page = None
-            while not waiting.empty():
-                path = waiting.get_nowait()
-                in_open_page = page is not None
-                if page is None:
-                    context = await browser.new_context(viewport={"width": 1400, "height": 1000})
-                    page = await context.new_page()
-                interaction = interactions.get(Path(path).stem)
-                report = await check_notebook(
-                    page, server.url, server.token, ROOT, path, interaction, ARTIFACTS, in_open_page
-                )
-                reports.append(report)
-                if report.problems:
+            try:
+                while not waiting.empty():
+                    path = waiting.get_nowait()
+                    in_open_page = page is not None
+                    if page is None:
+                        context = await browser.new_context(viewport={"width": 1400, "height": 1000})
+                        page = await context.new_page()
+                    interaction = interactions.get(Path(path).stem)
+                    report = await check_notebook(
+                        page, server.url, server.token, ROOT, path, interaction, ARTIFACTS, in_open_page
+                    )
+                    reports.append(report)
+                    if report.problems or not report.closed:
+                        await context.close()
+                        context = page = None
+            finally:
+                if context is not None:
                     await context.close()
-                    context = page = None
-            if context is not None:
-                await context.close()
 
         await asyncio.gather(*(worker() for _ in range(CONCURRENT_NOTEBOOKS)))
         await browser.close()

@@ -53,6 +53,7 @@ class Report:
     panels: list[str] = field(default_factory=list)
     seconds: float = 0.0
     steps: list[str] = field(default_factory=list)  # when each stage finished, in seconds from the start
+    closed: bool = False  # the page holds no notebook any more: the next one may open in it
 
 
 def notebook_facts(path: Path) -> dict[str, Any]:
@@ -114,9 +115,10 @@ async def check_notebook(
         mark("panels")
     except Exception as exc:  # a timeout or a missing element is a finding, reported with the others
         report.problems.append(f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
-        await page.screenshot(path=str(artifacts / f"{workspace}-failure.png"), full_page=True)
+        with contextlib.suppress(Exception):  # a page that crashed takes no picture
+            await page.screenshot(path=str(artifacts / f"{workspace}-failure.png"), full_page=True)
     finally:
-        await _shut_down(page, relative)
+        report.closed = await _shut_down(page, relative)
         page.remove_listener("pageerror", page_error)
         report.seconds = time.monotonic() - started
     return report
@@ -126,14 +128,17 @@ async def check_notebook(
 OPEN = """async (path) => {
   await window.jupyterapp.commands.execute('docmanager:open', {path, factory: 'Notebook'});
 }"""
-# File > Close and Shut Down, without the question about unsaved changes: the suite never saves a notebook.
+# File > Close and Shut Down, without the question about unsaved changes: the suite never saves a notebook. Then a
+# moment for what the kernel's end sets off (widgets' comms closing) to report its errors to this notebook; the
+# answer is whether any notebook is still in the page.
 CLOSE = """async (path) => {
   for (const widget of [...(window.jupyterapp?.shell.widgets('main') ?? [])]) {
     if (widget.context?.path !== path) continue;
     widget.context.model.dirty = false;
-    await widget.sessionContext?.shutdown();
-    widget.dispose();
+    try { await widget.sessionContext?.shutdown(); } finally { widget.dispose(); }
   }
+  await new Promise(resolve => setTimeout(resolve, 100));
+  return document.querySelectorAll('.jp-NotebookPanel').length === 0;
 }"""
 
 
@@ -435,13 +440,14 @@ def _read(text: str, column: str | None) -> str:
     return f"(no column {column!r} in {text[:120]!r})"
 
 
-async def _shut_down(page: Any, relative: str) -> None:
+async def _shut_down(page: Any, relative: str) -> bool:
     """Close this notebook and stop its kernel (as File > Close and Shut Down would) so kernels do not pile up.
 
-    The server's session goes too, whatever the page could still do: a failed notebook's page is closed after this.
+    True if the page holds no notebook afterwards. The server's session goes too, whatever the page could still do.
     """
+    closed = False
     with contextlib.suppress(Exception):  # the page may be gone already; the server stops every kernel at the end
-        await page.evaluate(CLOSE, relative)
+        closed = await page.evaluate(CLOSE, relative) is True
     with contextlib.suppress(Exception):
         await page.evaluate(
             """async (path) => {
@@ -454,3 +460,4 @@ async def _shut_down(page: Any, relative: str) -> None:
             }""",
             relative,
         )
+    return closed
