@@ -40,7 +40,7 @@ def lab_server(browser_ready, tmp_path_factory) -> LabServer:
     server.stop()
 
 
-async def run_all(server: LabServer, paths: list[str], interactions: dict) -> dict:
+async def run_all(server: LabServer, paths: list[str], interactions: dict, workers: int = CONCURRENT_NOTEBOOKS) -> dict:
     from driver import check_notebook
     from playwright.async_api import async_playwright
 
@@ -81,7 +81,7 @@ async def run_all(server: LabServer, paths: list[str], interactions: dict) -> di
                 if context is not None:
                     await context.close()
 
-        await asyncio.gather(*(worker() for _ in range(CONCURRENT_NOTEBOOKS)))
+        await asyncio.gather(*(worker() for _ in range(workers)))
         await browser.close()
     return {report.path: report for report in reports}
 

@@ -54,6 +54,7 @@ class Report:
     seconds: float = 0.0
     steps: list[str] = field(default_factory=list)  # when each stage finished, in seconds from the start
     closed: bool = False  # the page holds no notebook any more: the next one may open in it
+    in_open_page: bool = False  # opened in the JupyterLab the page already had, not loaded from its URL
 
 
 def notebook_facts(path: Path) -> dict[str, Any]:
@@ -84,7 +85,7 @@ async def check_notebook(
     own start, which is most of what loading the URL costs. Either way the notebook is closed and its kernel shut
     down at the end, so the page holds one notebook at a time.
     """
-    report = Report(relative)
+    report = Report(relative, in_open_page=in_open_page)
     started = time.monotonic()
     page_error = lambda error: report.problems.append(f"page error: {error}")  # noqa: E731
     page.on("pageerror", page_error)

@@ -10,7 +10,7 @@ import asyncio
 import re
 
 import pytest
-from conftest import ARTIFACTS, learner_notebooks, run_all
+from conftest import ARTIFACTS, CONCURRENT_NOTEBOOKS, learner_notebooks, run_all
 from lab import LabServer
 from panels import LESSON_PANELS
 
@@ -48,17 +48,30 @@ def test_the_file_browser_shows_the_whole_repository(lab_server):
 
 
 def test_the_suite_fails_when_the_widget_extension_is_disabled(browser_ready, tmp_path):
-    """With @jupyter-widgets/jupyterlab-manager disabled, the same checks must report the panels missing."""
+    """With @jupyter-widgets/jupyterlab-manager disabled, the same checks must report the panels missing.
+
+    One worker checks two notebooks: after the first one's problem the second is loaded in a new page, not opened in
+    the page that saw it.
+    """
     server = LabServer(tmp_path)
     server.disable_widgets()
     server.start()
+    paths = ["notebooks/00_start_here.ipynb", "notebooks/01_delivery_guarantees.ipynb"]
     try:
-        reports = asyncio.run(run_all(server, ["notebooks/00_start_here.ipynb"], LESSON_PANELS))
+        reports = asyncio.run(run_all(server, paths, LESSON_PANELS, workers=1))
     finally:
         server.stop()
-    problems = reports["notebooks/00_start_here.ipynb"].problems
-    assert any("1 panel(s) in the notebook, 0 drawn as widgets" in p for p in problems), problems
+    for path in paths:
+        assert any("panel(s) in the notebook, 0 drawn as widgets" in p for p in reports[path].problems), path
+    assert not reports[paths[1]].in_open_page, "the notebook after a problem was opened in the same page"
     assert ARTIFACTS.exists()
+
+
+def test_after_the_first_notebook_of_each_worker_the_others_open_in_the_page_it_has(reports):
+    """JupyterLab starts once a page: a notebook without problems closes and leaves the page to the next one."""
+    loaded = sorted(path for path, report in reports.items() if not report.in_open_page)
+    with_problems = sum(1 for report in reports.values() if report.problems)
+    assert len(loaded) <= CONCURRENT_NOTEBOOKS + with_problems, f"loaded from their URL: {loaded}"
 
 
 def test_make_start_serves_the_root_with_the_project_settings():
