@@ -13,11 +13,13 @@ import subprocess
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from decimal import Decimal
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from mercadofresco.clock import VirtualClock
 from mercadofresco.course import boundary, checker, grading, labs
 
 ROOT = labs.ROOT
@@ -122,6 +124,64 @@ def _checks_against(notebook: Path, tmp_path: Path, record: Path | None = None, 
         if process is not None:
             process.wait(timeout=30)
     return rows
+
+
+POLL_CELL = """from mercadofresco.models import lambda_poller
+
+def poll(aws, clock):
+    poller = lambda_poller.Poller(aws.sqs, aws.orders.url, lambda event, invocation: {}, clock)
+    return poller.run_until_idle(900)
+"""
+
+
+def _poll_orders(lab: checker.Lab, run) -> list[dict]:
+    """Two orders now and one a minute later on a fresh queue of the checker's, polled by `run(aws, clock)`."""
+    from mercadofresco import orders, queues, world
+
+    lab.reset_world()
+    with VirtualClock() as clock:
+        sqs = lab.client("sqs")
+        pair = queues.create_queue_pair(
+            sqs, world.ORDERS_QUEUE, world.ORDERS_DLQ, visibility_timeout_seconds=120, max_receive_count=4
+        )
+        for number, delay in ((1, 0), (2, 0), (3, 60)):
+            body = orders.order_body(orders.Order(orders.order_id(number), Decimal(10)))
+            sqs.send_message(QueueUrl=pair.url, MessageBody=body, DelaySeconds=delay)
+        aws = world.World(world.WorldConfig(), lab.session(), pair, "", "", {}, "", _clients={"sqs": sqs})
+        return run(aws, clock)
+
+
+@pytest.mark.parametrize("peek", [True, False], ids=["checker answers the peek", "checker never sure"])
+def test_the_kernels_poller_asks_the_checker_instead_of_receiving_from_an_empty_queue(tmp_path, peek):
+    """Lambda's poller model skips a receive that would find nothing; across the boundary it asks the checker.
+
+    Same timeline as in the checker's own process, and the checker serves only the receives that hand out
+    messages; a checker that is never sure (the second case) serves the empty ones too, and the timeline stays.
+    """
+    notebook = tmp_path / "poll.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(POLL_CELL)]), notebook)
+    namespace: dict = {}
+    exec(POLL_CELL, namespace)
+    lab = checker.Lab()
+    lab.expose("clock", VirtualClock)
+    if not peek:
+        lab.models["nothing_to_receive"] = lambda queue_url: False
+    listener, path = checker.listen(tmp_path, None)
+    kernel = subprocess.Popen([sys.executable, str(STAND_IN), str(notebook), str(path)])
+    try:
+        with checker.world_of_the_checker():
+            here = _poll_orders(lab, namespace["poll"])
+            lab.connect(listener, None)
+            lab.aws_calls.clear()
+            across = _poll_orders(lab, lab.function("poll"))
+            lab.hang_up()
+    finally:
+        listener.close()
+        kernel.wait(timeout=30)
+    receives = [call for call in lab.aws_calls if call["action"] == "ReceiveMessage"]
+    empty = [call for call in receives if not call["answer"].get("Messages")]
+    assert across == here and sum(row["event"] == "received" for row in here) == 3
+    assert (not empty) if peek else (len(empty) > len(receives) - len(empty)), f"{len(empty)} empty receives"
 
 
 def _replaying(record: Path):

@@ -180,7 +180,11 @@ class Lab:
         self.workdir, self.uid = workdir, uid
         self.database: Any = None  # a checker_db.LabDatabase, for a lab that asks for one
         self.rebuilt: dict[type, tuple[str, ...]] = {}  # package classes the kernel rebuilds from these fields
-        self.models: dict[str, Callable[..., Any]] = {}  # models the kernel's package asks this process to answer
+        # Models the kernel's package asks this process to answer: the poller's two questions, and a lab's own.
+        self.models: dict[str, Callable[..., Any]] = {
+            "nothing_to_receive": self._nothing_to_receive,
+            "queue_is_empty": self._queue_is_empty,
+        }
         self.aws_hooks: dict[str, Callable[[dict, Callable], tuple[int, dict]]] = {}  # action -> model (serve_aws)
         self._links = 0
         self.codec = CheckerCodec(self)
@@ -272,6 +276,22 @@ class Lab:
     def answer(self, model: str, function: Callable[..., Any]) -> None:
         """Answer the kernel's package when its model `model` asks this process's moto (`endpoints.elsewhere`)."""
         self.models[model] = function
+
+    def _nothing_to_receive(self, queue_url: Any) -> bool:
+        """A receive on `queue_url` would find nothing in this process's moto (the kernel's poller skips it)."""
+        from mercadofresco.runtime import moto_speedups
+
+        with contextlib.suppress(ValueError):
+            return type(queue_url) is str and moto_speedups.nothing_to_receive(self.client("sqs"), queue_url)
+        return False
+
+    def _queue_is_empty(self, queue_url: Any) -> bool | None:
+        """`queue_url` holds nothing at all in this process's moto; None when that is not certain."""
+        from mercadofresco.runtime import moto_speedups
+
+        with contextlib.suppress(ValueError):
+            return moto_speedups.is_empty(self.client("sqs"), queue_url) if type(queue_url) is str else None
+        return None
 
     def kind_of(self, value: Any) -> str | None:
         from mercadofresco import world

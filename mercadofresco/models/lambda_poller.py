@@ -4,7 +4,7 @@ moto stores queues but runs no Lambda, so nothing would ever poll
 `cola-mercadofresco-pedidos`. `Poller` does what the event-source mapping does:
 up to `max_concurrency` pollers receive batches (WaitTimeSeconds=0, since a
 long poll never returns under a frozen clock; receives that would find nothing
-are skipped, see `moto_speedups.nothing_to_receive`), call a handler with a
+are skipped, see `queues.nothing_to_receive`), call a handler with a
 Lambda-shaped event, and delete the messages that succeeded. A handler that
 raises, times out or crashes deletes nothing: the visibility timeout brings the
 messages back, and the queue's own RedrivePolicy moves them to the DLQ after
@@ -39,7 +39,6 @@ from typing import Any
 from mercadofresco import orders, queues
 from mercadofresco.clock import ClockedEnvironment, Stopwatch, Task, VirtualClock
 from mercadofresco.errors import check_range
-from mercadofresco.runtime import moto_speedups
 
 TIMED_OUT, STOPPED = "function_timeout", "poller_stopped"  # how an invocation can be cut off
 DRAIN_CHECK_SECONDS = 60.0  # how often run_until_idle looks at the queue (an API call, unless moto is in this process)
@@ -218,7 +217,7 @@ class Poller:
             self.running -= 1
 
     def _receive(self) -> list[dict[str, Any]]:
-        if moto_speedups.nothing_to_receive(self.sqs, self.queue_url):
+        if queues.nothing_to_receive(self.sqs, self.queue_url):
             return []  # moto in this process, no visible message: the receive would come back empty
         return self.sqs.receive_message(
             QueueUrl=self.queue_url,

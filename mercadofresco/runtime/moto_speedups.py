@@ -44,7 +44,9 @@ moto with no visible message; anywhere else (a moto server, real AWS) False,
 and the poller receives as before, with the same results. `is_empty` tells
 `queues.is_empty` (the poller's drain check) the same way that the queue holds
 nothing at all, instead of a GetQueueAttributes each virtual minute (None where
-it cannot be sure: then SQS is asked).
+it cannot be sure: then SQS is asked). Both answer for this process's moto only;
+`queues.nothing_to_receive` and `queues.is_empty` ask the process that keeps a
+client's moto when it is another one (the grader's checker, for a learner's kernel).
 
 Same messages, same order, same counts, same errors (tests/test_moto_speedups.py
 runs one scenario with and without the fix). `apply()` patches moto's classes,

@@ -31,7 +31,6 @@ from mercadofresco.clock import MADRID, VirtualClock
 from mercadofresco.errors import MercadoFrescoError, check_range
 from mercadofresco.models import alarm_evaluation
 from mercadofresco.patterns import dlq
-from mercadofresco.runtime import moto_speedups
 
 SUNDAY_2204 = dt.datetime(2026, 10, 18, 22, 4, tzinfo=MADRID)
 SUNDAY_2351 = dt.datetime(2026, 10, 18, 23, 51, tzinfo=MADRID)
@@ -114,7 +113,7 @@ def _sweep(sqs: Any, clock: VirtualClock, pair: queues.QueuePair, at: dt.datetim
     (moto tests now > visible_at), hence the hundredth of a second on each minute.
     """
     clock.advance_to(at)
-    received = 0 if moto_speedups.nothing_to_receive(sqs, pair.url) else 10  # a minute with nothing to fail
+    received = 0 if queues.nothing_to_receive(sqs, pair.url) else 10  # a minute with nothing to fail
     while received == 10:  # fewer than 10: nothing else was visible (moto scans every visible message)
         answer = sqs.receive_message(QueueUrl=pair.url, MaxNumberOfMessages=10, WaitTimeSeconds=0)
         received = len(answer.get("Messages", []))  # parse_order raised on each: back after 120 s
