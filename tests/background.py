@@ -1,7 +1,7 @@
 """A command the tests start early and read late: it runs at nice 10 on the core the other tests leave idle.
 
-tests/conftest.py starts every `STARTED_EARLY` of the session's test modules with the first test after the
-browser suite; a test that needs the output waits for it, starting it itself if need be.
+tests/conftest.py starts every `STARTED_EARLY` of the session's test modules with the session's first test; a
+test that needs the output waits for it, starting it itself if need be.
 """
 
 from __future__ import annotations

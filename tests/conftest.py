@@ -29,13 +29,11 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Start that work with the session's first test after the browser suite, in the background at nice 10: it
-    takes only the CPU the tests leave idle, and its tests, which come later, read the results.
-
-    Not before: the browser suite keeps both cores busy on its own (measured: 95-99 % busy while it runs, 140 s
-    alone and 260-285 s beside this work), and most tests after it keep one core busy (50 % busy).
+    """Start that work with the session's first test, in the background at nice 10: it takes only the CPU the
+    tests leave idle (the browser suite keeps both cores busy, most tests after it one), and its tests, which come
+    later, read the results.
     """
-    if _EARLY and not _STARTED and item.path.parent.name != "browser":
+    if _EARLY and not _STARTED:
         _STARTED.append(Path(tempfile.mkdtemp(prefix="mercadofresco-early-")))
         for early in _EARLY:
             early.start(_STARTED[0])

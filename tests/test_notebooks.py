@@ -77,8 +77,8 @@ def halves(notebooks: list[str]) -> list[list[str]]:
 class Runs:
     """The two nbval runs side by side (each notebook's kernel keeps one core busy), in one box: 2 GB for both.
 
-    tests/conftest.py starts them with the first test after the browser suite, at a lower priority (nice 10), so
-    they use the CPU the other tests leave idle; the tests below read their results.
+    tests/conftest.py starts them with the session's first test, at a lower priority (nice 10), so they use
+    the CPU the other tests leave idle; the tests below read their results.
     """
 
     def __init__(self) -> None:
