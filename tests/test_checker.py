@@ -100,6 +100,12 @@ def test_the_kernel_may_call_only_what_is_exposed():
         lab.handle("method", [object(), "ledger", [], {}])
     with pytest.raises(PermissionError, match="no motoapi"):
         lab.serve_aws("POST", "https://motoapi.amazonaws.com/moto-api/reset", {}, b"")
+    with pytest.raises(PermissionError):
+        lab.handle("model", ["reset_world"])
+    with checker.world_of_the_checker():  # the poller's two questions: anything odd is "not sure", never an error
+        for junk in (None, 5, "", "no-slash", "https://sqs.us-east-1.amazonaws.com/000000000000/nobody", "x" * 10_000):
+            assert lab.handle("model", ["nothing_to_receive", junk]) is False
+            assert lab.handle("model", ["queue_is_empty", junk]) is None
 
 
 # -- a stub kernel -------------------------------------------------------------------------------
