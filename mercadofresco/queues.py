@@ -89,7 +89,7 @@ def queue_counts(sqs: Any, queue_url: str) -> dict[str, int]:
 
 
 def is_empty(sqs: Any, queue_url: str) -> bool:
-    """No message visible, in flight or delayed: moto tells without a call (`nothing_to_receive`), SQS is asked."""
+    """No message visible, in flight or delayed: moto tells without a call (as in `nothing_to_receive`), or SQS."""
     ask = endpoints.elsewhere(sqs)
     empty = ask("queue_is_empty", queue_url) if ask is not None else moto_speedups.is_empty(sqs, queue_url)
     return not any(queue_counts(sqs, queue_url).values()) if type(empty) is not bool else empty
