@@ -291,3 +291,20 @@ def test_a_roster_naming_a_learner_without_a_result_or_a_time_without_zone_is_re
     roster = write_roster(tmp_path / "roster.csv", [{"learner": "ana_0", "submitted_at": "2026-12-01T10:00"}])
     done = merge(whole, solutions, tmp_path / "r", "--roster", str(roster))
     assert done.returncode == 2 and "row 2: submitted_at '2026-12-01T10:00' is not an ISO time with zone" in done.stderr
+
+
+def test_a_variant_graded_against_its_aimed_check_alone_still_fails_or_passes_on_its_merits(tmp_path):
+    """The lab tests grade each variant with only its aimed checks (tests/lab_variants.py): the check still decides."""
+    import lab_variants
+
+    solutions = tiny_lab(tmp_path / "solutions")
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    for name, x in [("right", "1"), ("wrong", "2"), ("everything", "2")]:
+        learner(folder, name, x, "Because.")
+    aimed = {"right": {"x_is_one"}, "wrong": {"x_is_one"}}
+    reports = lab_variants.grade_against_aimed_checks(folder, "lab1", None, aimed, solutions_dir=solutions)
+    seen = {name: [(r.check, r.passed, r.reason) for r in report.checks] for name, report in reports.items()}
+    assert seen["right"] == [("x_is_one", True, "")]
+    assert seen["wrong"] == [("x_is_one", False, "AssertionError: x is 2")]
+    assert [check for check, _, _ in seen["everything"]] == ["x_is_one", "x_plus_one"]  # not aimed: every check
