@@ -13,6 +13,10 @@ SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 # Checks that a Python is 3.11 or newer; prints the version it found otherwise.
 SUPPORTED := import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python " + sys.version.split()[0])
+# uv, when it is on PATH, installs the same pins from constraints.txt in a third of the time (28 s against 81 s here,
+# bytecode included); pip otherwise, or with `make UV= start`. uv reads its own configuration (uv.toml, UV_*), not
+# pip.conf: a machine whose index is set only for pip keeps pip by leaving uv off PATH or with UV=.
+UV ?= $(shell command -v uv 2>/dev/null)
 # JupyterLab refuses to run as root (containers, Binder) unless told it is on purpose.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u 2>/dev/null)),--allow-root,)
 
@@ -21,8 +25,13 @@ $(STAMP): pyproject.toml constraints.txt
 		"Install one and run e.g. 'make PYTHON=python3.11 start'."; exit 1; }
 	@if [ -e $(BIN)/python ] && ! $(BIN)/python -c '$(SUPPORTED)' 2>/dev/null; then \
 		echo "Removing $(VENV): an unsupported Python made it."; rm -rf $(VENV); fi
-	@echo "Installing the workbook into $(VENV) (about 40 s and 750 MB; 'make clean' removes it)..."
+	@echo "Installing the workbook into $(VENV) (1.3 GB, a minute or two; 'make clean' removes it)..."
 	$(PYTHON) -m venv $(VENV_ARGS) $(VENV)
+ifneq ($(UV),)
+	@$(UV) pip install --python $(BIN)/python --compile-bytecode -e ".$(EXTRAS)" -c constraints.txt 2>&1 | \
+		tee $(VENV)/install.log | awk '/^(Resolved|Installed|Bytecode) /{print "  " $$0; fflush()}' \
+		|| { tail -n 30 $(VENV)/install.log; echo "The install failed; the whole log is $(VENV)/install.log."; exit 1; }
+else
 	@$(BIN)/python -m pip install --quiet --upgrade pip $(PIP_ARGS)
 	@$(BIN)/python -m pip install --no-compile -e ".$(EXTRAS)" -c constraints.txt $(PIP_ARGS) 2>&1 | tee $(VENV)/install.log | \
 		awk '/^Collecting /{n++; printf "\r  %d packages resolved", n; fflush()} \
@@ -34,6 +43,7 @@ $(STAMP): pyproject.toml constraints.txt
 	@# 24 s for 1.1 GB on one core. Compiled here, a user who cannot write to .venv (a hub's learner) still has it.
 	@$(BIN)/python -m compileall -q -j 0 "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" \
 		>/dev/null 2>&1 || true
+endif
 	@touch $(STAMP)
 
 # The rule above is not the default goal: the including Makefile's first target after this file is.

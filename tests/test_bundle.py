@@ -32,8 +32,9 @@ sys.path.insert(0, str(ROOT / "tests" / "browser"))
 from lab import ISOLATED  # noqa: E402 (the folders of a run's own, as the browser suite gives its JupyterLab)
 
 LAB = "labs/lab1_double_charge.ipynb"
-# The knobs install.mk has for this: no pip of the venv's own (it would shadow the reused one), no index.
-OFFLINE = ["VENV_ARGS=--without-pip", "PIP_ARGS=--no-index --no-deps --no-build-isolation"]
+# The knobs install.mk has for this: pip even where uv is on PATH, no pip of the venv's own (it would shadow the
+# reused one), no index.
+OFFLINE = ["UV=", "VENV_ARGS=--without-pip", "PIP_ARGS=--no-index --no-deps --no-build-isolation"]
 # What the machine's environment may hold that would reach the repository, an index, or change a make variable.
 DROPPED = ("PIP_", "PYTHON", "VIRTUAL_ENV", "JUPYTER", "JPY_", "MAKE", "MFLAGS", "LAB", "VENV_ARGS", "MERCADOFRESCO_")
 
