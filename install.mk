@@ -13,7 +13,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 # Checks that a Python is 3.11 or newer; prints the version it found otherwise.
 SUPPORTED := import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python " + sys.version.split()[0])
-# uv, when it is on PATH, installs the same pins from constraints.txt in a third of the time (28 s against 81 s here,
+# uv, when it is on PATH, installs the same pins from constraints.txt in a third of the time (32 s against 88 s here,
 # bytecode included); pip otherwise, or with `make UV= start`. uv reads its own configuration (uv.toml, UV_*), not
 # pip.conf: a machine whose index is set only for pip keeps pip by leaving uv off PATH or with UV=.
 UV ?= $(shell command -v uv 2>/dev/null)
