@@ -22,16 +22,46 @@ _EARLY: list = []  # the STARTED_EARLY objects of this session's test modules (t
 _STARTED: list[Path] = []  # the folder they were given, once they are started
 
 
+# Modules whose tests grade at --jobs 2 or run servers side by side: they keep both cores busy. They run after the
+# others, which mostly keep one core busy, so that the work started early (below) has idle CPU from the start.
+BOTH_CORES = {
+    "test_checker.py",
+    "test_class_grading.py",
+    "test_grading_holes.py",
+    "test_hub.py",
+    "test_lab1.py",
+    "test_lab2.py",
+    "test_lab3.py",
+}
+BROWSER = ROOT / "tests" / "browser"
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's own reordering by fixture
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The order of the session: the tests that keep one core busy, then those that keep two busy, then those
+    that read the strict nbval runs, then the browser tests (their own pages compete with nothing), and last
+    those that read the browser suite's reports of every notebook. The nbval runs and the browser suite's run
+    (tests/browser/conftest.py) go in the background from the first test on, so they come late to be waited for.
+    """
+
+    def place(item: pytest.Item) -> int:
+        if BROWSER in item.path.parents:
+            return 4 if "reports" in getattr(item, "fixturenames", ()) else 3
+        return 2 if item.path.name == "test_notebooks.py" else 1 if item.path.name in BOTH_CORES else 0
+
+    items.sort(key=place)  # stable: each group keeps pytest's order
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Note the session's work that starts early: the strict nbval runs, the endpoint sweep."""
+    """Note the session's work that starts early: the browser suite's run, the strict nbval runs, the endpoint sweep."""
     found = {id(early): early for item in session.items if (early := getattr(item.module, "STARTED_EARLY", None))}
     _EARLY[:] = found.values()
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Start that work with the session's first test, in the background at nice 10: it takes only the CPU the
-    tests leave idle (the browser suite keeps both cores busy, most tests after it one), and its tests, which come
-    later, read the results.
+    """Start that work with the session's first test, in the background: it takes the CPU the tests leave idle
+    (most keep one core busy, not two), and its tests, which come later, read the results. The commands run at
+    nice 10; the browser suite, a thread of this process, at the tests' own priority (its page waits time out).
     """
     if _EARLY and not _STARTED:
         _STARTED.append(Path(tempfile.mkdtemp(prefix="mercadofresco-early-")))

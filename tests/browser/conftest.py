@@ -1,6 +1,8 @@
 """The browser suite: one JupyterLab server, one headless Chromium, every notebook and lab checked once.
 
-The notebooks run two at a time (the machine has two cores); each test then reads its notebook's report.
+The notebooks run two at a time (the machine has two cores), in a thread that tests/conftest.py starts with the
+session's first test (`STARTED_EARLY`, as for the strict nbval runs): the whole set runs while the other tests
+do, filling the CPU they leave idle, and the tests that read its reports come last (tests/conftest.py's order).
 Without Debian's chromium the suite is skipped with the reason, except in CI (CI=true), where it fails.
 """
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -86,9 +89,54 @@ async def run_all(server: LabServer, paths: list[str], interactions: dict, worke
     return {report.path: report for report in reports}
 
 
-@pytest.fixture(scope="session")
-def reports(lab_server) -> dict:
-    """Every notebook's report, from one run of the whole set."""
-    from panels import LESSON_PANELS
+class WholeSet:
+    """One run of every notebook in the browser, in a thread with a JupyterLab server of its own.
 
-    return asyncio.run(run_all(lab_server, learner_notebooks(), LESSON_PANELS))
+    Started early (tests/conftest.py) or by the first test that needs it; `result()` waits for its reports.
+    """
+
+    def __init__(self) -> None:
+        self.thread: threading.Thread | None = None
+        self.server: LabServer | None = None
+        self.outcome: dict | BaseException | None = None
+
+    def start(self, folder: Path) -> None:
+        if self.thread is None and chromium_missing() is None:
+            self.server = LabServer(folder / "browser-suite")
+            self.thread = threading.Thread(target=self._run, name="browser-suite", daemon=True)
+            self.thread.start()
+
+    def _run(self) -> None:
+        from panels import LESSON_PANELS
+
+        try:
+            self.server.start()
+            self.outcome = asyncio.run(run_all(self.server, learner_notebooks(), LESSON_PANELS))
+        except BaseException as exc:  # handed to the tests that read the reports
+            self.outcome = exc
+        finally:
+            self.server.stop()
+
+    def result(self, folder: Path) -> dict:
+        self.start(folder)
+        if self.thread is None:
+            raise RuntimeError(f"the browser suite cannot run: {chromium_missing()}")
+        self.thread.join()
+        if isinstance(self.outcome, BaseException):
+            raise RuntimeError(f"the browser suite's run of every notebook failed: {self.outcome!r}") from self.outcome
+        return self.outcome
+
+    def stop(self) -> None:
+        """A session cut short: stop the server (its kernels go with it); the run then ends on its own."""
+        if self.thread is not None and self.thread.is_alive():
+            self.server.stop()
+            self.thread.join(timeout=30)
+
+
+WHOLE_SET = WholeSet()  # test_browser.py names it STARTED_EARLY
+
+
+@pytest.fixture(scope="session")
+def reports(browser_ready, tmp_path_factory) -> dict:
+    """Every notebook's report, from one run of the whole set."""
+    return WHOLE_SET.result(tmp_path_factory.mktemp("browser-suite"))

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import re
+from pathlib import Path
 
 import pytest
-from conftest import ARTIFACTS, CONCURRENT_NOTEBOOKS, learner_notebooks, run_all
+from conftest import ARTIFACTS, CONCURRENT_NOTEBOOKS, WHOLE_SET, learner_notebooks, run_all
 from lab import LabServer
 from panels import LESSON_PANELS
+
+STARTED_EARLY = WHOLE_SET  # tests/conftest.py starts it with the session's first test
 
 
 @pytest.mark.parametrize("path", learner_notebooks())
@@ -72,6 +75,32 @@ def test_after_the_first_notebook_of_each_worker_the_others_open_in_the_page_it_
     loaded = sorted(path for path, report in reports.items() if not report.in_open_page)
     with_problems = sum(1 for report in reports.values() if report.problems)
     assert len(loaded) <= CONCURRENT_NOTEBOOKS + with_problems, f"loaded from their URL: {loaded}"
+
+
+def test_the_browser_tests_come_last_and_those_reading_the_whole_sets_reports_at_the_very_end(request):
+    """The whole set runs in a thread while the other tests do: nothing may wait for it before they are over
+    (tests/conftest.py's order)."""
+    here = Path(__file__).parent
+    places = [
+        0 if here not in item.path.parents else 2 if "reports" in item.fixturenames else 1
+        for item in request.session.items
+    ]  # 0 for the other tests, whatever their order (tests/conftest.py)
+    assert places == sorted(places), "a test that is not a browser test comes after one that is, or a reader early"
+
+
+def test_a_whole_set_whose_server_cannot_start_fails_its_readers_with_the_reason(monkeypatch, tmp_path):
+    import conftest
+
+    class NoServer(LabServer):
+        def start(self, timeout: float = 90) -> LabServer:
+            raise RuntimeError("jupyter lab did not answer in 90 s")
+
+    monkeypatch.setattr(conftest, "chromium_missing", lambda: None)
+    monkeypatch.setattr(conftest, "LabServer", NoServer)
+    whole_set = conftest.WholeSet()
+    with pytest.raises(RuntimeError, match=r"run of every notebook failed: .*did not answer in 90 s"):
+        whole_set.result(tmp_path)
+    whole_set.stop()  # over already: nothing to stop
 
 
 def test_make_start_serves_the_root_with_the_project_settings():
