@@ -1,14 +1,18 @@
-"""A command the tests start early and read late: it runs at nice 10 on the core the other tests leave idle.
+"""Work the tests start early and read late, on the core the other tests leave idle.
 
-tests/conftest.py starts every `STARTED_EARLY` of the session's test modules with the session's first test; a
-test that needs the output waits for it, starting it itself if need be.
+tests/conftest.py starts every `STARTED_EARLY` of the session's test modules with the session's first test: a
+`Background` command at once, at nice 10; a `Later` fixture value once those commands and the browser suite have
+ended. A test that needs the result waits for it, starting the work itself if need be.
 """
 
 from __future__ import annotations
 
 import subprocess
 import tempfile
+import threading
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 
 class Background:
@@ -40,9 +44,59 @@ class Background:
         out, err = (log.read_text(errors="replace") for log in self.logs)
         return self.process.returncode, out, err
 
+    def wait(self) -> None:
+        if self.process is not None:
+            self.process.wait()
+
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait()
         for log in self.logs or ():
             log.unlink(missing_ok=True)
+
+
+class Later:
+    """A module fixture's value, computed in a thread of this process after the session's other early work.
+
+    After the browser suite and the strict nbval runs end (about a third into `make test`), the tests left keep
+    one core busy for a while before the two-core modules come: a lab's grading, computed here meanwhile, takes
+    the other core instead of adding its time to theirs. It runs at the tests' own priority (its checks time
+    calls into a kernel; at nice 10 it would stall while the tests run), and only after the rest of the early
+    work, which it would otherwise slow down.
+    """
+
+    def __init__(self, compute: Callable[[Path], Any]) -> None:
+        self.compute = compute
+        self.thread: threading.Thread | None = None
+        self.outcome: Any = None
+        self.failed = False
+
+    def start(self, folder: Path, after: Iterable = ()) -> None:
+        if self.thread is None:
+            waits = [early for early in after if early is not self]
+            self.thread = threading.Thread(target=self._run, args=(folder, waits), name="later", daemon=True)
+            self.thread.start()
+
+    def _run(self, folder: Path, waits: list) -> None:
+        try:
+            for early in waits:
+                early.wait()
+            self.outcome = self.compute(folder)
+        except BaseException as exc:  # handed to the test that reads the value
+            self.outcome, self.failed = exc, True
+
+    def result(self, folder: Path) -> Any:
+        """The value, computed now in `folder` if it was not started early."""
+        self.start(folder)
+        self.thread.join()
+        if self.failed:
+            raise RuntimeError(f"computing {self.compute.__name__} in the background failed") from self.outcome
+        return self.outcome
+
+    def wait(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+
+    def stop(self) -> None:
+        """Nothing to stop: a session cut short while the thread grades leaves what a lab's own fixture would."""

@@ -13,6 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+import background  # noqa: E402
 import nbtools  # noqa: E402
 
 nbtools.quiet_environment()  # kernels started by nbval inherit it: nothing is written to $HOME
@@ -24,6 +25,7 @@ _STARTED: list[Path] = []  # the folder they were given, once they are started
 
 # Modules whose tests grade at --jobs 2 or run servers side by side: they keep both cores busy. They run after the
 # others, which mostly keep one core busy, so that the work started early (below) has idle CPU from the start.
+# Labs 2 and 3 are graded early too (a `Later` each): their tests come here to read those grades as late as can be.
 BOTH_CORES = {
     "test_checker.py",
     "test_class_grading.py",
@@ -61,12 +63,17 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Start that work with the session's first test, in the background: it takes the CPU the tests leave idle
     (most keep one core busy, not two), and its tests, which come later, read the results. The commands run at
-    nice 10; the browser suite, a thread of this process, at the tests' own priority (its page waits time out).
+    nice 10; the browser suite, a thread of this process, at the tests' own priority (its page waits time out);
+    a `Later` fixture value (a lab's grading) once all of those have ended, in the one-core tests' last stretch.
     """
     if _EARLY and not _STARTED:
         _STARTED.append(Path(tempfile.mkdtemp(prefix="mercadofresco-early-")))
-        for early in _EARLY:
+        first = [early for early in _EARLY if not isinstance(early, background.Later)]
+        for early in first:
             early.start(_STARTED[0])
+        later = [early for early in _EARLY if early not in first]
+        for number, early in enumerate(later):  # one after the other: each keeps one or two cores busy alone
+            early.start(_STARTED[0] / f"later-{number}", after=first + later[:number])
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -150,6 +150,11 @@ class Runs:
             self.run.returncode = status
         warnings.warn(f"kernel died before its first reply; run again alone: {', '.join(sorted(died))}", stacklevel=1)
 
+    def wait(self) -> None:
+        """Wait for the first runs to end (a notebook run again alone, if any, is not waited for)."""
+        for process, _ in list(self.runs):
+            process.wait()
+
     def stop(self) -> None:
         """Kill a run still going (a session cut short) and remove the box's user with all it ran."""
         for process, _ in self.runs:

@@ -126,6 +126,10 @@ class WholeSet:
             raise RuntimeError(f"the browser suite's run of every notebook failed: {self.outcome!r}") from self.outcome
         return self.outcome
 
+    def wait(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+
     def stop(self) -> None:
         """A session cut short: stop the server (its kernels go with it); the run then ends on its own."""
         if self.thread is not None and self.thread.is_alive():
