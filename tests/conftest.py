@@ -25,7 +25,9 @@ _STARTED: list[Path] = []  # the folder they were given, once they are started
 
 # Modules whose tests grade at --jobs 2 or run servers side by side: they keep both cores busy. They run after the
 # others, which mostly keep one core busy, so that the work started early (below) has idle CPU from the start.
-# Labs 2 and 3 are graded early too (a `Later` each): their tests come here to read those grades as late as can be.
+# Labs 2 and 3 are graded early too (a `Later` each): their tests come first of these, so that no other grading runs
+# beside theirs (a test that looks for a grading user's leftover processes, a timed solution) once the others start.
+GRADED_EARLY = ("test_lab2.py", "test_lab3.py")
 BOTH_CORES = {
     "test_checker.py",
     "test_class_grading.py",
@@ -46,10 +48,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     (tests/browser/conftest.py) go in the background from the first test on, so they come late to be waited for.
     """
 
-    def place(item: pytest.Item) -> int:
+    def place(item: pytest.Item) -> float:
         if BROWSER in item.path.parents:
             return 4 if "reports" in getattr(item, "fixturenames", ()) else 3
-        return 2 if item.path.name == "test_notebooks.py" else 1 if item.path.name in BOTH_CORES else 0
+        if item.path.name in BOTH_CORES:
+            return 1 if item.path.name in GRADED_EARLY else 1.5
+        return 2 if item.path.name == "test_notebooks.py" else 0
 
     items.sort(key=place)  # stable: each group keeps pytest's order
 
