@@ -56,18 +56,14 @@ class Background:
             log.unlink(missing_ok=True)
 
 
-class Later:
-    """A module fixture's value, computed in a thread of this process after the session's other early work.
+class InThread:
+    """A value computed in a thread of this process, once; `result()` waits for it or re-raises what stopped it.
 
-    After the browser suite and the strict nbval runs end (about a third into `make test`), the tests left keep
-    one core busy for a while before the two-core modules come: a lab's grading, computed here meanwhile, takes
-    the other core instead of adding its time to theirs. It runs at the tests' own priority (its checks time
-    calls into a kernel; at nice 10 it would stall while the tests run), and only after the rest of the early
-    work, which it would otherwise slow down.
+    `start(folder, after)` waits in the thread for each of `after` to end (their `wait()`) before computing.
     """
 
-    def __init__(self, compute: Callable[[Path], Any]) -> None:
-        self.compute = compute
+    def __init__(self, compute: Callable[[Path], Any], what: str) -> None:
+        self.compute, self.what = compute, what
         self.thread: threading.Thread | None = None
         self.outcome: Any = None
         self.failed = False
@@ -75,7 +71,7 @@ class Later:
     def start(self, folder: Path, after: Iterable = ()) -> None:
         if self.thread is None:
             waits = [early for early in after if early is not self]
-            self.thread = threading.Thread(target=self._run, args=(folder, waits), name="later", daemon=True)
+            self.thread = threading.Thread(target=self._run, args=(folder, waits), name=self.what, daemon=True)
             self.thread.start()
 
     def _run(self, folder: Path, waits: list) -> None:
@@ -91,7 +87,7 @@ class Later:
         self.start(folder)
         self.thread.join()
         if self.failed:
-            raise RuntimeError(f"computing {self.compute.__name__} in the background failed") from self.outcome
+            raise RuntimeError(f"{self.what} failed: {self.outcome!r}") from self.outcome
         return self.outcome
 
     def wait(self) -> None:
@@ -99,4 +95,18 @@ class Later:
             self.thread.join()
 
     def stop(self) -> None:
-        """Nothing to stop: a session cut short while the thread grades leaves what a lab's own fixture would."""
+        """Nothing to stop: a session cut short while the thread computes leaves what the fixture itself would."""
+
+
+class Later(InThread):
+    """A module fixture's value, computed in a thread after the session's other early work (tests/conftest.py).
+
+    After the browser suite and the strict nbval runs end (about a third into `make test`), the tests left keep
+    one core busy for a while before the two-core modules come: a lab's grading, computed here meanwhile, takes
+    the other core instead of adding its time to theirs. It runs at the tests' own priority (its checks time
+    calls into a kernel; at nice 10 it would stall while the tests run), and only after the rest of the early
+    work, which it would otherwise slow down.
+    """
+
+    def __init__(self, compute: Callable[[Path], Any]) -> None:
+        super().__init__(compute, f"computing {compute.__name__} in the background")

@@ -42,18 +42,21 @@ BROWSER = ROOT / "tests" / "browser"
 
 @pytest.hookimpl(trylast=True)  # after pytest's own reordering by fixture
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The order of the session: the tests that keep one core busy, then those that keep two busy, then those
-    that read the strict nbval runs, then the browser tests (their own pages compete with nothing), and last
-    those that read the browser suite's reports of every notebook. The nbval runs and the browser suite's run
-    (tests/browser/conftest.py) go in the background from the first test on, so they come late to be waited for.
+    """The order of the session: the tests that keep one core busy, then those that keep two busy (labs 2 and 3
+    first), then those that read the strict nbval runs, then the browser tests (their own pages compete with
+    nothing), and last those that read the browser suite's reports of every notebook. The nbval runs and the
+    browser suite's run (tests/browser/conftest.py) go in the background from the first test on, so they come late
+    to be waited for.
     """
 
-    def place(item: pytest.Item) -> float:
+    def place(item: pytest.Item) -> int:
         if BROWSER in item.path.parents:
-            return 4 if "reports" in getattr(item, "fixturenames", ()) else 3
+            return 5 if "reports" in getattr(item, "fixturenames", ()) else 4
+        if item.path.name == "test_notebooks.py":
+            return 3
         if item.path.name in BOTH_CORES:
-            return 1 if item.path.name in GRADED_EARLY else 1.5
-        return 2 if item.path.name == "test_notebooks.py" else 0
+            return 1 if item.path.name in GRADED_EARLY else 2
+        return 0
 
     items.sort(key=place)  # stable: each group keeps pytest's order
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import threading
+from collections.abc import Iterable
 from pathlib import Path
 
+import background
 import pytest
 from lab import CHROMIUM, ROOT, LabServer, chromium_missing
 
@@ -89,31 +90,27 @@ async def run_all(server: LabServer, paths: list[str], interactions: dict, worke
     return {report.path: report for report in reports}
 
 
-class WholeSet:
+class WholeSet(background.InThread):
     """One run of every notebook in the browser, in a thread with a JupyterLab server of its own.
 
     Started early (tests/conftest.py) or by the first test that needs it; `result()` waits for its reports.
     """
 
     def __init__(self) -> None:
-        self.thread: threading.Thread | None = None
+        super().__init__(self._run_all, "the browser suite's run of every notebook")
         self.server: LabServer | None = None
-        self.outcome: dict | BaseException | None = None
 
-    def start(self, folder: Path) -> None:
+    def start(self, folder: Path, after: Iterable = ()) -> None:
         if self.thread is None and chromium_missing() is None:
-            self.server = LabServer(folder / "browser-suite")
-            self.thread = threading.Thread(target=self._run, name="browser-suite", daemon=True)
-            self.thread.start()
+            self.server = LabServer(folder / "browser-suite")  # here, not in the thread: stop() may need it
+            super().start(folder, after)
 
-    def _run(self) -> None:
+    def _run_all(self, folder: Path) -> dict:
         from panels import LESSON_PANELS
 
         try:
             self.server.start()
-            self.outcome = asyncio.run(run_all(self.server, learner_notebooks(), LESSON_PANELS))
-        except BaseException as exc:  # handed to the tests that read the reports
-            self.outcome = exc
+            return asyncio.run(run_all(self.server, learner_notebooks(), LESSON_PANELS))
         finally:
             self.server.stop()
 
@@ -121,14 +118,7 @@ class WholeSet:
         self.start(folder)
         if self.thread is None:
             raise RuntimeError(f"the browser suite cannot run: {chromium_missing()}")
-        self.thread.join()
-        if isinstance(self.outcome, BaseException):
-            raise RuntimeError(f"the browser suite's run of every notebook failed: {self.outcome!r}") from self.outcome
-        return self.outcome
-
-    def wait(self) -> None:
-        if self.thread is not None:
-            self.thread.join()
+        return super().result(folder)
 
     def stop(self) -> None:
         """A session cut short: stop the server (its kernels go with it); the run then ends on its own."""
