@@ -2,10 +2,26 @@
 
 from __future__ import annotations
 
+import grp
+import os
+import pwd
+import subprocess
+from pathlib import Path
+
 import psycopg
 import pytest
 
 from mercadofresco.course import checker_db
+
+PRIVILEGED_GROUPS = ("root", "sudo", "adm", "wheel", "shadow", "disk", "docker", "staff")
+
+
+def _group_exists(name):
+    try:
+        grp.getgrnam(name)
+    except KeyError:
+        return False
+    return True
 
 
 @pytest.fixture(scope="module")
@@ -58,9 +74,148 @@ def test_a_trigger_of_the_learners_runs_with_the_learners_rights_when_the_checke
 def test_the_checker_refuses_to_read_a_view_posing_as_a_table(database, learner):
     learner.execute("CREATE TABLE outbox (agregado_id text)")
     learner.execute("CREATE VIEW pedidos AS SELECT agregado_id AS pedido_id FROM outbox")
-    database.tables_are_tables("outbox")
+    database.admit("outbox")
     with pytest.raises(AssertionError, match="'pedidos' is not a table"):
-        database.tables_are_tables("pedidos")
+        database.admit("pedidos")
+
+
+# A function of the learner's that tries, with whatever rights it runs with, to raise the learner's role, to run
+# a program and to read a file; it swallows every refusal and answers true, so where it runs with the learner's
+# rights (or the reader's) nothing changes, and where it ran with the owner's the role would be a superuser.
+ESCALATE = f"""CREATE FUNCTION escala(anyelement) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    BEGIN ALTER ROLE {checker_db.ROLE} SUPERUSER; EXCEPTION WHEN OTHERS THEN NULL; END;
+    BEGIN GRANT pg_execute_server_program TO {checker_db.ROLE}; EXCEPTION WHEN OTHERS THEN NULL; END;
+    BEGIN COPY (SELECT 1) TO PROGRAM 'touch /tmp/mf-escala-%%'; EXCEPTION WHEN OTHERS THEN NULL; END;
+    BEGIN PERFORM pg_read_file('/etc/hostname'); EXCEPTION WHEN OTHERS THEN NULL; END;
+    RETURN true;
+END $$"""
+
+
+def _unchanged(database):
+    assert database.learner_role() == {
+        "superuser": False,
+        "createrole": False,
+        "createdb": False,
+        "replication": False,
+        "bypassrls": False,
+        "member_of": [],
+    }
+
+
+def test_a_column_of_the_learners_own_type_is_refused_and_its_cast_never_runs_as_the_checker(database, learner):
+    """The attack that reached the grader's host: a type with an implicit cast to boolean, read by `NOT publicado`."""
+    learner.execute(ESCALATE.replace("%%", "cast"))
+    learner.execute("CREATE TYPE sino AS ENUM ('si', 'no')")
+    learner.execute(
+        "CREATE FUNCTION sino_bool(sino) RETURNS boolean LANGUAGE plpgsql AS $$ BEGIN RETURN escala($1); END $$"
+    )
+    learner.execute("CREATE CAST (sino AS boolean) WITH FUNCTION sino_bool(sino) AS IMPLICIT")
+    learner.execute("CREATE TABLE outbox (id int, publicado sino)")
+    learner.execute("INSERT INTO outbox VALUES (1, 'no')")
+    with pytest.raises(checker_db.RefusedSchemaError, match=r"outbox\.publicado has the type .*sino"):
+        database.admit("outbox")
+    learner.execute("CREATE DOMAIN booleano AS boolean CHECK (escala(VALUE))")
+    learner.execute("CREATE TABLE pedidos (pedido_id text, pagado booleano)")
+    with pytest.raises(checker_db.RefusedSchemaError, match=r"pedidos\.pagado has the type .*booleano"):
+        database.admit("pedidos")
+    _unchanged(database)
+
+
+def test_a_table_altered_after_it_was_admitted_is_refused_at_the_next_read(database, learner):
+    learner.execute("CREATE TABLE outbox (id int, publicado boolean)")
+    database.admit("outbox")
+    assert database.read("SELECT count(*) FROM {outbox} WHERE NOT publicado") == [(0,)]
+    learner.execute("CREATE TYPE sino AS ENUM ('si', 'no')")
+    learner.execute("ALTER TABLE outbox ALTER COLUMN publicado TYPE sino USING 'no'")
+    with pytest.raises(checker_db.RefusedSchemaError, match=r"outbox\.publicado"):
+        database.read("SELECT count(*) FROM {outbox} WHERE NOT publicado")
+
+
+def test_what_the_learner_defines_around_built_in_tables_runs_with_no_more_than_the_readers_rights(database, learner):
+    """Operators, functions named like PostgreSQL's, a policy, rules, a trigger, an index whose predicate calls the
+    learner's function: the checker's reads give the true rows, and the learner's role is what it was."""
+    learner.execute(ESCALATE.replace("%%", "around"))
+    for statement in (
+        "CREATE TABLE outbox (id int, agregado_id text, publicado boolean NOT NULL DEFAULT false)",
+        # an operator for text = text and functions with PostgreSQL's names, in the lab's schema
+        "CREATE FUNCTION texto_igual(text, text) RETURNS boolean LANGUAGE sql AS 'SELECT escala(1)'",
+        "CREATE OPERATOR = (LEFTARG = text, RIGHTARG = text, FUNCTION = texto_igual)",
+        "CREATE FUNCTION lower(text) RETURNS text LANGUAGE sql AS 'SELECT escala(1)::text'",
+        "CREATE FUNCTION now() RETURNS timestamptz LANGUAGE sql"
+        " AS $$SELECT CASE WHEN escala(1) THEN 'epoch'::timestamptz END$$",
+        # a policy the owner's reads would run (the reader bypasses policies), forced on the learner too
+        "ALTER TABLE outbox ENABLE ROW LEVEL SECURITY",
+        "ALTER TABLE outbox FORCE ROW LEVEL SECURITY",
+        "CREATE POLICY oculta ON outbox USING (escala(id) AND id < 3) WITH CHECK (true)",
+        # rules and a trigger on the learner's own writes
+        "CREATE RULE anota AS ON UPDATE TO outbox DO ALSO SELECT escala(NEW.id)",
+        "CREATE FUNCTION dispara() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM escala(1); RETURN NEW; END $$",
+        "CREATE TRIGGER dispara BEFORE INSERT ON outbox FOR EACH ROW EXECUTE FUNCTION dispara()",
+        # an index whose predicate the planner evaluates while it plans the checker's read
+        "CREATE INDEX pendientes ON outbox (id) WHERE NOT publicado AND escala(1)",
+        "INSERT INTO outbox (id, agregado_id) SELECT n, 'PED-' || n FROM generate_series(1, 5) AS n",
+    ):
+        learner.execute(statement)
+    database.admit("outbox")
+    assert database.read("SELECT count(*) FROM {outbox} WHERE NOT publicado") == [(5,)]
+    assert database.read("SELECT count(*) FROM {outbox} WHERE agregado_id = %s", ("PED-1",)) == [(1,)]
+    with database.as_learner() as seeding:
+        seeding.execute("INSERT INTO outbox (id, agregado_id) VALUES (9, 'PED-9')")
+    learner.execute("SET enable_seqscan = off")
+    assert database.read("SELECT count(*) FROM {outbox} WHERE NOT publicado") == [(6,)]
+    _unchanged(database)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "COPY (SELECT 1) TO PROGRAM 'true'",
+        "COPY outbox FROM PROGRAM 'echo 1'",
+        "COPY outbox FROM '/etc/hostname'",
+        "SELECT pg_read_file('/etc/hostname')",
+        "SELECT pg_read_binary_file('/etc/hostname')",
+        "SELECT pg_ls_dir('/')",
+        "SELECT lo_import('/etc/hostname')",
+        "SELECT lo_export(lo_create(0), '/tmp/mf-lo')",
+        "ALTER SYSTEM SET log_min_messages = 'debug5'",
+        "CREATE ROLE otro",
+        "SET ROLE mf_reader",
+        "SET SESSION AUTHORIZATION postgres",
+        "GRANT pg_execute_server_program TO mf_learner",
+        "CREATE EXTENSION IF NOT EXISTS adminpack",
+        "CREATE EVENT TRIGGER t ON ddl_command_start EXECUTE FUNCTION pg_catalog.pg_event_trigger_ddl_commands()",
+    ],
+)
+def test_the_learners_role_reaches_no_file_no_program_and_no_other_role(database, learner, statement):
+    learner.execute("CREATE TABLE outbox (id int)")
+    with pytest.raises(psycopg.Error):
+        learner.execute(statement)
+    _unchanged(database)
+
+
+def test_no_function_the_learner_may_call_runs_with_its_owners_rights(database, learner):
+    definer = learner.execute(
+        "SELECT p.oid::regprocedure::text FROM pg_proc p WHERE p.prosecdef"
+        " AND has_function_privilege(current_user, p.oid, 'EXECUTE')"
+    ).fetchall()
+    assert definer == []
+    assert database.learner_role()["member_of"] == []
+
+
+def test_the_embedded_servers_os_user_is_in_no_privileged_group(database):
+    """pgserver starts it with subprocess's user= only, which kept root's group: the workbook drops it."""
+    pid = database.db.server_pid()
+    lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    status = dict(line.split(":", 1) for line in lines if ":" in line)
+    uid, gid = int(status["Uid"].split()[0]), int(status["Gid"].split()[0])
+    groups = {int(g) for g in status["Groups"].split()}
+    privileged = {grp.getgrnam(name).gr_gid for name in PRIVILEGED_GROUPS if _group_exists(name)}
+    assert gid not in privileged and not groups & privileged, status
+    if uid != os.getuid():  # as root: pgserver's own user, and what `id` says of it
+        name = pwd.getpwuid(uid).pw_name
+        said = subprocess.run(["id", name], capture_output=True, text=True, check=True).stdout
+        assert not any(f"({group})" in said for group in PRIVILEGED_GROUPS), said
 
 
 def test_a_death_rolls_back_the_open_transaction_and_no_connection_is_admitted_until_revived(database, learner):

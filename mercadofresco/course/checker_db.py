@@ -7,12 +7,21 @@ kernel, through a relay socket in the learner's working copy
 
 - the relay admits only the learner's kernel (the peer's uid, SO_PEERCRED),
   and only a startup message for the learner's role (`ROLE`), which may use
-  the lab's schema and nothing else: the server's owner stays the grader's;
-- the checker reads its verdicts as the owner, on its own connection, after
-  checking that the learner's tables are tables (`tables_are_tables`), so no
-  view or rule of the learner's runs when it reads, and it writes its own rows
-  as the learner's role (`as_learner`), so a trigger of theirs runs with their
-  rights only.
+  the lab's schema and nothing else;
+- the checker reads its verdicts as `READER`, a role that cannot be raised:
+  no superuser, no role it could become, SELECT on the lab's tables and
+  nothing else. Code the learner defines (a cast of a type of theirs, an
+  operator, a policy, an index's function) that a read reaches runs with those
+  rights, which change nothing. Before it reads, the checker admits the tables
+  (`admit`): plain tables whose columns have PostgreSQL's own types, since a
+  learner's type would bring its casts and operators into the checker's query.
+  Each read starts from a clean session (`DISCARD ALL`) whose search_path is
+  pg_catalog alone, and names the tables with their schema, so no function or
+  operator of the learner's is picked by name;
+- the server's owner (a superuser) only creates and drops the schema, grants,
+  and ends the learner's sessions; it never reads what the learner wrote;
+- the checker writes its own rows as the learner's role (`as_learner`), so a
+  trigger of theirs runs with their rights only.
 
 A process death, as a check injects it (`die`, or `die_at` a statement
 boundary), ends every session of the learner's role before the learner's code
@@ -27,6 +36,7 @@ import socket
 import struct
 import time
 from pathlib import Path
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -35,26 +45,42 @@ from mercadofresco.runtime import database
 from mercadofresco.runtime.database_relay import Relay
 
 ROLE = "mf_learner"
+READER = "mf_reader"  # the checker's reads: SELECT on the lab's tables, nothing else
 SOCKET_DIR = ".pg"  # in the learner's working copy; libpq looks for .s.PGSQL.<port> in it
 STATEMENT_TIMEOUT_MS = 10_000  # a learner's query that never ends is stopped by the server
+READ_TIMEOUT_MS = 5_000  # a read of the checker's: only a learner's function it reaches could make it slow
+TEMP_FILE_MB = 256  # a learner's sort or hash that spills to disk stops there (the server's files are memory)
 KILL_SECONDS = 5.0  # for the learner's sessions to end once terminated
+# The roles PostgreSQL predefines that read files, run programs or act for others: the learner's role is in none.
+PRIVILEGED_ROLES = ("pg_read_server_files", "pg_write_server_files", "pg_execute_server_program")
+PRIVILEGED_ROLES += ("pg_read_all_data", "pg_write_all_data", "pg_signal_backend", "pg_create_subscription")
+
+
+class RefusedSchemaError(AssertionError):
+    """The learner's tables are not what the checker may read (a view, a column of a type of theirs)."""
 
 
 class LabDatabase:
-    """The grader's PostgreSQL for one learner's checks: the owner's connection, the learner's role, the relay."""
+    """The grader's PostgreSQL for one learner's checks: the owner, the reader, the learner's role, the relay."""
 
     def __init__(self, schema: str = "lab3_grader") -> None:
         self.db = database.start(schema=schema)
         self.schema = schema
         self.relay: Relay | None = None
         self._uid: int | None = None
+        self.admitted: dict[str, sql.Composable] = {}  # table name -> its schema-qualified name
         self.owner = self.db.connect(autocommit=True)
-        self.owner.execute(sql.SQL("SET search_path = pg_catalog, {}").format(sql.Identifier(schema)))
-        role = sql.Identifier(ROLE)
-        self.owner.execute(sql.SQL("CREATE ROLE {} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE").format(role))
+        self.owner.execute("SET search_path = pg_catalog")  # the owner never names an object of the learner's
+        learner, reader = sql.Identifier(ROLE), sql.Identifier(READER)
+        plain = sql.SQL("LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOINHERIT")
+        self.owner.execute(sql.SQL("CREATE ROLE {} {} NOBYPASSRLS").format(learner, plain))
+        self.owner.execute(sql.SQL("CREATE ROLE {} {} BYPASSRLS").format(reader, plain))  # no policy runs for it
         self.owner.execute(sql.SQL("REVOKE ALL ON SCHEMA public FROM PUBLIC"))
-        timeout = sql.Literal(STATEMENT_TIMEOUT_MS)
-        self.owner.execute(sql.SQL("ALTER ROLE {} SET statement_timeout = {}").format(role, timeout))
+        for role, timeout in ((learner, STATEMENT_TIMEOUT_MS), (reader, READ_TIMEOUT_MS)):
+            self.owner.execute(sql.SQL("ALTER ROLE {} SET statement_timeout = {}").format(role, sql.Literal(timeout)))
+            self.owner.execute(sql.SQL("ALTER ROLE {} SET temp_file_limit = {}").format(role, f"{TEMP_FILE_MB}MB"))
+        self.owner.execute(sql.SQL("ALTER ROLE {} SET search_path = pg_catalog").format(reader))
+        self.reader = psycopg.connect(self.db.url, user=READER, autocommit=True, prepare_threshold=None)
         self.reset()
 
     # -- the checker's side ------------------------------------------------------------------
@@ -64,25 +90,88 @@ class LabDatabase:
             self.relay.die_at(None)
             self.relay.revive()
         self.kill_learner()
+        self.admitted = {}
         name = sql.Identifier(self.schema)
         self.owner.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(name))
         self.owner.execute(sql.SQL("CREATE SCHEMA {}").format(name))
         self.owner.execute(sql.SQL("GRANT USAGE, CREATE ON SCHEMA {} TO {}").format(name, sql.Identifier(ROLE)))
+        self.owner.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(name, sql.Identifier(READER)))
 
     def as_learner(self) -> psycopg.Connection:
         """A connection of the checker's as the learner's role (to run the learner's SQL text with its rights)."""
         return psycopg.connect(self.db.url, user=ROLE, autocommit=True, options=f"-c search_path={self.schema}")
 
-    def tables_are_tables(self, *names: str) -> None:
-        """Assert that each of `names` is a plain table of the schema (not a view, whose code would run here)."""
+    def admit(self, *names: str) -> None:
+        """Let the checker read `names`: each must be a plain table of the schema whose columns have built-in types.
+
+        Raises RefusedSchemaError (an AssertionError: the check fails) with the reason otherwise.
+        """
         for name in names:
-            row = self.owner.execute(
-                "SELECT c.relkind FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
-                " WHERE n.nspname = %s AND c.relname = %s",
-                (self.schema, name),
-            ).fetchone()
-            assert row is not None, f"there is no table {name!r}"
-            assert row[0] in ("r", "p"), f"{name!r} is not a table (relkind {row[0]!r})"
+            self._refuse_unless_plain(name)
+            table = sql.Identifier(self.schema, name)
+            self.owner.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(table, sql.Identifier(READER)))
+            self.admitted[name] = table
+
+    def read(self, query: str, params: tuple | list = ()) -> list[tuple]:
+        """Rows of `query`, read as the reader in a clean session; `{outbox}` names an admitted table.
+
+        The tables are checked again first: the learner's code may have altered them since they were admitted.
+        """
+        for name in self.admitted:
+            self._refuse_unless_plain(name)
+        statement = sql.SQL(query).format(**self.admitted)
+        # Whatever a function of the learner's set in this session is gone (no statement is prepared to lose).
+        self.reader.execute("DISCARD ALL")
+        return self.reader.execute(statement, params).fetchall()
+
+    def partial_indexes(self, name: str) -> set[str]:
+        """The names of the partial indexes (with a WHERE clause) of the admitted table `name`, from the catalog."""
+        rows = self.owner.execute(
+            "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+            " WHERE i.indrelid = %s::regclass AND i.indpred IS NOT NULL",
+            (f"{self.schema}.{name}",),
+        ).fetchall()
+        return {index for (index,) in rows}
+
+    def _refuse_unless_plain(self, name: str) -> None:
+        kind = self.owner.execute(
+            "SELECT c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = %s AND c.relname = %s",
+            (self.schema, name),
+        ).fetchone()
+        if kind is None:
+            raise RefusedSchemaError(f"there is no table {name!r}")
+        if kind[0] not in ("r", "p"):
+            raise RefusedSchemaError(f"{name!r} is not a table (relkind {kind[0]!r})")
+        own_types = self.owner.execute(
+            "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a"
+            " JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " JOIN pg_type t ON t.oid = a.atttypid"
+            " WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 AND NOT a.attisdropped"
+            " AND t.typnamespace <> 'pg_catalog'::regnamespace ORDER BY a.attnum",
+            (self.schema, name),
+        ).fetchall()
+        if own_types:
+            column, type_name = own_types[0]
+            raise RefusedSchemaError(
+                f"{name}.{column} has the type {type_name}, which is not one of PostgreSQL's own: the lab's tables "
+                "use built-in types (text, numeric, timestamptz, jsonb, boolean, bigint)"
+            )
+
+    def learner_role(self) -> dict[str, Any]:
+        """The learner's role as the server sees it: its attributes and the roles it is a member of."""
+        attributes = self.owner.execute(
+            "SELECT rolsuper, rolcreaterole, rolcreatedb, rolreplication, rolbypassrls FROM pg_roles"
+            " WHERE rolname = %s",
+            (ROLE,),
+        ).fetchone()
+        member_of = self.owner.execute(
+            "SELECT r.rolname FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.roleid"
+            " JOIN pg_roles u ON u.oid = m.member WHERE u.rolname = %s ORDER BY 1",
+            (ROLE,),
+        ).fetchall()
+        names = ("superuser", "createrole", "createdb", "replication", "bypassrls")
+        return dict(zip(names, attributes, strict=True)) | {"member_of": [role for (role,) in member_of]}
 
     def kill_learner(self) -> None:
         """End every backend of the learner's role (their open transactions roll back) and wait for them.
@@ -145,5 +234,6 @@ class LabDatabase:
     def close(self) -> None:
         if self.relay is not None:
             self.relay.close()  # the learner's sessions end with it
+        self.reader.close()
         self.owner.close()
         self.db.close()

@@ -17,13 +17,16 @@ never touches another table. The embedded server is a throwaway: it runs with
 
 As root, pgserver runs `useradd pgserver` once and adds read/traverse permission for
 others to every parent of its data directory: that is why the directory is a
-fresh temporary one and never a shared path.
+fresh temporary one and never a shared path. It then starts the server with
+`subprocess.run(user="pgserver")`, which changes the user but keeps root's group:
+`_own_group_only` makes it drop root's groups too (a narrow fix of pgserver 0.1.4).
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -101,6 +104,15 @@ class Database:
             )
         except psycopg.Error as exc:
             raise DatabaseError(f"cannot connect to {_where(self)}: {exc}") from exc
+
+    @property
+    def directory(self) -> Path | None:
+        """The embedded server's folder (its data files); None for a server reached by URL."""
+        return self._directory
+
+    def server_pid(self) -> int | None:
+        """The embedded server's main process (postmaster); None for a server reached by URL."""
+        return None if self._server is None else self._server.get_pid()
 
     def reset(self) -> None:
         """Drop the run's schema with everything in it, and create it empty."""
@@ -210,12 +222,37 @@ def _check_room(folder: str) -> None:
         )
 
 
+def _own_group_only(command: Any) -> Any:
+    """pgserver's `command(args, pgdata, user=...)`, run in that user's own group with no other group.
+
+    As root, pgserver starts initdb and the server with `subprocess.run(user="pgserver")`: that changes the
+    uid only, so the server ran in group root (gid 0), and SQL that reached the OS (COPY ... PROGRAM, had a
+    role ever got there) would have had root's group. Measured with pgserver 0.1.4.
+    """
+    if getattr(command, "own_group_only", False):
+        return command
+
+    def run(args: list[str], pgdata: Path | None = None, **kwargs: Any) -> str:
+        if kwargs.get("user"):
+            kwargs.setdefault("group", pwd.getpwnam(kwargs["user"]).pw_gid)
+            kwargs.setdefault("extra_groups", [])
+        return command(args, pgdata=pgdata, **kwargs)
+
+    run.own_group_only = True  # type: ignore[attr-defined]
+    return run
+
+
 def _start_embedded(schema: str) -> Database:
     """Initialise and start a pgserver instance in a fresh temporary directory."""
     with warnings.catch_warnings():
         # pgserver reads the runtime directory at import; platformdirs warns when XDG_RUNTIME_DIR is unusable.
         warnings.simplefilter("ignore", UserWarning)
         import pgserver  # imported here: a notebook without the outbox never pays for it
+        from pgserver import postgres_server
+
+    if os.geteuid() == 0:  # the server runs as pgserver's own user: in its own group too (see _own_group_only)
+        postgres_server.initdb = _own_group_only(postgres_server.initdb)
+        postgres_server.pg_ctl = _own_group_only(postgres_server.pg_ctl)
 
     scratch = _scratch_dir()
     _check_room(scratch or tempfile.gettempdir())
