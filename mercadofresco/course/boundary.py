@@ -12,13 +12,19 @@ A lane is one thread of the side that opened it. Inside a lane calls nest like
 a stack: the checker calls the learner's handler, the handler calls the
 gateway, the gateway's crash hook calls the handler again. Lanes run side by
 side (the poller's consumers are threads): a message goes to the thread that
-owns its lane, and a call on a lane nobody owns yet gets a thread of its own.
+owns its lane, and a call on a lane nobody owns yet gets a thread from a pool
+until that call is answered. At most MAX_LANES of the other side's lanes are
+served at once: one more, and the connection closes.
 
 Values cross as plain data only (`encode`, `decode`): JSON, plus tagged
 Decimals, datetimes, sets, tuples and dicts with other keys. Anything else is
 the side's business (`Codec.encode_object`, `Codec.decode_object`): a proxy
 reference, a function the other side may call back. An answer that breaks
 these rules, or comes out of turn, fails the call, never the other way round.
+Anything the reader cannot read (a line too long, nested too deep) closes the
+connection at once, and every call waiting on it, or made after, fails with the
+reason. An exception handed across carries a token of the side that raised it
+("c7", "k7"), so neither side takes the other's exception for one of its own.
 """
 
 from __future__ import annotations
@@ -32,10 +38,12 @@ import queue
 import socket
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any
 
 MAX_LINE = 16 << 20  # one message; the largest answer of a lab (a timeline of 12 orders) is ~40 KB
+MAX_LANES = 32  # the other side's lanes served at once (lab 1's poller runs 4 consumers; a lab needs at most ~10)
 CLOSED = object()  # put in every lane's queue when the other side is gone
 
 
@@ -45,6 +53,10 @@ class BoundaryError(BaseException):
     A BaseException, as the poller's ConsumerCrash is: code that catches Exception (a check's model of a
     handler error, the learner's own handler) must not take a dead or silent kernel for an answer.
     """
+
+
+class LaneLimitError(Exception):
+    """The other side opened more lanes at once than MAX_LANES: the reader ends the connection."""
 
 
 class RemoteError(Exception):
@@ -150,9 +162,11 @@ class Boundary:
         side: str,
         timeout_seconds: float = 60.0,
         main_lane: str | None = None,
+        peer: str = "the other side",
     ) -> None:
-        self.codec, self.side, self.timeout_seconds = codec, side, timeout_seconds
+        self.codec, self.side, self.timeout_seconds, self.peer = codec, side, timeout_seconds, peer
         self.closed = ""  # why the other side is gone; "" while it is there
+        self.refused = ""  # why this side hung up on the other (what it sent), "" if it did not
         self.out_of_turn = 0  # answers nobody was waiting for (dropped)
         self._sock, self._handle = sock, handle
         self._reader = sock.makefile("rb")
@@ -162,7 +176,8 @@ class Boundary:
         self._mine = threading.local()
         self._ids = itertools.count(1)
         self._lane_numbers = itertools.count(1)
-        self._thrown: dict[str, dict[int, BaseException]] = {}  # exceptions we raised into a lane, by token
+        self._thrown: dict[str, dict[str, BaseException]] = {}  # exceptions we raised into a lane, by token
+        self._pool = ThreadPoolExecutor(MAX_LANES, thread_name_prefix=f"boundary-{side}-lane")
         if main_lane is not None:  # served by the thread that calls `serve_lane` (an interrupt reaches it)
             self._lanes[main_lane] = queue.Queue()
         threading.Thread(target=self._read, daemon=True, name=f"boundary-{side}").start()
@@ -170,6 +185,8 @@ class Boundary:
     # -- calling -------------------------------------------------------------------
     def call(self, name: str, *args: Any) -> Any:
         """Call `name` on the other side and wait for its answer, serving its calls meanwhile."""
+        if self.closed:
+            raise BoundaryError(self.closed)
         lane = self._my_lane()
         number = next(self._ids)
         self._send({"lane": lane, "id": number, "call": name, "args": encode(list(args), self.codec)})
@@ -179,9 +196,9 @@ class Boundary:
         """The lane this thread is on, if it has one."""
         return getattr(self._mine, "lane", None)
 
-    def close(self) -> None:
-        """Hang up: every call still waiting on either side fails."""
-        self.closed = self.closed or "closed by this side"
+    def close(self, reason: str = "closed by this side") -> None:
+        """Hang up: every call still waiting on either side fails (with `reason` on this side)."""
+        self.closed = self.closed or reason
         with contextlib.suppress(OSError):
             self._sock.shutdown(socket.SHUT_RDWR)
         self._sock.close()
@@ -202,6 +219,7 @@ class Boundary:
             except queue.Empty:
                 raise BoundaryError(f"no answer within {self.timeout_seconds:g} s") from None
             if message is CLOSED:
+                inbox.put(CLOSED)  # for the calls further down this lane's stack, which wait next
                 raise BoundaryError(self.closed or "the other side is gone")
             if "call" in message:
                 self._serve(lane, message)
@@ -219,7 +237,7 @@ class Boundary:
             return BoundaryError("a malformed error")
         token = error.get("token")
         thrown = self._thrown.get(lane, {})
-        if type(token) is int and token in thrown:  # our own exception, come back through the other side's code
+        if type(token) is str and token in thrown:  # our own exception, come back through the other side's code
             return thrown.pop(token)
         return RemoteError(str(error.get("type", "Error"))[:80], str(error.get("message", ""))[:2000], error)
 
@@ -239,8 +257,8 @@ class Boundary:
     def describe(self, lane: str, exc: BaseException) -> dict:
         """What the other side learns of an exception raised here: its class, text, plain attributes, a token."""
         token = getattr(exc, "boundary_token", None)
-        if getattr(exc, "boundary_lane", None) != lane or type(token) is not int:
-            token = next(self._ids)
+        if getattr(exc, "boundary_lane", None) != lane or type(token) is not str:
+            token = f"{self.side}{next(self._ids)}"  # ours: the other side's tokens start with its own letter
             self._thrown.setdefault(lane, {})[token] = exc
         attributes = {}
         for key, value in vars(exc).items() if hasattr(exc, "__dict__") else ():
@@ -278,8 +296,28 @@ class Boundary:
                 self.out_of_turn += 1
 
     def _lane_worker(self, lane: str) -> None:
-        """A thread of its own for a lane the other side opened: it serves until the other side is gone."""
-        self.serve_lane(lane, threading.Event())
+        """Serve a lane the other side opened, in a thread of the pool, until its calls are done; then forget it.
+
+        Calls nested inside a call are served further down this thread's stack (`_wait`); a later call on the
+        lane finds no inbox and is handed to the pool again.
+        """
+        self._mine.lane = lane
+        inbox = self._lanes[lane]
+        try:
+            while True:
+                with self._lanes_lock:  # the reader puts under this lock: nothing arrives while we look
+                    if inbox.empty():
+                        del self._lanes[lane]
+                        return
+                    message = inbox.get_nowait()
+                if message is CLOSED:
+                    return
+                if "call" in message:
+                    self._serve(lane, message)
+                else:
+                    self.out_of_turn += 1
+        finally:
+            self._mine.lane = None
 
     # -- the wire ----------------------------------------------------------------------
     def _send(self, message: dict) -> None:
@@ -293,27 +331,38 @@ class Boundary:
                 raise BoundaryError(f"the other side is gone ({exc.strerror or exc})") from None
 
     def _read(self) -> None:
+        """The reader thread: route every message; anything it cannot read ends the connection, with why."""
         try:
-            while True:
+            while not self.closed:
                 line = self._reader.readline(MAX_LINE + 1)
                 if not line:
-                    self.closed = self.closed or "the other side closed the connection"
-                    return
-                if len(line) > MAX_LINE:
-                    self.closed = "the other side sent a message over the size limit"
-                    return
-                self._route(line)
-        except (OSError, ValueError) as exc:
+                    self.closed = self.closed or f"{self.peer} closed the connection"
+                elif len(line) > MAX_LINE:
+                    self._refuse(f"{self.peer} sent a message of more than {MAX_LINE:,} bytes (the limit)")
+                else:
+                    self._route(line)
+        except OSError as exc:
             self.closed = self.closed or f"the connection broke ({type(exc).__name__})"
+        except LaneLimitError:
+            self._refuse(f"{self.peer} opened more than {MAX_LANES} lanes at once (the limit)")
+        except Exception as exc:  # RecursionError (a reply nested too deep), MemoryError's kin: never a dead reader
+            self._refuse(f"{self.peer} sent a message that cannot be read ({type(exc).__name__})")
         finally:
+            self.closed = self.closed or "the connection ended"
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)  # the other side learns at once, too
             with self._lanes_lock:
                 for inbox in self._lanes.values():
                     inbox.put(CLOSED)
 
+    def _refuse(self, why: str) -> None:
+        self.refused = self.refused or why
+        self.closed = self.closed or why
+
     def _route(self, line: bytes) -> None:
         try:
             message = json.loads(line)
-        except ValueError:
+        except ValueError:  # not JSON: dropped (JSON nested too deep raises RecursionError: the reader ends)
             self.out_of_turn += 1
             return
         lane = message.get("lane") if type(message) is dict else None
@@ -326,6 +375,8 @@ class Boundary:
                 if "call" not in message or lane.startswith(self.side):
                     self.out_of_turn += 1  # an answer on a lane we never opened
                     return
+                if sum(not name.startswith(self.side) for name in self._lanes) >= MAX_LANES:
+                    raise LaneLimitError(lane)
                 inbox = self._lanes[lane] = queue.Queue()
-                threading.Thread(target=self._lane_worker, args=(lane,), daemon=True).start()
-        inbox.put(message)
+                self._pool.submit(self._lane_worker, lane)  # never waits: the pool has a thread for every lane
+            inbox.put(message)

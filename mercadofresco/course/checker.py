@@ -22,9 +22,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import enum
 import importlib.util
 import json
 import os
+import re
 import socket
 import struct
 import sys
@@ -37,6 +39,7 @@ from urllib.parse import urlparse
 
 from mercadofresco.course.boundary import Boundary, BoundaryError, Codec, RemoteError, encode
 from mercadofresco.course.reports import shown
+from mercadofresco.runtime import settings
 
 SIDE = "c"
 CONNECT_SECONDS = 15.0  # the kernel's answer to the grader's serve cell (imports included)
@@ -45,11 +48,14 @@ SERVE_CELL_ENDED = (
     " (does a cell of yours change how the kernel compiles or runs code?)"
 )
 CONNECT_POLL_SECONDS = 0.2  # how often the wait for that answer looks whether the serve cell has ended
-FORWARDED_DOMAINS = (".checker.invalid", ".amazonaws.com")
+FORWARDED_DOMAINS = ("checker.invalid", "amazonaws.com")  # https://<service>.<region>.<domain>/, nothing else
 REASON_CHARS = 200
+NAME_CHARS = 40  # of a name the learner chose (their exception's class) in a reason
+AWS_MB = 64  # what the learner's code may send to the checker's moto in all (the solutions send well under 2 MB)
 # What the kernel may call on each kind of the checker's objects (anything else is refused).
 EXPOSED = {
     "clock": {"now", "timestamp", "seconds_since_start", "advance", "advance_to", "need", "wait"},
+    "gateway": {"charge", "fail_next", "set_latency", "ledger", "calls"},
     "gateway_client": {"charge"},
     "invocation": {"now", "wait", "elapsed_seconds", "get_remaining_time_in_millis", "record"},
     "crashes": {"reached"},
@@ -130,6 +136,8 @@ class CheckerCodec(Codec):
         self.refs: dict[int, tuple[str, Any]] = {}
 
     def encode_object(self, value: Any) -> dict:
+        if isinstance(value, enum.Enum) and type(value).__module__.startswith("mercadofresco."):
+            return {"$enum": type(value).__qualname__, "module": type(value).__module__, "name": value.name}
         kind = self.lab.kind_of(value)
         if kind == "world":
             return {"$world": self.lab.describe_world(value)}
@@ -160,10 +168,21 @@ class CheckerCodec(Codec):
                 if type(tagged[tag]) is not int:
                     raise BoundaryError("a malformed reference to the kernel's code")
                 return kind(self.lab, tagged[tag])
+        if "$enum" in tagged:  # one of the package's enums the checks accept (lab 1's gateway.Fault)
+            kind = self.lab.accepted.get(f"{tagged.get('module')}.{tagged['$enum']}")
+            if kind is None or not issubclass(kind, enum.Enum) or tagged.get("name") not in kind.__members__:
+                raise BoundaryError("a value of an enum the checker does not take")
+            return kind[tagged["name"]]
         if "$obj" in tagged:
             fields = self.lab.wire_decode(tagged.get("fields"))
             if type(fields) is not dict:
                 raise BoundaryError("a malformed object")
+            kind = self.lab.accepted.get(f"{tagged.get('module')}.{tagged['$obj']}")
+            if kind is not None:  # one of the package's plain data classes the checks accept, rebuilt as itself
+                try:
+                    return kind(**fields)
+                except (TypeError, ValueError) as exc:
+                    raise BoundaryError(f"a {kind.__name__} that cannot be built ({type(exc).__name__})") from None
             return fields | {"__type__": str(tagged["$obj"])[:80]}
         if "$opaque" in tagged:
             return Opaque(str(tagged["$opaque"])[:80])
@@ -180,6 +199,7 @@ class Lab:
         self.workdir, self.uid = workdir, uid
         self.database: Any = None  # a checker_db.LabDatabase, for a lab that asks for one
         self.rebuilt: dict[type, tuple[str, ...]] = {}  # package classes the kernel rebuilds from these fields
+        self.accepted: dict[str, type] = {}  # package data classes and enums rebuilt here from the kernel's data
         # Models the kernel's package asks this process to answer: the poller's two questions, and a lab's own.
         self.models: dict[str, Callable[..., Any]] = {
             "nothing_to_receive": self._nothing_to_receive,
@@ -190,6 +210,9 @@ class Lab:
         self.codec = CheckerCodec(self)
         self.wire: Boundary | None = None  # set by `connect`
         self.aws_calls: list[dict] = []  # every AWS request the kernel made, as the checker served it
+        self.aws_bytes = 0  # what the kernel has sent to this process's moto in all (AWS_MB at most)
+        self.stopped = ""  # why the checker stopped the learner's code (a limit of its own), "" while it has not
+        self.region = settings.REGION  # the region of the kernel's clients (learner_side.aws_client)
         self._kinds: list[tuple[type, str]] = []
         self._session: Any = None
         self._clients: dict[str, Any] = {}
@@ -238,9 +261,11 @@ class Lab:
         try:
             value = self.wire.call("value", name)
         except RemoteError as error:
-            raise AssertionError(f"`{name}` could not be read ({error.type_name})") from None
+            raise AssertionError(f"`{name}` could not be read ({learner_name(error.type_name)})") from None
         if isinstance(value, Opaque):  # an object of the learner's own class could claim to equal anything
-            raise AssertionError(f"`{name}` is a {value.type_name} object, not plain data (text, numbers, lists)")
+            raise AssertionError(
+                f"`{name}` is a {learner_name(value.type_name)} object, not plain data (text, numbers, lists)"
+            )
         return value
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> Any:
@@ -256,7 +281,9 @@ class Lab:
         def call(*args: Any, **kwargs: Any) -> Any:
             result = function(*args, **kwargs)
             if isinstance(result, Opaque):
-                raise AssertionError(f"what {name} returns is a {result.type_name} object, not plain data")
+                raise AssertionError(
+                    f"what {name} returns is a {learner_name(result.type_name)} object, not plain data"
+                )
             return result
 
         call.__name__ = name
@@ -272,6 +299,15 @@ class Lab:
         """Let objects of the package's class `cls` reach the kernel as a copy made from `fields` (their clients
         and clocks still the checker's)."""
         self.rebuilt[cls] = fields
+
+    def accept(self, *classes: type) -> None:
+        """Let values of the package's `classes` (frozen dataclasses, enums) come in from the kernel as themselves."""
+        for cls in classes:
+            if not cls.__module__.startswith("mercadofresco.") or not (
+                issubclass(cls, enum.Enum) or dataclasses.is_dataclass(cls)
+            ):
+                raise ValueError(f"only the package's data classes and enums are accepted; not {cls!r}")
+            self.accepted[f"{cls.__module__}.{cls.__qualname__}"] = cls
 
     def answer(self, model: str, function: Callable[..., Any]) -> None:
         """Answer the kernel's package when its model `model` asks this process's moto (`endpoints.elsewhere`)."""
@@ -315,6 +351,8 @@ class Lab:
         if kind == "gateway_client":
             fields = ("read_timeout_seconds", "max_attempts", "send_idempotency_key")
             return {name: getattr(value, name) for name in fields}
+        if kind == "gateway":
+            return {"clock": value.clock}
         if kind == "invocation":
             return {"consumer": value.consumer, "aws_request_id": value.aws_request_id, "crashes": value.crashes}
         return {}
@@ -358,25 +396,30 @@ class Lab:
     def serve_aws(self, method: str, url: str, headers: dict, body: bytes) -> list:
         """One AWS request from the kernel, answered by this process's moto; the call is kept in `aws_calls`.
 
-        A hook for its action (`aws_hooks`, set by a lab's checks: a model of what moto does not do) gets the
-        request as data and a way to serve a request to moto, and returns the status and the answer.
+        Only the lab's services are served, each at its whole host as AWS names it (`sqs.us-east-1.amazonaws.com`,
+        or the kernel's `.checker.invalid` for it) and at `/`, with the service's own X-Amz-Target: moto routes by
+        URL pattern, and would serve another service for a host that merely starts with a lab's. A hook for the
+        action (`aws_hooks`, set by a lab's checks: a model of what moto does not do) gets the request as data and
+        a way to serve a request to moto, and returns the status and the answer.
         """
-        host = urlparse(str(url)).hostname or ""
-        domain = next((d for d in FORWARDED_DOMAINS if host.endswith(d)), None)
-        service = host.split(".")[0]
-        if domain is None or service not in self.services or type(headers) is not dict or type(body) is not bytes:
-            raise PermissionError(f"the lab's world has no {service or host} (it has {', '.join(self.services)})")
-        real = str(url).replace(host, host[: -len(domain)] + ".amazonaws.com", 1)
+        if method != "POST" or type(headers) is not dict or type(body) is not bytes or type(url) is not str:
+            raise PermissionError("not an AWS request")
         headers = {str(key): str(value) for key, value in headers.items()}
         target = headers.get("X-Amz-Target", "")
+        service = self._service_of(url, target)
+        self.aws_bytes += len(body) + sum(len(key) + len(value) for key, value in headers.items())
+        if self.aws_bytes > AWS_MB << 20:
+            self.stop(f"your code sent more than {AWS_MB} MB to AWS (the checker's limit)")
+            raise BoundaryError(self.stopped)
+        real = f"https://{service}.{self.region}.amazonaws.com/"
         hook = self.aws_hooks.get(target.split(".")[-1])
         if hook is None:
-            status, answer_headers, answer = _moto(str(method), real, headers, body)
+            status, answer_headers, answer = _moto(method, real, headers, body)
         else:
             served: dict = {}
 
             def serve(request: dict) -> tuple[int, dict]:
-                status, served["headers"], answer = _moto(str(method), real, headers, json.dumps(request).encode())
+                status, served["headers"], answer = _moto(method, real, headers, json.dumps(request).encode())
                 return status, json.loads(answer or b"{}")
 
             status, data = hook(json.loads(body or b"{}"), serve)
@@ -385,6 +428,25 @@ class Lab:
             answer_headers = {k: v for k, v in answer_headers.items() if k.lower() != "content-length"}
         self.aws_calls.append(_aws_call(service, target, body, answer))
         return [int(status), answer_headers, answer]
+
+    def _service_of(self, url: str, target: str) -> str:
+        """The lab service `url` and `target` name, or PermissionError: the whole host, the path, the target."""
+        parsed = urlparse(url)
+        hosts = {f"{name}.{self.region}.{domain}": name for name in self.services for domain in FORWARDED_DOMAINS}
+        service = hosts.get(parsed.hostname or "")
+        if parsed.scheme != "https" or service is None or parsed.port or parsed.path not in ("", "/") or parsed.query:
+            shown_host = shown(parsed.hostname or url, 60)
+            raise PermissionError(f"the lab's world has no {shown_host} (it has {', '.join(self.services)})")
+        prefix = self.client(service).meta.service_model.metadata.get("targetPrefix")
+        if (target.split(".")[0] if target else None) != prefix:
+            raise PermissionError(f"{shown(target, 60) or 'a request'} is not a call of {service}")
+        return service
+
+    def stop(self, reason: str) -> None:
+        """Stop the learner's code for `reason` (a limit of the checker's): the connection ends, no check runs after."""
+        self.stopped = self.stopped or reason
+        if self.wire is not None:
+            self.wire.close(self.stopped)
 
     # -- life cycle ------------------------------------------------------------------
     def connect(
@@ -416,7 +478,7 @@ class Lab:
             if peer_uid != uid:
                 sock.close()
                 raise BoundaryError(f"a process of uid {peer_uid}, not the learner's kernel, connected")
-        self.wire = Boundary(sock, self.handle, self.codec, SIDE)
+        self.wire = Boundary(sock, self.handle, self.codec, SIDE, peer="your kernel")
 
     def hang_up(self) -> None:
         if self.wire is not None:
@@ -438,7 +500,7 @@ def _moto(method: str, url: str, headers: dict, body: bytes) -> tuple[int, dict,
     from botocore.compat import HTTPHeaders
     from moto.core.models import botocore_stubber
 
-    request = AWSPreparedRequest(method, url, HTTPHeaders(), body, stream_output=False)
+    request = AWSPreparedRequest(str(method), url, HTTPHeaders(), body, stream_output=False)
     for key, value in headers.items():
         request.headers[key] = value
     answer = botocore_stubber.process_request(request)
@@ -447,6 +509,14 @@ def _moto(method: str, url: str, headers: dict, body: bytes) -> tuple[int, dict,
     status, answer_headers, answer_body = answer
     answer_body = answer_body.encode() if isinstance(answer_body, str) else bytes(answer_body)
     return int(status), {str(k): str(v) for k, v in dict(answer_headers).items()}, answer_body
+
+
+def learner_name(name: str) -> str:
+    """A name the learner chose (their exception's class), as a report may show it: a Python name, cut short."""
+    name = str(name)
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name):
+        return "an exception"
+    return name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 1] + "…"
 
 
 def _is_package_data(value: Any) -> bool:
@@ -461,7 +531,8 @@ def _aws_call(service: str, target: str, request: bytes, answer: bytes) -> dict:
             return None
 
     action = target.split(".")[-1] if target else ""
-    return {"service": service, "action": action, "request": parsed(request), "answer": parsed(answer)}
+    at = dt.datetime.now(dt.UTC)  # the checker's virtual clock, under a check
+    return {"service": service, "action": action, "request": parsed(request), "answer": parsed(answer), "at": at}
 
 
 # -- the checks of one lab -------------------------------------------------------------------
@@ -483,7 +554,7 @@ def run_checks(module: Any, lab: Lab, seconds_each: float, only: tuple[str, ...]
     for check in (c for c in module.CHECKS if not only or c.check in only):
         row = {"role": "checker", "check": check.check, "verdict": False, "reason": ""}
         if gone:
-            yield row | {"reason": f"not run: {gone}"}
+            yield row | {"reason": shown(f"not run: {gone}", REASON_CHARS)}
             continue
         started = time.monotonic()
         lab.wire.timeout_seconds = seconds_each
@@ -494,7 +565,11 @@ def run_checks(module: Any, lab: Lab, seconds_each: float, only: tuple[str, ...]
         except AssertionError as exc:
             row["reason"] = shown(f"AssertionError: {exc or 'a check did not hold'}", REASON_CHARS)
         except BoundaryError as exc:
-            if lab.wire.closed:  # the kernel died or hung up: nothing after this can run
+            stopped = lab.stopped or lab.wire.refused  # a limit of the checker's, or what the kernel sent
+            if stopped:  # the checker hung up: nothing after this can run
+                gone = f"the checker stopped your code during {check.check}: {stopped}"
+                row["reason"] = shown(f"the check did not finish: {stopped}", REASON_CHARS)
+            elif lab.wire.closed:  # the kernel died or hung up: nothing after this can run
                 gone = f"the kernel was gone during {check.check}"
                 row["reason"] = shown(f"the check did not finish: the kernel was gone ({exc})", REASON_CHARS)
             else:  # it did not answer in time: interrupt it, as nbval interrupts a cell, and go on
@@ -502,7 +577,7 @@ def run_checks(module: Any, lab: Lab, seconds_each: float, only: tuple[str, ...]
                 row["reason"] = why if "no answer within" in str(exc) else shown(f"{why}: {exc}", REASON_CHARS)
                 lab.interrupt()
         except RemoteError as error:
-            row["reason"] = shown(f"{error.type_name}: raised by your code", REASON_CHARS)
+            row["reason"] = f"{learner_name(error.type_name)}: raised by your code"
         except Exception as exc:  # the check itself could not run on what the learner's code gave it
             row["reason"] = shown(f"{type(exc).__name__}: the check could not run on it ({exc})", REASON_CHARS)
         except BaseException as exc:  # a ConsumerCrash or the like that escaped: the check fails, grading goes on

@@ -29,9 +29,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import enum
 import importlib
 import socket
 import threading
+from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -95,6 +97,44 @@ class RemoteClock(_Remote):
         return self._call("wait", seconds)
 
 
+class RemoteGateway(_Remote):
+    """The checker's payment gateway (the provider's side): its ledger is the checker's, which the checks read."""
+
+    @property
+    def ledger(self) -> list:
+        return self._call("ledger")
+
+    @property
+    def calls(self) -> int:
+        return self._call("calls")
+
+    def charge(
+        self,
+        pedido_id: str,
+        importe: Any,
+        *,
+        idempotency_key: str | None = None,
+        read_timeout_seconds: float = 30.0,
+        waiter: Any = None,
+    ) -> Any:
+        keywords = {"idempotency_key": idempotency_key, "read_timeout_seconds": read_timeout_seconds}
+        return self._call("charge", pedido_id, importe, waiter=waiter, **keywords)
+
+    def fail_next(self, fault: Any, times: int = 1, retry_after_seconds: float = 5.0) -> None:
+        return self._call("fail_next", fault, times, retry_after_seconds)
+
+    def set_latency(self, latency: Any) -> None:
+        return self._call("set_latency", latency)
+
+    def charges_per_order(self) -> Counter:
+        """How many times each order was charged (from the checker's ledger)."""
+        return Counter(charge.pedido_id for charge in self.ledger)
+
+    def charges_for(self, pedido_id: str) -> list:
+        """Every charge made for one order (from the checker's ledger)."""
+        return [charge for charge in self.ledger if charge.pedido_id == pedido_id]
+
+
 class RemoteGatewayClient(_Remote):
     """The checker's gateway client: a charge reaches the checker's gateway, whose ledger the checks read."""
 
@@ -143,7 +183,8 @@ class RemoteCallback(_Remote):
         return self._call("__call__", *args, **kwargs)
 
 
-PROXIES = {"clock": RemoteClock, "gateway_client": RemoteGatewayClient, "crashes": RemoteCrashes}
+PROXIES = {"clock": RemoteClock, "gateway": RemoteGateway, "gateway_client": RemoteGatewayClient}
+PROXIES |= {"crashes": RemoteCrashes}
 PROXIES |= {"invocation": RemoteInvocation, "bus": RemoteBus, "callback": RemoteCallback}
 
 
@@ -157,6 +198,8 @@ class LearnerCodec(Codec):
     def encode_object(self, value: Any) -> Any:
         if isinstance(value, _Remote):
             return {"$ref": value._ref}
+        if isinstance(value, enum.Enum):  # the package's enums (gateway.Fault) cross by name
+            return {"$enum": type(value).__qualname__, "module": type(value).__module__, "name": value.name}
         if _is_waiter(value):  # the kernel's own Lambda context or task, handed to the checker's gateway
             return {"$waiter": self.keep(value)}
         if callable(value) and not isinstance(value, type):  # a function, a handler object: the checker calls it
@@ -167,7 +210,8 @@ class LearnerCodec(Codec):
             return self.kernel.encode(list(value))
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             fields = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
-            return {"$obj": type(value).__qualname__, "fields": self.kernel.encode(fields)}
+            kind = type(value)
+            return {"$obj": kind.__qualname__, "module": kind.__module__, "fields": self.kernel.encode(fields)}
         return {"$opaque": type(value).__qualname__[:80]}
 
     def keep(self, value: Any) -> int:
@@ -190,6 +234,11 @@ class LearnerCodec(Codec):
             return self.kernel.pg_link(tagged["$pg"], str(tagged["conninfo"]))
         if "$fn" in tagged:
             return self.functions[tagged["$fn"]]
+        if "$enum" in tagged:  # one of the package's enums
+            kind = _package_class(str(tagged.get("module")), str(tagged["$enum"]))
+            if not (isinstance(kind, type) and issubclass(kind, enum.Enum)):
+                raise ValueError(f"unknown enum {tagged['$enum']!r}")
+            return kind[str(tagged["name"])]
         if "$obj" in tagged:  # one of the package's objects (a Charge, a store): rebuilt from its fields
             return _package_class(str(tagged.get("module")), str(tagged["$obj"]))(
                 **self.kernel.decode(tagged["fields"])
@@ -207,7 +256,9 @@ class LearnerSide:
         self._session: Any = None
         self._clients: dict[str, Any] = {}
         self._links: dict[int, Any] = {}
-        self.wire = Boundary(sock, self.handle, self.codec, SIDE, CALL_TIMEOUT_SECONDS, main_lane=MAIN_LANE)
+        self.wire = Boundary(
+            sock, self.handle, self.codec, SIDE, CALL_TIMEOUT_SECONDS, main_lane=MAIN_LANE, peer="the checker"
+        )
 
     def encode(self, value: Any) -> Any:
         from mercadofresco.course.boundary import encode

@@ -65,6 +65,10 @@ EXTRA_LEARNER_CELLS = 10  # cells a learner may add to the lab's and still have 
 # instant); more than this many on average over the window and all the learner's processes are killed.
 CPU_SHARE = 1.6
 CPU_WINDOW_SECONDS = 3.0
+# What the checker holds while it answers one learner's code: its own process (moto, the gateway, the poller) and
+# lab 3's database with its files (in memory, /dev/shm). A learner who makes it hold more (1 GB of DynamoDB items,
+# a table filled by a loop) is stopped like one whose own processes pass their limit. The solutions: ~400 MB.
+CHECKER_MEMORY_MB = 1_024
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,7 @@ class Run:
     stopped: str = ""  # why the grader killed the run: "" (it did not), a sentence otherwise
     peak_mb: float = 0.0  # the learner's processes together, at their largest
     peak_cpus: float = 0.0  # CPUs the learner's processes used together, averaged over CPU_WINDOW_SECONDS
+    checker_peak_mb: float = 0.0  # the checker's process and what it started for this learner, at their largest
     left_behind: list[str] = field(default_factory=list)  # learner processes alive at the end (killed): names
     notes: list[str] = field(default_factory=list)
 
@@ -166,9 +171,9 @@ def run_notebook(
 ) -> Run:
     """Run `notebook` (in the grader's `private` folder) with the kernel set apart as `box` says."""
     jupyter_path = write_kernelspec(cache_dir)
-    record = private / "record.jsonl"
+    record, held = private / "record.jsonl", private / "checker.json"
     record.unlink(missing_ok=True)
-    (private / "plan.json").write_text(json.dumps(plan | {"record": str(record)}))
+    (private / "plan.json").write_text(json.dumps(plan | {"record": str(record), "checker": str(held)}))
     box_path = box.write(private / "sandbox.json")
     (private / "pytest.ini").write_text("[pytest]\naddopts =\n")  # ignore the project's own pytest options
     ipc = ""
@@ -201,11 +206,21 @@ def run_notebook(
             used += watch.scratch_mb(learner[0])
         disk = watch.folder_mb(Path(box.workdir)) if ticks % 4 == 0 else 0.0
         cpus = cpu.sample(time.monotonic(), watch.cpu_seconds(learner))
+        checker_mb = checker_memory_mb(process.pid, held)
         run.peak_mb, run.peak_cpus = max(run.peak_mb, used), max(run.peak_cpus, cpus)
+        run.checker_peak_mb = max(run.checker_peak_mb, checker_mb)
         why = _limit_passed(limits, used, disk, cpus)
         if why and not run.stopped:  # the kernel dies with them; nbval sees a dead kernel and the rest fails
             run.stopped = why
             watch.kill(learner)
+        if checker_mb > CHECKER_MEMORY_MB and not run.stopped:  # the checker and the learner end together
+            run.stopped = (
+                f"the grader's checker held {checker_mb:.0f} MB answering your code (its process and the lab's "
+                f"database together), over its {CHECKER_MEMORY_MB} MB limit"
+            )
+            watch.kill(learner)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
         if time.monotonic() - started > budget:
             run.stopped = run.stopped or f"the notebook ran past its total time limit ({budget:.0f} s)"
             with contextlib.suppress(ProcessLookupError):
@@ -230,6 +245,17 @@ def _limit_passed(limits: Limits, memory_mb: float, disk_mb: float, cpus: float)
             f"(at most {CPU_SHARE:g}: other learners are graded on the same machine)"
         )
     return ""
+
+
+def checker_memory_mb(runner: int, held: Path) -> float:
+    """What the checker holds for one learner, in MB: its process, and the database it started with its files."""
+    pids, folders = [runner], []
+    with contextlib.suppress(OSError, ValueError):
+        told = json.loads(held.read_text())
+        for server in told["pids"]:
+            pids += [server, *watch.descendants(server)]
+        folders = [Path(folder) for folder in told["folders"]]
+    return watch.resident_mb(pids) + sum(watch.folder_mb(folder) for folder in folders)
 
 
 def time_budget(plan: dict, limits: Limits) -> float:
