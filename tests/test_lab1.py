@@ -25,7 +25,7 @@ class FakeRun:
     timeline = [{"event": "received", "detail": "receive #1"}, {"event": "received", "detail": "receive #2"}]
     def charges_per_order(self): return {"PED": Yes("2")}
 
-def visibility_mechanism(aws, clock): return FakeRun()"""
+def visibility_mechanism(aws, clock, provider): return FakeRun()"""
 
 
 @pytest.fixture(scope="module")

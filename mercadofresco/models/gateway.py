@@ -33,6 +33,7 @@ from mercadofresco.errors import MercadoFrescoError, check_range
 from mercadofresco.patterns import backoff, retry, retry_budget, retry_rules
 
 BASELINE_LATENCY_SECONDS = 0.240
+MAX_FAULTS = 1_000  # calls `fail_next` may plan at once
 
 
 class Fault(Enum):
@@ -143,14 +144,18 @@ class PaymentGateway:
     _faults: deque[tuple[Fault, float]] = field(default_factory=deque, repr=False)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.latency, LatencyProfile):  # latency=150 would only fail later, inside a consumer
-            raise TypeError(
-                f"latency must be a LatencyProfile, not {type(self.latency).__name__} {self.latency!r}: use "
-                "gateway.spike_at(start, minutes, latency_seconds) or gateway.LatencyProfile(baseline_seconds=...)"
-            )
+        _check_latency(self.latency)
+
+    def set_latency(self, latency: LatencyProfile) -> None:
+        """From now on, answer as `latency` says (e.g. `spike_at(clock.now(), minutes=10, latency_seconds=150)`)."""
+        _check_latency(latency)
+        self.latency = latency
 
     def fail_next(self, fault: Fault, times: int = 1, retry_after_seconds: float = 5.0) -> None:
         """Make the next `times` calls fail with `fault`."""
+        if not isinstance(fault, Fault):
+            raise TypeError(f"fault must be a gateway.Fault (e.g. gateway.Fault.RESPONSE_LOST), not {fault!r}")
+        check_range("times", times, 0, MAX_FAULTS)
         self._faults.extend([(fault, retry_after_seconds)] * times)
 
     def charge(
@@ -205,6 +210,15 @@ class PaymentGateway:
     def charges_for(self, pedido_id: str) -> list[Charge]:
         """Every charge made for one order."""
         return [charge for charge in self.ledger if charge.pedido_id == pedido_id]
+
+
+def _check_latency(latency: object) -> None:
+    """Refuse what is not a LatencyProfile now: latency=150 would only fail later, inside a consumer."""
+    if not isinstance(latency, LatencyProfile):
+        raise TypeError(
+            f"latency must be a LatencyProfile, not {type(latency).__name__} {latency!r}: use "
+            "gateway.spike_at(start, minutes, latency_seconds) or gateway.LatencyProfile(baseline_seconds=...)"
+        )
 
 
 def wrong_sdk_default(error: BaseException, idempotent: bool, now: dt.datetime | None = None) -> retry_rules.Decision:

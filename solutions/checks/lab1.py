@@ -12,12 +12,14 @@ never see this file.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import functools
 from decimal import Decimal
 
 from mercadofresco import orders, queues, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.course.checker import Check
+from mercadofresco.lessons.delivery.experiments import INCIDENT_ORDER
 from mercadofresco.models import gateway, lambda_poller
 
 CHECKS = [
@@ -126,8 +128,10 @@ class Hook(lambda_poller.CrashPlan):
 
 
 def setup(lab):
-    """What the learner's code may hold of the checker's world: the clock, a gateway client, Lambda's context."""
+    """What the learner's code may hold of the checker's world: the clock, the gateway, Lambda's context."""
     lab.expose("clock", VirtualClock)
+    lab.expose("gateway", gateway.PaymentGateway)  # the experiments' gateway: its ledger is the checker's evidence
+    lab.accept(gateway.Fault, gateway.LatencyProfile, gateway.LatencySpike)  # what the kernel may set it up with
     lab.expose("gateway_client", gateway.GatewayClient)
     lab.expose("invocation", lambda_poller.Invocation)
     lab.expose("crashes", lambda_poller.CrashPlan)
@@ -218,13 +222,35 @@ def item_of(aws, clave):
     return aws.dynamodb.get_item(TableName=world.IDEMPOTENCY_TABLE, Key={"clave": {"S": clave}}).get("Item")
 
 
-def receives_seen(lab, pedido_id):
-    """How many times the checker's own moto handed out a message of `pedido_id` (from the calls it served)."""
-    count = 0
+def order_message_ids(lab, pedido_id, fifo=False):
+    """MessageIds the checker's moto gave the messages sent for `pedido_id` (to a FIFO queue, or to the others)."""
+    ids = []
+    for call in lab.aws_calls:
+        request, answer = call["request"], call["answer"]
+        if call["action"] != "SendMessage" or not isinstance(request, dict) or not isinstance(answer, dict):
+            continue
+        if str(request.get("QueueUrl", "")).endswith(".fifo") == fifo and is_order(
+            request.get("MessageBody"), pedido_id
+        ):
+            ids.append(answer.get("MessageId"))
+    return ids
+
+
+def is_order(body, pedido_id):
+    try:
+        return orders.parse_order(str(body)).pedido_id == pedido_id
+    except orders.MalformedOrderError:
+        return False
+
+
+def deliveries(lab, message_ids):
+    """(instant, MessageId) of each time the checker's moto handed out one of `message_ids`, in order."""
+    handed = []
     for call in lab.aws_calls:
         if call["action"] == "ReceiveMessage" and isinstance(call["answer"], dict):
-            count += sum(pedido_id in str(m.get("Body", "")) for m in call["answer"].get("Messages", []))
-    return count
+            messages = call["answer"].get("Messages") or []
+            handed += [(call["at"], m["MessageId"]) for m in messages if m.get("MessageId") in message_ids]
+    return handed
 
 
 def charges_in(run):
@@ -241,31 +267,60 @@ def receives_in(run):
     return [row.get("detail") for row in timeline if isinstance(row, dict) and row.get("event") == "received"]
 
 
+def experiment(lab, name):
+    """Run the learner's experiment `name` on a fresh world and the checker's own gateway (at normal speed).
+
+    Returns what the learner's function reported (as data) and what the checker measured of the same run: the
+    messages sent for the incident's order, each time its moto handed one out, the charges its gateway made for
+    the order, the gateway's calls, and how long the first charge's call took.
+    """
+    with fresh(lab) as (clock, aws):
+        provider = gateway.PaymentGateway(clock)
+        reported = lab.call(name, aws, clock, provider)
+    pedido = INCIDENT_ORDER.pedido_id
+    sent = order_message_ids(lab, pedido)
+    charged = [charge.cobrado_en for charge in provider.charges_for(pedido)]
+    first_call = dt.timedelta(seconds=provider.latency.latency_at(charged[0]) if charged else 0.0)
+    measured = {"sent": sent, "handed": [at for at, _ in deliveries(lab, set(sent))], "charged": charged}
+    return reported, measured | {"calls": provider.calls, "first_call": first_call}
+
+
+def agrees(name, reported, measured):
+    """The learner's numbers are the checker's: their run's charges and receives of the order."""
+    pedido = INCIDENT_ORDER.pedido_id
+    said = (charges_in(reported).get(pedido, 0), len(receives_in(reported)))
+    seen = (len(measured["charged"]), len(measured["handed"]))
+    assert said == seen, (
+        f"what {name} returned ({said[0]} charges, {said[1]} receives of {pedido}) is not what happened on the "
+        f"grader's gateway and queue ({seen[0]} charges, {seen[1]} receives)"
+    )
+
+
 # -- (a) --------------------------------------------------------------------------------------
 def check_mechanism_visibility(lab):
-    with fresh(lab) as (clock, aws):
-        run = lab.call("visibility_mechanism", aws, clock)
-    charges, receives = charges_in(run), receives_in(run)
-    seen = receives_seen(lab, orders_incident_id())
-    assert max(charges.values(), default=0) >= 2, f"charges per order in your run: {charges}"
-    assert "receive #2" in receives, f"the order was never delivered twice (receives: {receives})"
-    assert seen >= 2, f"the grader's queue handed the order out {seen} time(s), not twice"
+    reported, run = experiment(lab, "visibility_mechanism")
+    charged, handed = run["charged"], run["handed"]
+    assert len(run["sent"]) == 1, f"{len(run['sent'])} messages of the order were sent; the incident had one"
+    assert len(charged) >= 2, f"the grader's gateway charged the order {len(charged)} time(s), not twice"
+    assert len(handed) >= 2, f"the grader's queue handed the order's message out {len(handed)} time(s), not twice"
+    assert run["calls"] <= len(handed), (
+        f"the gateway got {run['calls']} calls in {len(handed)} deliveries: the SDK retried (one attempt only)"
+    )
+    assert handed[1] < charged[0] + run["first_call"], (
+        "the message came back only after the first call had answered: nothing was slower than the visibility"
+    )
+    assert charged[1] >= handed[1], "the second charge came before the second delivery"
+    agrees("visibility_mechanism", reported, run)
 
 
 def check_mechanism_sdk_retries(lab):
-    with fresh(lab) as (clock, aws):
-        run = lab.call("sdk_retry_mechanism", aws, clock)
-    charges, receives = charges_in(run), receives_in(run)
-    seen = receives_seen(lab, orders_incident_id())
-    assert max(charges.values(), default=0) >= 2, f"charges per order in your run: {charges}"
-    assert receives == ["receive #1"], f"the message was delivered more than once (receives: {receives})"
-    assert seen == 1, f"the grader's queue handed the order out {seen} time(s), not once"
-
-
-def orders_incident_id():
-    from mercadofresco.lessons.delivery import experiments
-
-    return experiments.INCIDENT_ORDER.pedido_id
+    reported, run = experiment(lab, "sdk_retry_mechanism")
+    charged, handed = run["charged"], run["handed"]
+    assert len(run["sent"]) == 1, f"{len(run['sent'])} messages of the order were sent; the incident had one"
+    assert len(charged) >= 2, f"the grader's gateway charged the order {len(charged)} time(s), not twice"
+    assert len(handed) == 1, f"the grader's queue handed the order's message out {len(handed)} time(s), not once"
+    assert all(at >= handed[0] for at in charged), "a charge came before the only delivery"
+    agrees("sdk_retry_mechanism", reported, run)
 
 
 # -- (b), (c) -----------------------------------------------------------------------------------
@@ -451,16 +506,22 @@ def check_expired_record_ignored(lab):
 # -- (e) -----------------------------------------------------------------------------------------
 def check_fifo_experiment(lab):
     with fresh(lab) as (clock, aws):
-        result = lab.call("fifo_experiment", aws, clock)
-        fifo_queues = [url for url in aws.sqs.list_queues().get("QueueUrls", []) if url.endswith(".fifo")]
+        provider = gateway.PaymentGateway(clock)
+        result = lab.call("fifo_experiment", aws, clock, provider)
+    pedido = INCIDENT_ORDER.pedido_id
+    sent = order_message_ids(lab, pedido, fifo=True)
+    handed = deliveries(lab, set(sent))
+    entered = len({message_id for _, message_id in handed})  # the copies that ever waited in the FIFO queue
+    charged = len(provider.charges_for(pedido))
     assert isinstance(result, dict), f"fifo_experiment returned {type(result).__name__}, not a dict"
-    assert result.get("copies_waiting_after_resend") == 1, (
-        f"copies waiting: {result.get('copies_waiting_after_resend')}"
-    )
-    assert result.get("charges_after_redelivery") == 2, f"charges: {result.get('charges_after_redelivery')}"
-    sends = [c for c in lab.aws_calls if c["action"] == "SendMessage" and ".fifo" in str(c["request"])]
-    assert fifo_queues and len(sends) >= 2, (
-        "the experiment did not send the order twice to a FIFO queue of the grader's"
+    assert len(sent) >= 2, f"the order was sent {len(sent)} time(s) to a FIFO queue of the grader's, not twice"
+    assert entered == 1, f"{entered} copies of the order reached the grader's FIFO queue"
+    assert len(handed) >= 2, "the grader's FIFO queue never handed the order's message out again"
+    assert charged == 2, f"the grader's gateway charged the order {charged} time(s)"
+    said = (result.get("copies_waiting_after_resend"), result.get("charges_after_redelivery"))
+    assert said == (entered, charged), (
+        f"fifo_experiment says {said[0]} copies waited and {said[1]} charges; the grader's queue and gateway saw "
+        f"{entered} and {charged}"
     )
     answer = lab.value("fifo_would_have")
     assert isinstance(answer, dict), "fifo_would_have is not a dict"
