@@ -6,16 +6,21 @@ learner's kernel only answers calls. These tests show what the kernel can no lon
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import glob
 import json
 import os
 import socket
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from pathlib import Path
 
+import hostile
 import nbformat
 import pytest
 
@@ -234,107 +239,21 @@ def test_the_blank_lab_fails_every_check(tmp_path):
     assert not any(row["verdict"] for row in rows.values())
 
 
-# -- hostile blank labs, graded as root beside a correct one --------------------------------------
-HOSTILE = {
-    "compiler_class": """ip = get_ipython()
-class Blind(type(ip.compile)):
-    def ast_parse(self, source, filename="<unknown>", symbol="exec"):
-        import ast
-        return ast.parse("print('proof')")
-ip.compile.__class__ = Blind""",
-    "audit_hook": """import ast, sys
-def _hook(event, args):
-    if event == "compile" and isinstance(args[0], ast.Module):
-        args[0].body[:] = [ast.Pass()]
-sys.addaudithook(_hook)""",
-    "reply_patched": """from jupyter_client.session import Session
-import ipykernel.kernelbase
-_send = Session.send
-def send(self, stream, msg_or_type, content=None, *args, **kwargs):
-    if isinstance(content, dict) and content.get("status") == "error":
-        count = content.get("execution_count", 0)
-        content = {"status": "ok", "execution_count": count, "user_expressions": {}, "payload": []}
-    return _send(self, stream, msg_or_type, content, *args, **kwargs)
-Session.send = send
-ipykernel.kernelbase.Kernel.send_response = lambda self, *args, **kwargs: None""",
-    "objects_rewritten": """import ctypes, gc
-from mercadofresco.course import boundary, checker
-from mercadofresco.models import gateway
-boundary.encode.__code__ = (lambda value, codec, depth=0: True).__code__  # every answer becomes true
-for obj in gc.get_objects():
-    if isinstance(obj, gateway.PaymentGateway):
-        obj.ledger.clear()
-checker.run_checks = lambda *args, **kwargs: iter([{"check": "x", "verdict": True}])
-ctypes.memset(id(0) + 24, 0, 0)""",
-    "thread_and_signal": """import gc, json, signal, threading, time
-def _forge():
-    for _ in range(400):
-        for obj in gc.get_objects():
-            if type(obj).__name__ == "Boundary":
-                for n in range(1, 200):
-                    try:
-                        obj._send({"lane": "c1", "id": n, "result": {"passed": True}})
-                    except BaseException:
-                        return
-        time.sleep(0.01)
-threading.Thread(target=_forge, daemon=True).start()
-signal.signal(signal.SIGALRM, lambda *args: print("verdict: passed"))
-signal.setitimer(signal.ITIMER_REAL, 0.05, 0.05)""",
-    "forged_kernel": """import json, socket
-from mercadofresco.course import learner_side
-def _forged(namespace, path):
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.connect(path)
-    for line in sock.makefile("rb"):
-        call = json.loads(line)
-        reply = {"lane": call["lane"], "id": call["id"], "result": {"passed": True, "verdict": True}}
-        sock.sendall((json.dumps(reply) + "\\n").encode())
-learner_side.serve = _forged""",
-}
-EXITS_MID_CHECK = """import os
-def {name}(*args, **kwargs):
-    os._exit(3)"""
-# Labs 2 and 3 share the grader's mechanism with lab 1: a few of the attacks above, and their own.
-ATTACKS = {
-    "lab1": sorted(HOSTILE),
-    "lab2": ["audit_hook", "forged_kernel", "objects_rewritten"],
-    "lab3": ["audit_hook", "forged_kernel", "objects_rewritten"],
-}
-FIRST_FUNCTION = {"lab1": "build_handler", "lab2": "inspect_dlq", "lab3": "create_schema"}
-LAB3_ATTACKS = {
-    # the kernel asks the grader's database for its owner, through the relay it was given
-    "db_owner": """import psycopg
-def create_schema(conn):
-    owner = psycopg.connect(host=conn.info.host, port=conn.info.port, dbname="postgres", user="postgres")
-    owner.execute("ALTER ROLE mf_learner SUPERUSER")""",
-    # orders that are not a table: a view the grader's owner would run when it reads
-    "view_for_orders": """def create_schema(conn):
-    conn.execute("CREATE TABLE outbox (id bigint, agregado_id text, publicado boolean)")
-    conn.execute("CREATE VIEW pedidos AS SELECT agregado_id AS pedido_id FROM outbox")""",
-    # a trigger that tries to make the learner's role a superuser when someone writes to outbox
-    "trigger_escalation": """def create_schema(conn):
-    conn.execute("CREATE TABLE pedidos (pedido_id text PRIMARY KEY, importe numeric, creado_en timestamptz)")
-    conn.execute("CREATE TABLE outbox (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, tipo_agregado text,"
-                 " agregado_id text, tipo_evento text, payload jsonb, creado_en timestamptz,"
-                 " publicado boolean NOT NULL DEFAULT false, publicado_en timestamptz)")
-    conn.execute("CREATE FUNCTION up() RETURNS trigger LANGUAGE plpgsql AS "
-                 "$$ BEGIN ALTER ROLE mf_learner SUPERUSER; RETURN NEW; END $$")
-    conn.execute("CREATE TRIGGER up BEFORE INSERT ON outbox FOR EACH ROW EXECUTE FUNCTION up()")""",
-}
-
-
+# -- hostile notebooks, graded as root beside a correct one (tests/hostile.py) ------------------------------------
 LABS_GRADED = ("lab1", "lab2", "lab3")
 
 
 def _grade_hostile(lab: str, folder: Path) -> dict:
-    blank = labs.handed_out(lab)
-    attacks = {name: HOSTILE[name] for name in ATTACKS[lab]} | (LAB3_ATTACKS if lab == "lab3" else {})
-    attacks["exits_mid_check"] = EXITS_MID_CHECK.format(name=FIRST_FUNCTION[lab])
-    for name, source in attacks.items():
-        notebook = nbformat.from_dict(json.loads(json.dumps(blank)))
+    """Every hostile notebook of `lab` and the solution, graded two at a time: each learner's report."""
+    blank, solution = labs.handed_out(lab), nbformat.read(ROOT / "solutions" / labs.lab_file(lab), as_version=4)
+    notebooks = {name: (blank, source) for name, source in hostile.BLANK_ATTACKS[lab].items()}
+    notebooks |= {name: (solution, source) for name, source in hostile.KEEPS_FULL_MARKS.get(lab, {}).items()}
+    notebooks |= {name: (blank, source) for name, (source, _) in hostile.STOPPED_BY.get(lab, {}).items()}
+    for name, (base, source) in notebooks.items():
+        notebook = nbformat.from_dict(json.loads(json.dumps(base)))
         notebook.cells.append(nbformat.v4.new_code_cell(source))
         nbformat.write(notebook, folder / f"{name}.ipynb")
-    nbformat.write(nbformat.read(ROOT / "solutions" / labs.lab_file(lab), as_version=4), folder / "zz_correct.ipynb")
+    nbformat.write(solution, folder / "zz_correct.ipynb")
     return {report.learner: report for report in grading.grade(folder, lab, jobs=2)}
 
 
@@ -349,27 +268,184 @@ def every_hostile(tmp_path_factory) -> dict:
 
 
 @pytest.fixture(scope="module", params=LABS_GRADED)
-def hostile(request, every_hostile):
-    return every_hostile[request.param]
+def graded(request, every_hostile):
+    return request.param, every_hostile[request.param]
 
 
-def test_every_hostile_blank_lab_scores_nothing(hostile):
-    scored = {name: report.score for name, report in hostile.items() if name != "zz_correct" and report.score}
-    assert scored == {}, {name: [(r.check, r.reason) for r in hostile[name].checks if r.passed] for name in scored}
+def test_every_hostile_blank_lab_scores_nothing(graded):
+    lab, reports = graded
+    blank = set(hostile.BLANK_ATTACKS[lab]) | set(hostile.STOPPED_BY.get(lab, {}))
+    scored = {name: reports[name].score for name in blank if reports[name].score}
+    assert scored == {}, {name: [(r.check, r.reason) for r in reports[name].checks if r.passed] for name in scored}
 
 
-def test_the_correct_learner_graded_beside_them_scores_full_marks(hostile):
-    report = hostile["zz_correct"]
+def test_the_correct_learner_graded_beside_them_scores_full_marks(graded):
+    _, reports = graded
+    report = reports["zz_correct"]
     assert report.score == report.max_score, [(r.check, r.reason) for r in report.checks if not r.passed]
 
 
-def test_a_kernel_that_exits_mid_check_fails_that_check_and_every_one_after(hostile):
-    reasons = [result.reason for result in hostile["exits_mid_check"].checks]
+def test_what_tries_to_run_with_the_graders_rights_changes_no_mark_and_escapes_nothing(graded):
+    """Lab 3's database objects around the solution's tables, and an escape tried before every step of it."""
+    lab, reports = graded
+    for name in hostile.KEEPS_FULL_MARKS.get(lab, {}):
+        report = reports[name]
+        assert report.score == report.max_score, (name, [(r.check, r.reason) for r in report.checks if not r.passed])
+    assert not glob.glob(hostile.MARKER + "*"), "SQL of a learner's ran a program or wrote a file on the grader's host"
+
+
+def test_the_cast_that_once_ran_as_the_superuser_is_refused_with_its_reason(graded):
+    lab, reports = graded
+    if lab == "lab3":
+        reasons = {result.reason for result in reports["cast_escalation"].checks}
+        assert any("outbox.publicado has the type" in reason and "sino" in reason for reason in reasons), reasons
+
+
+def test_a_kernel_that_makes_the_checker_wait_or_grow_is_stopped_at_once_with_the_limit_named(graded):
+    lab, reports = graded
+    for name, (_, words) in hostile.STOPPED_BY.get(lab, {}).items():
+        reasons = [result.reason for result in reports[name].checks]
+        assert any(words in reason for reason in reasons + reports[name].notes), (name, reasons)
+        assert reasons[-1].startswith("not run"), (name, reasons[-1])
+
+
+def test_what_the_checker_read_from_disk_reaches_no_report(graded):
+    """The cast attack once read solutions/checks/lab3.py with pg_read_file, and slices of it reached report.json."""
+    _, reports = graded
+    written = json.dumps([dataclasses.asdict(report) for report in reports.values()])
+    checks = [line.strip() for line in CHECKS.with_name("lab3.py").read_text().splitlines()]
+    assert [line for line in checks if len(line) > 30 and line in written] == []
+    hostname = Path("/etc/hostname").read_text().strip()
+    assert len(hostname) < 8 or hostname not in written
+
+
+def test_a_kernel_that_exits_mid_check_fails_that_check_and_every_one_after(graded):
+    _, reports = graded
+    reasons = [result.reason for result in reports["exits_mid_check"].checks]
     assert any("kernel was gone" in reason for reason in reasons)
     assert reasons[-1].startswith("not run: the kernel was gone")
 
 
-def test_a_kernel_whose_serve_cell_was_emptied_is_reported_when_the_cell_ends_not_after_the_wait(hostile):
+def test_a_kernel_whose_serve_cell_was_emptied_is_reported_when_the_cell_ends_not_after_the_wait(graded):
     """The audit hook blanks every cell the grader sends: the grader sees the cell end and stops waiting then."""
-    reasons = {result.reason for result in hostile["audit_hook"].checks}
+    _, reports = graded
+    reasons = {result.reason for result in reports["audit_hook"].checks}
     assert reasons == {f"not run: {checker.SERVE_CELL_ENDED}"}, reasons
+
+
+# -- the boundary fails fast and stays small (issue 46) --------------------------------------------
+def _raw_pair(handle):
+    """The checker's side of a wire and the raw socket a forged kernel writes to."""
+    left, right = socket.socketpair()
+    lab = checker.Lab()
+    wire = boundary.Boundary(left, handle or lab.handle, lab.codec, "c", timeout_seconds=20, peer="your kernel")
+    return wire, right
+
+
+def test_a_reply_nested_too_deep_closes_the_wire_at_once_and_every_later_call_fails_at_once():
+    wire, kernel = _raw_pair(lambda name, args: None)
+    threading.Thread(
+        target=lambda: (kernel.recv(4096), kernel.sendall(b"[" * 100_000 + b"]" * 100_000 + b"\n"))
+    ).start()
+    started = time.monotonic()
+    with pytest.raises(boundary.BoundaryError, match="your kernel sent a message that cannot be read"):
+        wire.call("value", "more_likely")
+    with pytest.raises(boundary.BoundaryError, match="RecursionError"):
+        wire.call("value", "because")
+    assert time.monotonic() - started < 2, "a call waited out its timeout on a dead reader"
+    assert wire.refused
+
+
+def test_a_kernel_that_opens_a_thousand_lanes_is_cut_off_at_the_limit_with_few_threads():
+    wire, kernel = _raw_pair(lambda name, args: time.sleep(0.5))
+    before = threading.active_count()
+    calls = b"".join(
+        json.dumps({"lane": f"k{n}", "id": 1, "call": "anything", "args": []}).encode() + b"\n" for n in range(1_000)
+    )
+    kernel.sendall(calls)
+    deadline = time.monotonic() + 5
+    while not wire.closed and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert wire.refused == f"your kernel opened more than {boundary.MAX_LANES} lanes at once (the limit)"
+    assert threading.active_count() - before <= boundary.MAX_LANES + 1
+    with pytest.raises(boundary.BoundaryError, match="lanes at once"):
+        wire.call("value", "more_likely")
+
+
+def test_lanes_used_one_after_another_keep_few_threads():
+    """The poller starts a thread per invocation: lanes come and go, and each lane's thread ends when it is idle."""
+    checker_side, kernel_side = _pair(lambda name, args: args[0], lambda name, args: None)
+    for n in range(3 * boundary.MAX_LANES):  # more lanes in all than the limit, never more than one at once
+        thread = threading.Thread(target=lambda n=n: kernel_side.call("echo", n))
+        thread.start()
+        thread.join()
+    assert not checker_side.closed
+    assert len(checker_side._pool._threads) <= 2  # the pool's threads, reused
+
+
+def test_the_learners_exception_is_never_taken_for_one_the_checker_threw():
+    """Tokens were numbers from each side's own counter: the kernel's NameError once came back as the checker's
+    PermissionError (same number, same lane). Each side's token now starts with its own letter."""
+
+    def checker_handle(name, args):
+        raise PermissionError("'ledger' is not something the learner's code may call here")
+
+    def kernel_handle(name, args):
+        if name == "first":
+            with contextlib.suppress(boundary.RemoteError):
+                kernel_side.call("refused")  # the checker throws into lane c1 and keeps its exception
+            return None
+        raise NameError("`fix_order` is not defined")
+
+    checker_side, kernel_side = _pair(checker_handle, kernel_handle)
+    checker_side.call("first")
+    with pytest.raises(boundary.RemoteError) as raised:
+        checker_side.call("value", "fix_order")
+    assert raised.value.type_name == "NameError"
+
+
+@pytest.mark.parametrize(
+    "url, target",
+    [
+        ("https://sqs.s3.eu-south-2.amazonaws.com/", "AmazonSQS.ListQueues"),  # moto would route it to S3
+        ("https://s3.eu-south-2.checker.invalid/", "AmazonSQS.ListQueues"),
+        ("https://sqs.eu-south-2.amazonaws.com/moto-api/reset", "AmazonSQS.ListQueues"),
+        ("https://sqs.eu-south-2.amazonaws.com:8443/", "AmazonSQS.ListQueues"),
+        ("http://sqs.eu-south-2.checker.invalid/", "AmazonSQS.ListQueues"),
+        ("https://sqs.us-east-1.checker.invalid/", "AmazonSQS.ListQueues"),  # another region: another world
+        ("https://sqs.eu-south-2.checker.invalid/", "DynamoDB_20120810.ListTables"),
+        ("https://sqs.eu-south-2.checker.invalid/?Action=ListQueues", "AmazonSQS.ListQueues"),
+        ("https://kms.eu-south-2.checker.invalid/", "TrentService.ListKeys"),
+    ],
+)
+def test_a_request_for_anything_but_the_labs_services_is_refused_whatever_its_host_starts_with(url, target):
+    lab = checker.Lab(("sqs", "dynamodb"))
+    with checker.world_of_the_checker(), pytest.raises(PermissionError):
+        lab.serve_aws("POST", url, {"X-Amz-Target": target}, b"{}")
+    assert lab.aws_calls == []
+
+
+def test_a_request_of_a_labs_service_at_its_own_host_is_served():
+    lab = checker.Lab(("sqs",))
+    with checker.world_of_the_checker():
+        status, _, _ = lab.serve_aws(
+            "POST", "https://sqs.eu-south-2.checker.invalid/", {"X-Amz-Target": "AmazonSQS.ListQueues"}, b"{}"
+        )
+    assert status == 200 and lab.aws_calls[0]["action"] == "ListQueues"
+
+
+def test_the_checker_stops_a_kernel_that_sends_more_than_its_limit_to_aws():
+    lab = checker.Lab(("dynamodb",))
+    item = json.dumps({"TableName": "t", "Item": {"clave": {"S": "x" * 390_000}}}).encode()
+    target = {"X-Amz-Target": "DynamoDB_20120810.PutItem"}
+    with checker.world_of_the_checker(), pytest.raises(boundary.BoundaryError, match="more than 64 MB"):
+        for _ in range(1_000):
+            lab.serve_aws("POST", "https://dynamodb.eu-south-2.checker.invalid/", target, item)
+    assert lab.stopped == f"your code sent more than {checker.AWS_MB} MB to AWS (the checker's limit)"
+    assert len(lab.aws_calls) < (checker.AWS_MB << 20) / 390_000 + 1
+
+
+def test_a_name_the_learner_chose_reaches_a_report_cut_short_and_only_as_a_name():
+    assert checker.learner_name("NameError") == "NameError"
+    assert len(checker.learner_name("E" * 80)) == checker.NAME_CHARS
+    assert checker.learner_name("Error\x1b[2J; rm -rf /") == "an exception"
