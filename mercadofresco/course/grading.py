@@ -155,7 +155,7 @@ def _run(
 ) -> nbrun.Run:
     """Run the assembled notebook in a private folder and a working copy of its own, both removed afterwards."""
     private = Path(tempfile.mkdtemp(prefix="private-", dir=setting.base))  # mode 700, the grader's only
-    workdir = nbrun.prepare_workdir(setting.base, user, setting.fonts)
+    workdir = sb.prepare_workdir(setting.base, user, setting.fonts)
     try:
         target = private / "notebook.ipynb"  # a name every test runner takes, whatever the learner's file is called
         nbformat.write(graded, target)
@@ -175,8 +175,8 @@ def _run(
         plan_data["only"] = list(setting.only)
         run = nbrun.run_notebook(target, setting.limits, plan_data, box, private)
     finally:
-        nbrun.remove(private)
-        nbrun.remove(workdir)
+        sb.remove(private)
+        sb.remove(workdir)
     return run
 
 

@@ -23,7 +23,6 @@ import contextlib
 import json
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
@@ -67,7 +66,7 @@ CPU_SHARE = 1.6
 CPU_WINDOW_SECONDS = 3.0
 # What the checker holds while it answers one learner's code: its own process (moto, the gateway, the poller) and
 # lab 3's database with its files (in memory, /dev/shm). A learner who makes it hold more (1 GB of DynamoDB items,
-# a table filled by a loop) is stopped like one whose own processes pass their limit. The solutions: ~400 MB.
+# a table filled by a loop) is stopped like one whose own processes pass their limit. The solutions: 110-270 MB.
 CHECKER_MEMORY_MB = 1_024
 
 
@@ -206,7 +205,7 @@ def run_notebook(
             used += watch.scratch_mb(learner[0])
         disk = watch.folder_mb(Path(box.workdir)) if ticks % 4 == 0 else 0.0
         cpus = cpu.sample(time.monotonic(), watch.cpu_seconds(learner))
-        checker_mb = checker_memory_mb(process.pid, held)
+        checker_mb = watch.held_by_checker_mb(process.pid, held)
         run.peak_mb, run.peak_cpus = max(run.peak_mb, used), max(run.peak_cpus, cpus)
         run.checker_peak_mb = max(run.checker_peak_mb, checker_mb)
         why = _limit_passed(limits, used, disk, cpus)
@@ -247,17 +246,6 @@ def _limit_passed(limits: Limits, memory_mb: float, disk_mb: float, cpus: float)
     return ""
 
 
-def checker_memory_mb(runner: int, held: Path) -> float:
-    """What the checker holds for one learner, in MB: its process, and the database it started with its files."""
-    pids, folders = [runner], []
-    with contextlib.suppress(OSError, ValueError):
-        told = json.loads(held.read_text())
-        for server in told["pids"]:
-            pids += [server, *watch.descendants(server)]
-        folders = [Path(folder) for folder in told["folders"]]
-    return watch.resident_mb(pids) + sum(watch.folder_mb(folder) for folder in folders)
-
-
 def time_budget(plan: dict, limits: Limits) -> float:
     """Seconds the whole notebook may take: the kernel's start, then each cell's timeout and a margin.
 
@@ -294,26 +282,6 @@ def matplotlib_cache(cache_dir: Path = CACHE_DIR) -> Path:
         env = dict(os.environ, MPLCONFIGDIR=str(folder))
         subprocess.run([sys.executable, "-c", "import matplotlib.font_manager"], env=env, check=False, timeout=300)
     return folder
-
-
-def prepare_workdir(base: Path, box_user: tuple[str, int, int] | None, fonts: Path | None = None) -> Path:
-    """A fresh working copy for one learner under `base`, owned by the learner's user (if any)."""
-    workdir = base / f"l-{secrets.token_hex(6)}"  # short: unix socket paths inside it stay under 108 bytes
-    workdir.mkdir(mode=0o700)
-    if fonts is not None:
-        shutil.copytree(fonts, workdir / ".matplotlib")
-    if box_user is not None:
-        for path in [workdir, *workdir.rglob("*")]:
-            os.chown(path, box_user[1], box_user[2])
-    return workdir
-
-
-def remove(path: Path) -> None:
-    """Remove a working copy, whatever the learner left (shutil.rmtree recurses: 3,000 nested folders break it)."""
-    try:
-        shutil.rmtree(path, ignore_errors=True)
-    except RecursionError:
-        subprocess.run(["rm", "-rf", "--one-file-system", str(path)], check=False, capture_output=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,6 +24,7 @@ import json
 import os
 import pwd
 import resource
+import secrets
 import shutil
 import stat
 import subprocess
@@ -261,3 +262,23 @@ def _cover(libc: ctypes.CDLL, folder: Path, kept: list[Path]) -> None:
 def _outermost(paths: list[Path]) -> list[Path]:
     """`paths` without those inside another of them, sorted."""
     return sorted({p for p in paths if not any(q != p and p.is_relative_to(q) for q in paths)})
+
+
+def prepare_workdir(base: Path, box_user: tuple[str, int, int] | None, fonts: Path | None = None) -> Path:
+    """A fresh working copy for one learner under `base`, owned by the learner's user (if any)."""
+    workdir = base / f"l-{secrets.token_hex(6)}"  # short: unix socket paths inside it stay under 108 bytes
+    workdir.mkdir(mode=0o700)
+    if fonts is not None:
+        shutil.copytree(fonts, workdir / ".matplotlib")
+    if box_user is not None:
+        for path in [workdir, *workdir.rglob("*")]:
+            os.chown(path, box_user[1], box_user[2])
+    return workdir
+
+
+def remove(path: Path) -> None:
+    """Remove a working copy, whatever the learner left (shutil.rmtree recurses: 3,000 nested folders break it)."""
+    try:
+        shutil.rmtree(path, ignore_errors=True)
+    except RecursionError:
+        subprocess.run(["rm", "-rf", "--one-file-system", str(path)], check=False, capture_output=True)

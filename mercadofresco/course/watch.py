@@ -11,6 +11,7 @@ kernel apart; this module only looks at it from outside.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -133,6 +134,18 @@ class CpuWatch:
         if now - self.samples[0][0] < self.full_after:
             return 0.0
         return sum(s for _, s in self.samples[1:]) / (now - self.samples[0][0])
+
+
+def held_by_checker_mb(runner: int, told: Path) -> float:
+    """What the grader's checker holds for one learner, in MB: its process (`runner`), and what it said in `told`
+    it started for that learner (lab 3's database: its processes, and its files, which are memory in /dev/shm)."""
+    pids, folders = [runner], []
+    with contextlib.suppress(OSError, ValueError):
+        said = json.loads(told.read_text())
+        for server in said["pids"]:
+            pids += [server, *descendants(server)]
+        folders = [Path(folder) for folder in said["folders"]]
+    return resident_mb(pids) + sum(folder_mb(folder) for folder in folders)
 
 
 def peak_address_space_mb(pid: int) -> float:
