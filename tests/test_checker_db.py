@@ -5,13 +5,17 @@ from __future__ import annotations
 import grp
 import os
 import pwd
+import socket
 import subprocess
+import threading
+import time
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from mercadofresco.course import checker_db
+from mercadofresco.course import checker_db, sandbox
+from mercadofresco.runtime import database_relay
 
 PRIVILEGED_GROUPS = ("root", "sudo", "adm", "wheel", "shadow", "disk", "docker", "staff")
 
@@ -235,3 +239,41 @@ def test_the_relay_admits_only_the_learners_uid(database, monkeypatch):
     monkeypatch.setattr(database, "_uid", 65534)  # the learner's user; this test runs as another one
     with pytest.raises(psycopg.OperationalError, match="is not the learner's kernel"):
         psycopg.connect(database.conninfo())
+
+
+def test_the_relay_serves_a_few_connections_at_once_and_closes_one_that_never_speaks(database, monkeypatch):
+    """3,000 silent connections once gave the root checker 3,010 threads, each waiting for ever."""
+    monkeypatch.setattr(database_relay, "STARTUP_SECONDS", 0.5)
+    path = database.relay.folder / f".s.PGSQL.{database_relay.PORT}"
+    before = threading.active_count()
+    silent = []
+    for _ in range(200):
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        connection.connect(str(path))
+        silent.append(connection)
+    time.sleep(0.1)
+    assert threading.active_count() - before <= checker_db.MAX_SESSIONS + 2
+    assert f"more than {checker_db.MAX_SESSIONS} connections at once" in database.relay.refused
+    time.sleep(1.0)  # the silent ones are closed after STARTUP_SECONDS: the learner's role connects again
+    for connection in silent:
+        connection.close()
+    with psycopg.connect(database.conninfo()) as again:
+        assert again.execute("SELECT 1").fetchone() == (1,)
+
+
+def test_a_cancel_request_is_admitted_by_its_peer_like_any_connection(database, monkeypatch):
+    monkeypatch.setattr(database, "_uid", 65534)  # the learner's user; this test runs as another one
+    assert "is not the learner's kernel" in database._admit(_unix_pair(), None)
+    monkeypatch.setattr(database, "_uid", None)
+    assert database._admit(_unix_pair(), None) == ""
+
+
+def _unix_pair():
+    left, _right = socket.socketpair()
+    return left
+
+
+def test_the_grader_refuses_a_working_copy_whose_folder_of_sockets_is_not_its_own(tmp_path):
+    (tmp_path / sandbox.GRADER_FOLDER).symlink_to(tmp_path)
+    with pytest.raises(sandbox.SandboxError, match="not the grader's folder"):
+        sandbox.grader_folder(tmp_path)

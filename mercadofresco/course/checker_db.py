@@ -41,12 +41,14 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from mercadofresco.course import sandbox
 from mercadofresco.runtime import database
 from mercadofresco.runtime.database_relay import Relay
 
 ROLE = "mf_learner"
 READER = "mf_reader"  # the checker's reads: SELECT on the lab's tables, nothing else
-SOCKET_DIR = ".pg"  # in the learner's working copy; libpq looks for .s.PGSQL.<port> in it
+SOCKET_DIR = "pg"  # in the grader's folder of the working copy; libpq looks for .s.PGSQL.<port> in it
+MAX_SESSIONS = 16  # the learner's connections at once (the solution holds 4); one more is turned away
 STATEMENT_TIMEOUT_MS = 10_000  # a learner's query that never ends is stopped by the server
 READ_TIMEOUT_MS = 5_000  # a read of the checker's: only a learner's function it reaches could make it slow
 TEMP_FILE_MB = 256  # a learner's sort or hash that spills to disk stops there (the server's files are memory)
@@ -214,17 +216,23 @@ class LabDatabase:
 
     # -- the relay ----------------------------------------------------------------------------------
     def serve(self, workdir: Path, uid: int | None) -> None:
-        """Relay <workdir>/.pg/.s.PGSQL.5432 to the server, for the learner's kernel."""
+        """Relay <workdir>/.grader/pg/.s.PGSQL.5432 to the server, for the learner's kernel."""
         self._uid = uid
-        self.relay = Relay(self.db.url, workdir / SOCKET_DIR, admit=self._admit, on_death=self.kill_learner)
+        folder = sandbox.grader_folder(workdir) / SOCKET_DIR
+        self.relay = Relay(self.db.url, folder, admit=self._admit, on_death=self.kill_learner, sessions=MAX_SESSIONS)
         self.relay.folder.chmod(0o755)
 
-    def _admit(self, client: socket.socket, startup: dict[str, str]) -> str:
-        """Why this connection may not reach the server ("" if it may): the learner's kernel, as the role."""
+    def _admit(self, client: socket.socket, startup: dict[str, str] | None) -> str:
+        """Why this connection may not reach the server ("" if it may): the learner's kernel, as the role.
+
+        A cancel request (`startup` None) carries no role: the kernel's own may go, no one else's.
+        """
         if self._uid is not None:
             _, peer_uid, _ = struct.unpack("3i", client.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
             if peer_uid != self._uid:
                 return f"a process of uid {peer_uid} is not the learner's kernel"
+        if startup is None:
+            return ""
         if startup.get("user") != ROLE:
             return f"only the role {ROLE} may connect here"
         if startup.get("replication"):

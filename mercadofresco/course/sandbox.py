@@ -49,6 +49,7 @@ SYSTEM_DIRS |= {"sys", "tmp", "usr", "var"}
 CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWIPC = 0x00020000, 0x40000000, 0x08000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 4096, 16384, 1 << 18
 PR_SET_NO_NEW_PRIVS = 38
+GRADER_FOLDER = ".grader"  # in the working copy: the checker's sockets, which the learner's kernel may not change
 
 
 class SandboxError(OSError):
@@ -265,15 +266,38 @@ def _outermost(paths: list[Path]) -> list[Path]:
 
 
 def prepare_workdir(base: Path, box_user: tuple[str, int, int] | None, fonts: Path | None = None) -> Path:
-    """A fresh working copy for one learner under `base`, owned by the learner's user (if any)."""
+    """A fresh working copy for one learner under `base`, with the grader's folder in it (`grader_folder`).
+
+    With a learner's user, the copy is root's, the learner's group may write in it, and it has the sticky bit: the
+    learner owns what it makes there, and cannot rename, remove or replace what it does not (the grader's folder).
+    A symlink planted where the grader later made its socket folder once had the root grader chmod a folder of
+    the host's.
+    """
     workdir = base / f"l-{secrets.token_hex(6)}"  # short: unix socket paths inside it stay under 108 bytes
     workdir.mkdir(mode=0o700)
     if fonts is not None:
         shutil.copytree(fonts, workdir / ".matplotlib")
     if box_user is not None:
-        for path in [workdir, *workdir.rglob("*")]:
+        for path in workdir.rglob("*"):
             os.chown(path, box_user[1], box_user[2])
+        os.chown(workdir, 0, box_user[2])
+        os.chmod(workdir, 0o1770)
+    (workdir / GRADER_FOLDER).mkdir(mode=0o755)
     return workdir
+
+
+def grader_folder(workdir: Path) -> Path:
+    """The grader's folder in `workdir` (its sockets), refused unless it is the grader's own, untouched.
+
+    The learner's kernel may read it (connect to a socket there) but not change it; a symlink, or a folder of
+    another owner, means the working copy is not as the grader made it.
+    """
+    folder = workdir / GRADER_FOLDER
+    folder.mkdir(mode=0o755, exist_ok=True)
+    info = folder.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        raise SandboxError(f"{folder} is not the grader's folder as the grader made it")
+    return folder
 
 
 def remove(path: Path) -> None:

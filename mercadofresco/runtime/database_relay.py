@@ -13,8 +13,11 @@ before the COMMIT.
 
 `admit(client, params)` may refuse a connection by its startup parameters
 (user, database) or its peer (the grader admits the learner's kernel only,
-as one role); `on_death()` runs when the relay kills its sessions. PostgreSQL's
-wire protocol: https://www.postgresql.org/docs/current/protocol-flow.html
+as one role); a cancel request, which names no user, is admitted or not with
+`params` None. `on_death()` runs when the relay kills its sessions. At most
+`sessions` connections are relayed at once (one more is closed at once), and a
+client has STARTUP_SECONDS to say who it is. PostgreSQL's wire protocol:
+https://www.postgresql.org/docs/current/protocol-flow.html
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ PORT = 5432
 PROTOCOL_3 = 196608
 SSL_REQUEST, GSSENC_REQUEST, CANCEL_REQUEST = 80877103, 80877104, 80877102
 MAX_STARTUP_BYTES = 10_000
+MAX_REFUSALS_KEPT = 100  # why connections were turned away, the first ones
+STARTUP_SECONDS = 5.0  # for a client to send its startup message; one that says nothing is closed
 
 
 class Relay:
@@ -41,8 +46,9 @@ class Relay:
         self,
         url: str,
         folder: Path,
-        admit: Callable[[socket.socket, dict[str, str]], str] | None = None,
+        admit: Callable[[socket.socket, dict[str, str] | None], str] | None = None,
         on_death: Callable[[], None] | None = None,
+        sessions: int = 64,
     ) -> None:
         params = conninfo_to_dict(url)
         self.params = {key: params[key] for key in ("dbname", "user") if key in params}
@@ -55,6 +61,8 @@ class Relay:
         self.dead = False
         self.deaths = 0
         self.refused: list[str] = []  # why a connection was turned away
+        self._open = threading.BoundedSemaphore(sessions)  # a slot for each connection relayed (or starting)
+        self.most_sessions = sessions
         self._sessions: set[socket.socket] = set()
         self._lock = threading.Lock()
         folder.mkdir(exist_ok=True)
@@ -102,16 +110,22 @@ class Relay:
                 client, _ = listener.accept()
             except OSError:
                 return  # closed
+            if not self._open.acquire(blocking=False):  # a thread each: never more than `sessions` of them
+                self._refuse(f"more than {self.most_sessions} connections at once")
+                client.close()
+                continue
             threading.Thread(target=self._session, args=(client,), daemon=True).start()
 
     def _session(self, client: socket.socket) -> None:
         server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
+            client.settimeout(STARTUP_SECONDS)
             why, startup = self._startup(client)
+            client.settimeout(None)
             if not why and self.dead:
                 why = "the process that held this connection has died; a new one starts with the next call"
             if why:
-                self.refused.append(why)
+                self._refuse(why)
                 client.sendall(_error_message(why))
                 return
             server.connect(self.upstream)
@@ -129,6 +143,11 @@ class Relay:
                 each.close()
             with self._lock:
                 self._sessions -= {client, server}
+            self._open.release()
+
+    def _refuse(self, why: str) -> None:
+        if len(self.refused) < MAX_REFUSALS_KEPT:
+            self.refused.append(why)
 
     def _startup(self, client: socket.socket) -> tuple[str, bytes]:
         """(why it may not connect, or "") and the startup packet to forward."""
@@ -140,8 +159,8 @@ class Relay:
             if code in (SSL_REQUEST, GSSENC_REQUEST):
                 client.sendall(b"N")  # no encryption on a local socket; the client goes on in clear
                 continue
-            if code == CANCEL_REQUEST:
-                return "", packet  # carries a backend's secret key: only that backend's own client knows it
+            if code == CANCEL_REQUEST:  # carries a backend's secret key: only that backend's own client knows it
+                return self.admit(client, None), packet
             if code != PROTOCOL_3:
                 return "only protocol 3.0 is spoken here", b""
             parts = packet[8:].split(b"\0")
