@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import csv
 import json
+import re
 import subprocess
 import sys
 import time
@@ -13,7 +15,7 @@ import lab_variants
 import nbformat
 import pytest
 
-from mercadofresco.course import checker, checks, grading, labs, nbrun, reports
+from mercadofresco.course import checker, checks, grading, labs, nbrun, reports, watch
 
 CELL_TIMEOUT = "10"  # generous for a slow CI machine; the solution's slowest cell takes about 2 s
 
@@ -487,3 +489,63 @@ def test_the_grader_keeps_at_most_output_chars_of_a_cell(monkeypatch):
     texts = [nbplugin._get_message(kernel, "iopub")["content"]["text"] for _ in range(5)]
     kept = [text for text in texts if text == chunk]
     assert len(kept) == 1 and texts[1].startswith("[output cut by the grader") and texts[2:] == ["", "", ""]
+
+
+def test_a_folder_with_more_files_than_a_walk_may_count_is_a_limit_not_a_small_folder(tmp_path):
+    """20,001 empty files once hid 6 GB behind them: the walk counted only the first 20,000 entries."""
+    for number in range(30):
+        (tmp_path / f"{number}").touch()
+    assert watch.folder_mb(tmp_path, most_entries=100) == 0.0
+    with pytest.raises(watch.TooManyFilesError, match="more than 20 files"):
+        watch.folder_mb(tmp_path, most_entries=20)
+
+
+@pytest.mark.parametrize("lab", sorted(labs.LABS))
+def test_no_hint_gives_the_answer_a_learner_is_asked_to_choose(lab):
+    """A hint says where to look, never the answer: hints reach every learner's feedback, and a learner who
+    resubmits once could copy them (lab 2's blank lab scored 4/13 with the answers read off its hints). No hint
+    names a key the solution chooses, nor four words in a row of that option's description (numbers aside)."""
+    solution = nbformat.read(labs.SOLUTIONS_DIR / labs.lab_file(lab), as_version=4)
+    options = {}  # the lab's lists of options (MECHANISMS, FIXES, GUARANTEES…) as handed out: key -> description
+    for cell in labs.handed_out(lab).cells:
+        if cell.cell_type == "code":
+            options |= _options(cell.source)
+    regions = [
+        part.split(labs.END_SOLUTION)[0]
+        for cell in solution.cells
+        for part in cell.source.split(labs.BEGIN_SOLUTION)[1:]
+    ]
+    chosen = {key for region in regions for key in options if re.search(rf"\b{key}\b", region)}
+    hints = " ".join(check.hint for check in labs.check_specs(solution, labs.SOLUTIONS_DIR)).lower()
+    hint_words = re.findall(r"[a-z0-9']+", hints)
+    said = {" ".join(hint_words[i : i + 4]) for i in range(len(hint_words))}  # four words in a row, in a hint
+    assert len(chosen) >= 3
+    for key in sorted(chosen):
+        words = re.findall(r"[a-z0-9']+", options[key].lower())
+        assert not re.search(rf"\b{key}\b", hints), key
+        phrases = {" ".join(words[i : i + 4]) for i in range(len(words) - 3)}
+        phrases = {phrase for phrase in phrases if not re.search(r"\d", phrase)}  # the incident's numbers are data
+        assert not phrases & said, (key, options[key])
+
+
+def _options(source: str) -> dict[str, str]:
+    """The options a cell offers: the keys (and their descriptions) of what it assigns to an UPPER_CASE name."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # a cell of IPython magics
+        return {}
+    found = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and all(isinstance(t, ast.Name) and t.id.isupper() for t in node.targets):
+            value = node.value
+            if isinstance(value, ast.Dict):
+                pairs = zip(value.keys, value.values, strict=True)
+            else:
+                pairs = ((member, member) for member in getattr(value, "elts", []))
+            for key, text in pairs:
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    parts = [
+                        n.value for n in ast.walk(text) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                    ]
+                    found[key.value] = " ".join(parts)
+    return {key: text for key, text in found.items() if re.fullmatch(r"[a-z0-9]+(?:_[a-z0-9]+)+", key)}

@@ -203,20 +203,19 @@ def run_notebook(
         used = watch.resident_mb(learner)
         if box.user is not None and learner:  # its /tmp, /dev/shm… are memory too
             used += watch.scratch_mb(learner[0])
-        disk = watch.folder_mb(Path(box.workdir)) if ticks % 4 == 0 else 0.0
-        cpus = cpu.sample(time.monotonic(), watch.cpu_seconds(learner))
-        checker_mb = watch.held_by_checker_mb(process.pid, held)
+        checker, folders = watch.held_by_checker(process.pid, held)  # the checker's work for this learner
+        why = ""
+        try:
+            disk = watch.folder_mb(Path(box.workdir)) if ticks % 4 == 0 else 0.0
+            checker_mb = watch.resident_mb(checker) + sum(watch.folder_mb(folder) for folder in folders)
+        except watch.TooManyFilesError as exc:
+            disk, checker_mb, why = 0.0, 0.0, f"{exc} (the limit): the grader cannot measure it cheaply"
+        cpus = cpu.sample(time.monotonic(), watch.cpu_seconds(learner + checker))
         run.peak_mb, run.peak_cpus = max(run.peak_mb, used), max(run.peak_cpus, cpus)
         run.checker_peak_mb = max(run.checker_peak_mb, checker_mb)
-        why = _limit_passed(limits, used, disk, cpus)
-        if why and not run.stopped:  # the kernel dies with them; nbval sees a dead kernel and the rest fails
+        why = why or _limit_passed(limits, used, disk, cpus, checker_mb)
+        if why and not run.stopped:  # the kernel dies with them, and the checker too: nothing more is graded
             run.stopped = why
-            watch.kill(learner)
-        if checker_mb > CHECKER_MEMORY_MB and not run.stopped:  # the checker and the learner end together
-            run.stopped = (
-                f"the grader's checker held {checker_mb:.0f} MB answering your code (its process and the lab's "
-                f"database together), over its {CHECKER_MEMORY_MB} MB limit"
-            )
             watch.kill(learner)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
@@ -231,8 +230,8 @@ def run_notebook(
     return run
 
 
-def _limit_passed(limits: Limits, memory_mb: float, disk_mb: float, cpus: float) -> str:
-    """The first limit the learner's processes have passed, in words; "" if none."""
+def _limit_passed(limits: Limits, memory_mb: float, disk_mb: float, cpus: float, checker_mb: float) -> str:
+    """The first limit the learner's processes, or the checker's work for them, have passed, in words; "" if none."""
     if memory_mb > limits.memory_mb:
         used = f"the learner's processes and scratch files together used {memory_mb:.0f} MB"
         return f"{used}, over the {limits.memory_mb} MB limit"
@@ -240,8 +239,13 @@ def _limit_passed(limits: Limits, memory_mb: float, disk_mb: float, cpus: float)
         return f"the learner's files in its working copy reached {disk_mb:.0f} MB, over the {DISK_MB} MB limit"
     if cpus > CPU_SHARE:
         return (
-            f"the learner's processes together kept {cpus:.1f} CPUs busy for {CPU_WINDOW_SECONDS:g} s "
-            f"(at most {CPU_SHARE:g}: other learners are graded on the same machine)"
+            f"the learner's processes and the checker's work for them together kept {cpus:.1f} CPUs busy for "
+            f"{CPU_WINDOW_SECONDS:g} s (at most {CPU_SHARE:g}: other learners are graded on the same machine)"
+        )
+    if checker_mb > CHECKER_MEMORY_MB:
+        return (
+            f"the grader's checker held {checker_mb:.0f} MB answering your code (its process and the lab's "
+            f"database together), over its {CHECKER_MEMORY_MB} MB limit"
         )
     return ""
 

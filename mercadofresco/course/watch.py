@@ -19,6 +19,7 @@ from pathlib import Path
 
 SCRATCH_DIRS = (Path("/tmp"), Path("/var/tmp"), Path("/dev/shm"), Path("/run/lock"))  # a tmpfs each, per learner
 TICKS = os.sysconf("SC_CLK_TCK")
+MOST_FILES = 20_000  # in a working copy, or in the checker's database: more is a limit passed (the labs make ~100)
 
 
 def _status(pid: int) -> dict[str, str]:
@@ -103,13 +104,22 @@ def scratch_mb(pid: int) -> float:
     return used
 
 
-def folder_mb(path: Path, most_entries: int = 20_000) -> float:
-    """Disk space used under `path`, in MB (the first `most_entries` entries; a walk must stay cheap)."""
+class TooManyFilesError(Exception):
+    """A folder holds more entries than a walk of it may look at: its size cannot be known cheaply."""
+
+
+def folder_mb(path: Path, most_entries: int = MOST_FILES) -> float:
+    """Disk space used under `path`, in MB; TooManyFilesError past `most_entries` entries (a walk must stay cheap).
+
+    Counting only the first entries would let 20,001 empty files hide 6 GB behind them.
+    """
     used, seen, stack = 0, 0, [str(path)]
-    while stack and seen < most_entries:
+    while stack:
         with contextlib.suppress(OSError), os.scandir(stack.pop()) as entries:
             for entry in entries:
                 seen += 1
+                if seen > most_entries:
+                    raise TooManyFilesError(f"{path} holds more than {most_entries:,} files")
                 with contextlib.suppress(OSError):
                     stats = entry.stat(follow_symlinks=False)
                     used += stats.st_blocks * 512
@@ -136,16 +146,16 @@ class CpuWatch:
         return sum(s for _, s in self.samples[1:]) / (now - self.samples[0][0])
 
 
-def held_by_checker_mb(runner: int, told: Path) -> float:
-    """What the grader's checker holds for one learner, in MB: its process (`runner`), and what it said in `told`
-    it started for that learner (lab 3's database: its processes, and its files, which are memory in /dev/shm)."""
+def held_by_checker(runner: int, told: Path) -> tuple[list[int], list[Path]]:
+    """What the grader's checker holds for one learner: its processes (the checker's own, `runner`, and what it said
+    in `told` it started for that learner: lab 3's database), and the folders of their files (memory, in /dev/shm)."""
     pids, folders = [runner], []
-    with contextlib.suppress(OSError, ValueError):
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
         said = json.loads(told.read_text())
         for server in said["pids"]:
-            pids += [server, *descendants(server)]
+            pids += [int(server), *descendants(int(server))]
         folders = [Path(folder) for folder in said["folders"]]
-    return resident_mb(pids) + sum(folder_mb(folder) for folder in folders)
+    return pids, folders
 
 
 def peak_address_space_mb(pid: int) -> float:
