@@ -26,7 +26,6 @@ import enum
 import importlib.util
 import json
 import os
-import re
 import socket
 import struct
 import sys
@@ -37,8 +36,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from mercadofresco.course import sandbox
 from mercadofresco.course.boundary import Boundary, BoundaryError, Codec, RemoteError, encode
-from mercadofresco.course.reports import shown
+from mercadofresco.course.reports import learner_name, shown
 from mercadofresco.runtime import settings
 
 SIDE = "c"
@@ -50,7 +50,6 @@ SERVE_CELL_ENDED = (
 CONNECT_POLL_SECONDS = 0.2  # how often the wait for that answer looks whether the serve cell has ended
 FORWARDED_DOMAINS = ("checker.invalid", "amazonaws.com")  # https://<service>.<region>.<domain>/, nothing else
 REASON_CHARS = 200
-NAME_CHARS = 40  # of a name the learner chose (their exception's class) in a reason
 AWS_MB = 64  # what the learner's code may send to the checker's moto in all (the solutions send well under 2 MB)
 # What the kernel may call on each kind of the checker's objects (anything else is refused).
 EXPOSED = {
@@ -511,14 +510,6 @@ def _moto(method: str, url: str, headers: dict, body: bytes) -> tuple[int, dict,
     return int(status), {str(k): str(v) for k, v in dict(answer_headers).items()}, answer_body
 
 
-def learner_name(name: str) -> str:
-    """A name the learner chose (their exception's class), as a report may show it: a Python name, cut short."""
-    name = str(name)
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name):
-        return "an exception"
-    return name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 1] + "…"
-
-
 def _is_package_data(value: Any) -> bool:
     return dataclasses.is_dataclass(value) and type(value).__module__.startswith("mercadofresco.")
 
@@ -587,12 +578,12 @@ def run_checks(module: Any, lab: Lab, seconds_each: float, only: tuple[str, ...]
 
 
 def listen(workdir: Path, uid: int | None) -> tuple[socket.socket, Path]:
-    """A Unix socket in the learner's working copy that the learner's kernel may connect to."""
-    path = workdir / ".boundary"
+    """A Unix socket in the grader's folder of the working copy, which the learner's kernel may connect to."""
+    path = sandbox.grader_folder(workdir) / "boundary"
     path.unlink(missing_ok=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(path))
-    os.chmod(path, 0o777)  # the folder is the learner's; only their kernel reaches it
+    os.chmod(path, 0o777)  # in the grader's own folder; who may talk is the peer's uid's to say (connect)
     listener.listen(1)
     return listener, path
 

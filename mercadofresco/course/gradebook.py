@@ -225,7 +225,8 @@ def write_canvas(path: Path, found: list[Total], roster: dict[str, dict[str, str
         writer.writerow(["Points Possible", "", "", "", "", _number(found[0].maximum if found else 0)])
         for total in found:
             row = roster.get(total.learner, {})
-            identity = [row.get("name") or total.learner, row.get("lms_id", ""), row.get("sis_user_id", "")]
+            identity = [row.get("name") or reports.display_name(total.learner), row.get("lms_id", "")]
+            identity += [row.get("sis_user_id", "")]
             identity += [row.get("sis_login_id", ""), row.get("section", "")]
             writer.writerow([spreadsheet_safe(value) for value in [*identity, _number(total.final)]])
     return path
@@ -241,7 +242,7 @@ def write_moodle(path: Path, found: list[Total], roster: dict[str, dict[str, str
             feedback = f"{_number(total.final)}/{_number(total.maximum)}" + (
                 f", {total.penalty_percent:g} % off for {total.days_late} day(s) late" if total.days_late else ""
             )
-            line = [row.get("lms_id", ""), row.get("email", ""), row.get("name") or total.learner]
+            line = [row.get("lms_id", ""), row.get("email", ""), row.get("name") or reports.display_name(total.learner)]
             writer.writerow([spreadsheet_safe(value) for value in [*line, _number(total.final), feedback]])
     return path
 

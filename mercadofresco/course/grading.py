@@ -141,7 +141,7 @@ def grade_notebook(path: Path, setting: Setting) -> LearnerReport:
         run = _run(graded, plan, learner, setting, user)
     report = score(run.rows, plan, specs, run)
     report.learner = path.stem
-    report.notes += suspicious(learner)
+    report.notes = reports.kept_notes(report.notes + suspicious(learner))
     report.answers = labs.written_answers(learner, setting.solution)
     if not setting.isolated:
         report.notes.append(

@@ -38,6 +38,7 @@ CODE_PROMPT = (
     'raise NotImplementedError("your code here")',
 )
 MARKDOWN_PROMPT = "*Your answer here.*"
+ANSWER_CHARS = 20_000  # of one written answer in the reports (5 MB once went into answers.csv whole)
 # Set for a whole-notebook run (selfcheck's own, the grader's, a maintainer's refresh): a lab's
 # `selfcheck.here()` cell then does nothing instead of starting a run of its own notebook.
 WHOLE_RUN_ENV = "MERCADOFRESCO_WHOLE_RUN"
@@ -148,8 +149,15 @@ def written_answers(learner: NotebookNode, solution: NotebookNode) -> list[tuple
         text = "\n".join(
             line for line in text.splitlines() if line.strip() not in (BEGIN_SOLUTION, END_SOLUTION)
         ).strip()
-        answers.append((question, "" if text == MARKDOWN_PROMPT else text))
+        answers.append((question, "" if text == MARKDOWN_PROMPT else _plain(text)))
     return answers
+
+
+def _plain(text: str) -> str:
+    """A written answer as the reports keep it: no control characters (escape codes, overrides), ANSWER_CHARS long."""
+    text = "".join(ch for ch in text if ch.isprintable() or ch in "\n\t")
+    cut = len(text) - ANSWER_CHARS
+    return text if cut <= 0 else f"{text[:ANSWER_CHARS]}\n… ({cut:,} more characters, not kept)"
 
 
 def leaks(notebook_text: str) -> list[str]:

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from mercadofresco.course import watch
-from mercadofresco.course.reports import shown
+from mercadofresco.course.reports import learner_name, shown
 
 PLAN_ENV = "MERCADOFRESCO_GRADING_PLAN"
 POLL_SECONDS = 0.2
@@ -151,7 +151,7 @@ def _reason(item: Any, call: pytest.CallInfo) -> str:
         return ""
     for output in getattr(item, "test_outputs", None) or []:
         if output.get("output_type") == "error":
-            ename = shown(str(output.get("ename", "Error")), 60)
+            ename = learner_name(str(output.get("ename", "Error")))
             evalue = str(output.get("evalue", "")).strip().splitlines()
             first = evalue[0] if evalue else ""
             if ename == "KeyboardInterrupt":

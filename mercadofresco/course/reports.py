@@ -1,9 +1,14 @@
 """What the grader hands the instructor: progress while grading, a table, a gradebook CSV, feedback, answers.
 
 Everything here is built from results (check ids, reasons, hints, notes), never
-from a hidden check's source. Cells a spreadsheet could read as a formula
-(starting with = + - @, a tab or a carriage return) are written with a leading
-apostrophe, as OWASP recommends for CSV exports.
+from a hidden check's source. Much of it is the learner's to choose (file names,
+the text of an error their code raised, written answers), and reaches every
+report made safe here: control characters (a terminal's escape codes, a
+right-to-left override) dropped, cut short, and in the Markdown feedback shown
+literally (`markdown_text`: no HTML, no links). Cells a spreadsheet could read
+as a formula (starting with = + - @, a tab or a carriage return, after any
+blank or control character) are written with a leading apostrophe, as OWASP
+recommends for CSV exports.
 """
 
 from __future__ import annotations
@@ -18,6 +23,10 @@ from pathlib import Path
 from typing import IO, Any
 
 NOTES_ON_SCREEN = 3  # the first notes of a learner; report.json and the feedback file keep them all
+MOST_NOTES = 20  # of one learner (1,000 failing cells once made 1,014 notes and a 471 KB cell in report.csv)
+NOTE_CHARS = 450
+NAME_CHARS = 40  # of a name the learner chose (their exception's class) in a reason
+LEARNER_CHARS = 120  # of a learner's name (a submission's file name) in a report
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -50,10 +59,37 @@ def shown(text: str, limit: int = 40) -> str:
 
 
 def spreadsheet_safe(value: Any) -> Any:
-    """`value`, with a leading apostrophe if a spreadsheet would read it as a formula."""
-    if isinstance(value, str) and value.startswith(FORMULA_START):
+    """`value`, with a leading apostrophe if a spreadsheet would read it as a formula (after any blank)."""
+    if isinstance(value, str) and re.sub(r"^[\s\x00-\x1f\x7f]+", "", value).startswith(FORMULA_START):
         return "'" + value
     return value
+
+
+def learner_name(name: str) -> str:
+    """A name the learner chose (their exception's class), as a report may show it: a Python name, cut short."""
+    name = str(name)
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name):
+        return "an exception"
+    return name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 1] + "…"
+
+
+def display_name(learner: str) -> str:
+    """A learner's name (a submission's file name, theirs to choose) as a report shows it."""
+    return shown(learner, LEARNER_CHARS)
+
+
+def markdown_text(text: str) -> str:
+    """`text` (one line) as Markdown shows it literally: every ASCII punctuation escaped, so no HTML, link or
+    emphasis of the learner's is rendered."""
+    return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", text)
+
+
+def kept_notes(notes: list[str]) -> list[str]:
+    """A learner's notes as every report keeps them: the first MOST_NOTES, each one line of NOTE_CHARS at most."""
+    kept = [shown(note, NOTE_CHARS) for note in notes[:MOST_NOTES]]
+    if len(notes) > MOST_NOTES:
+        kept.append(f"… and {len(notes) - MOST_NOTES} more note(s), not kept")
+    return kept
 
 
 def file_name(learner: str, taken: set[str]) -> str:
@@ -112,7 +148,8 @@ def feedback(report: Any, lab: str, total: Any = None) -> str:
 
     `total` (a gradebook line) adds the points a person gave the written answers, their comments and a late penalty.
     """
-    lines = [f"# {lab}: feedback for {report.learner}", "", f"**Score: {report.score}/{report.max_score}**", ""]
+    who = markdown_text(display_name(report.learner))
+    lines = [f"# {lab}: feedback for {who}", "", f"**Score: {report.score}/{report.max_score}**", ""]
     if total is not None:
         lines[-2] = f"**Score: {total.final:g}/{total.maximum:g}** (checks {total.checks}/{total.checks_max}"
         lines[-2] += f", written answers {total.written:g}/{total.written_max:g}"
@@ -122,14 +159,14 @@ def feedback(report: Any, lab: str, total: Any = None) -> str:
             lines.append(f"- passed: `{result.check}` ({result.points} point{'s' * (result.points != 1)})")
         else:
             lines += [
-                f"- **not passed: `{result.check}`**: {feedback_reason(result.reason)}",
+                f"- **not passed: `{result.check}`**: {markdown_text(feedback_reason(result.reason))}",
                 f"  - hint: {result.hint}",
             ]
     if total is not None and total.comments:
         lines += ["", "## Your written answers", ""]
         lines += [f"- *{shown(question, 120)}*: {comment}" for question, comment in total.comments]
     if report.notes:
-        lines += ["", "## Notes", "", *(f"- {note}" for note in report.notes)]
+        lines += ["", "## Notes", "", *(f"- {markdown_text(note)}" for note in kept_notes(report.notes))]
     return "\n".join(lines) + "\n"
 
 
@@ -156,19 +193,21 @@ def write_all(reports: list, lab: str, out_dir: Path, totals: dict[str, Any] | N
         writer = csv.writer(handle)
         writer.writerow(["learner", "check", "points", "max_points", "passed", "reason", "hint"])
         for r in reports:
+            name = display_name(r.learner)
             for c in r.checks:
-                row = [r.learner, c.check, c.points if c.passed else 0, c.points, int(c.passed), c.reason, c.hint]
+                points = c.points if c.passed else 0
+                row = [name, c.check, points, c.points, int(c.passed), shown(c.reason, NOTE_CHARS), c.hint]
                 writer.writerow([spreadsheet_safe(value) for value in row])
             total = totals.get(r.learner)
             if total is not None and total.written_max:
-                row = [r.learner, "WRITTEN", f"{total.written:g}", f"{total.written_max:g}", "", "marked by hand", ""]
+                row = [name, "WRITTEN", f"{total.written:g}", f"{total.written_max:g}", "", "marked by hand", ""]
                 writer.writerow([spreadsheet_safe(value) for value in row])
             if total is not None and total.days_late:
                 why = f"{total.days_late} day(s) late"
-                row = [r.learner, "LATE", f"-{total.penalty_percent:g}%", "", "", why, ""]
+                row = [name, "LATE", f"-{total.penalty_percent:g}%", "", "", why, ""]
                 writer.writerow([spreadsheet_safe(value) for value in row])
             score, top = (f"{total.final:g}", f"{total.maximum:g}") if total else (r.score, r.max_score)
-            row = [r.learner, "TOTAL", score, top, int(str(score) == str(top)), "; ".join(r.notes), ""]
+            row = [name, "TOTAL", score, top, int(str(score) == str(top)), "; ".join(kept_notes(r.notes)), ""]
             writer.writerow([spreadsheet_safe(value) for value in row])
     folder = out_dir / "feedback"
     folder.mkdir(exist_ok=True)
