@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import functools
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from mercadofresco import orders, queues, world
@@ -35,13 +36,13 @@ CHECKS = [
     ),
     Check(
         "more_likely",
-        "(b) compare the spike (~150 s) with the visibility (120 s) and the read timeout (180 s): which mechanism "
-        "needs only slowness, and which needs an answer to be lost?",
+        "(b) what does each mechanism need in order to happen, and which of those did the gateway's logs at 19:14 "
+        "show? Set the numbers of the incident side by side.",
     ),
     Check(
         "fix_order",
-        "(c) the fix that makes any duplicate harmless comes first, the gateway's own key second; the other three "
-        "only make duplicates rarer.",
+        "(c) rank the fixes by what each does to a duplicate that still arrives: which make it harmless, and which "
+        "only make it rarer? Which protection still holds where the other one cannot reach?",
     ),
     Check(
         "config_relations",
@@ -130,7 +131,7 @@ class Hook(lambda_poller.CrashPlan):
 def setup(lab):
     """What the learner's code may hold of the checker's world: the clock, the gateway, Lambda's context."""
     lab.expose("clock", VirtualClock)
-    lab.expose("gateway", gateway.PaymentGateway)  # the experiments' gateway: its ledger is the checker's evidence
+    lab.expose("gateway", RecordingGateway)  # the experiments' gateway: its ledger and notes are the evidence
     lab.accept(gateway.Fault, gateway.LatencyProfile, gateway.LatencySpike)  # what the kernel may set it up with
     lab.expose("gateway_client", gateway.GatewayClient)
     lab.expose("invocation", lambda_poller.Invocation)
@@ -267,22 +268,61 @@ def receives_in(run):
     return [row.get("detail") for row in timeline if isinstance(row, dict) and row.get("event") == "received"]
 
 
+@dataclass
+class RecordingGateway(gateway.PaymentGateway):
+    """The checker's gateway for the experiments: it also notes each call, when it started and how it ended.
+
+    A charge made is in the ledger; these notes say whether it happened inside a delivery, and how: a call that
+    was still running when the message came back, or a retry after an answer that was lost.
+    """
+
+    notes: list = field(default_factory=list)  # (pedido_id, started, ended, how: "answered" or the error's class)
+
+    def charge(self, pedido_id, importe, *, idempotency_key=None, read_timeout_seconds=30.0, waiter=None):
+        clock = waiter or self.clock
+        started, how = clock.now(), "answered"
+        try:
+            return super().charge(
+                pedido_id,
+                importe,
+                idempotency_key=idempotency_key,
+                read_timeout_seconds=read_timeout_seconds,
+                waiter=waiter,
+            )
+        except gateway.GatewayError as error:
+            how = type(error).__name__
+            raise
+        finally:
+            self.notes.append((pedido_id, started, clock.now(), how))
+
+
 def experiment(lab, name):
     """Run the learner's experiment `name` on a fresh world and the checker's own gateway (at normal speed).
 
-    Returns what the learner's function reported (as data) and what the checker measured of the same run: the
-    messages sent for the incident's order, each time its moto handed one out, the charges its gateway made for
-    the order, the gateway's calls, and how long the first charge's call took.
+    Returns what the learner's function reported (as data) and what the checker saw of the same run: the messages
+    sent for the incident's order, each time its moto handed one out, and each call its gateway served for the
+    order (when it started, when it ended, how), the charge it made included.
     """
     with fresh(lab) as (clock, aws):
-        provider = gateway.PaymentGateway(clock)
+        provider = RecordingGateway(clock)
         reported = lab.call(name, aws, clock, provider)
+        visibility = visibility_of(aws)
     pedido = INCIDENT_ORDER.pedido_id
     sent = order_message_ids(lab, pedido)
-    charged = [charge.cobrado_en for charge in provider.charges_for(pedido)]
-    first_call = dt.timedelta(seconds=provider.latency.latency_at(charged[0]) if charged else 0.0)
-    measured = {"sent": sent, "handed": [at for at, _ in deliveries(lab, set(sent))], "charged": charged}
-    return reported, measured | {"calls": provider.calls, "first_call": first_call}
+    calls = [(started, ended, how) for who, started, ended, how in provider.notes if who == pedido]
+    measured = {"sent": sent, "handed": [at for at, _ in deliveries(lab, set(sent))], "calls": calls}
+    return reported, measured | {
+        "charged": [c.cobrado_en for c in provider.charges_for(pedido)],
+        "visibility": visibility,
+    }
+
+
+def visibility_of(aws):
+    """The orders queue's visibility timeout as the checker's moto has it now (0 if the queue is gone)."""
+    if aws.orders.url not in aws.sqs.list_queues().get("QueueUrls", []):
+        return 0
+    attributes = aws.sqs.get_queue_attributes(QueueUrl=aws.orders.url, AttributeNames=["VisibilityTimeout"])
+    return int(attributes["Attributes"]["VisibilityTimeout"])
 
 
 def agrees(name, reported, measured):
@@ -299,27 +339,37 @@ def agrees(name, reported, measured):
 # -- (a) --------------------------------------------------------------------------------------
 def check_mechanism_visibility(lab):
     reported, run = experiment(lab, "visibility_mechanism")
-    charged, handed = run["charged"], run["handed"]
+    calls, handed = run["calls"], run["handed"]
     assert len(run["sent"]) == 1, f"{len(run['sent'])} messages of the order were sent; the incident had one"
-    assert len(charged) >= 2, f"the grader's gateway charged the order {len(charged)} time(s), not twice"
+    assert len(run["charged"]) >= 2, f"the grader's gateway charged the order {len(run['charged'])} time(s), not twice"
     assert len(handed) >= 2, f"the grader's queue handed the order's message out {len(handed)} time(s), not twice"
-    assert run["calls"] <= len(handed), (
-        f"the gateway got {run['calls']} calls in {len(handed)} deliveries: the SDK retried (one attempt only)"
+    assert all(how == "answered" for *_, how in calls), (
+        f"a call to the gateway failed ({', '.join(how for *_, how in calls if how != 'answered')}): in this mechanism "
+        "nothing fails, the gateway is only slow"
     )
-    assert handed[1] < charged[0] + run["first_call"], (
+    first, second = calls[0], calls[1]
+    assert handed[0] <= first[0] < handed[1], "the first charge was not made in the first delivery"
+    assert first[1] > handed[1], (
         "the message came back only after the first call had answered: nothing was slower than the visibility"
     )
-    assert charged[1] >= handed[1], "the second charge came before the second delivery"
+    assert second[0] >= handed[1], "the second charge came before the second delivery"
     agrees("visibility_mechanism", reported, run)
 
 
 def check_mechanism_sdk_retries(lab):
     reported, run = experiment(lab, "sdk_retry_mechanism")
-    charged, handed = run["charged"], run["handed"]
+    calls, handed = run["calls"], run["handed"]
     assert len(run["sent"]) == 1, f"{len(run['sent'])} messages of the order were sent; the incident had one"
-    assert len(charged) >= 2, f"the grader's gateway charged the order {len(charged)} time(s), not twice"
+    assert len(run["charged"]) >= 2, f"the grader's gateway charged the order {len(run['charged'])} time(s), not twice"
     assert len(handed) == 1, f"the grader's queue handed the order's message out {len(handed)} time(s), not once"
-    assert all(at >= handed[0] for at in charged), "a charge came before the only delivery"
+    first, retry = calls[0], calls[1]
+    assert first[0] >= handed[0], "a charge came before the only delivery"
+    assert first[2] in ("ResponseLostError", "GatewayTimeoutError"), (
+        "the first call's answer reached the consumer: the second charge is not a retry of a lost answer"
+    )
+    assert first[1] <= retry[0] < handed[0] + dt.timedelta(seconds=run["visibility"]), (
+        "the second charge is not a retry inside the same delivery"
+    )
     agrees("sdk_retry_mechanism", reported, run)
 
 
@@ -506,18 +556,23 @@ def check_expired_record_ignored(lab):
 # -- (e) -----------------------------------------------------------------------------------------
 def check_fifo_experiment(lab):
     with fresh(lab) as (clock, aws):
-        provider = gateway.PaymentGateway(clock)
+        provider = RecordingGateway(clock)
         result = lab.call("fifo_experiment", aws, clock, provider)
     pedido = INCIDENT_ORDER.pedido_id
     sent = order_message_ids(lab, pedido, fifo=True)
     handed = deliveries(lab, set(sent))
     entered = len({message_id for _, message_id in handed})  # the copies that ever waited in the FIFO queue
     charged = len(provider.charges_for(pedido))
+    calls = [(started, how) for who, started, _, how in provider.notes if who == pedido]
     assert isinstance(result, dict), f"fifo_experiment returned {type(result).__name__}, not a dict"
     assert len(sent) >= 2, f"the order was sent {len(sent)} time(s) to a FIFO queue of the grader's, not twice"
     assert entered == 1, f"{entered} copies of the order reached the grader's FIFO queue"
     assert len(handed) >= 2, "the grader's FIFO queue never handed the order's message out again"
     assert charged == 2, f"the grader's gateway charged the order {charged} time(s)"
+    (first, how), (second, _) = calls[0], calls[1]
+    assert handed[0][0] <= first < handed[1][0] and how != "answered" and second >= handed[1][0], (
+        "the two charges are not the first delivery's, whose answer was lost, and the redelivery's"
+    )
     said = (result.get("copies_waiting_after_resend"), result.get("charges_after_redelivery"))
     assert said == (entered, charged), (
         f"fifo_experiment says {said[0]} copies waited and {said[1]} charges; the grader's queue and gateway saw "

@@ -48,8 +48,8 @@ CHECKS = [
     ),
     Check(
         "answers_b_c",
-        "(b)/(c) the window is the deployment, not an outage; the better fix deploys the consumer that reads "
-        "version 2, the other one translates version 2 into version 1.",
+        "(b)/(c) what began at the start of the window: did something fail, or did something new start sending? "
+        "Which fix removes the cause, and which one adapts to it?",
     ),
     Check(
         "fixed_consumer",
@@ -73,8 +73,8 @@ CHECKS = [
     ),
     Check(
         "rate_answers",
-        "(d) the rate protects the gateway, Aurora and the ERP from 340 orders at once on Monday morning; 340 at "
-        "10/s take 34 s.",
+        "(d) what would 340 orders at once on Monday morning do to what sits behind the consumer? And how long does "
+        "the redrive take at the rate the lesson uses?",
     ),
     Check(
         "runbook_end_to_end",
@@ -88,8 +88,9 @@ CHECKS = [
     ),
     Check(
         "safeguard",
-        "(e) an alarm on the DLQ's ApproximateNumberOfMessagesVisible above 0 over 5 minutes fires at 22:09; the "
-        "design rule: consumers before producers, additive contract changes.",
+        "(e) which of the DLQ's metrics, above which threshold and over which period, says that the first message "
+        "arrived, and when would it have fired? Which order of deployment, and which kind of change to a message's "
+        "contract, keeps this incident from happening?",
     ),
 ]
 
@@ -215,10 +216,15 @@ def check_inspection_keeps_evidence(lab):
     with fresh(lab, seed=13) as (clock, aws, _incident):
         before = {body: (sent, count) for body, sent, count in peek_all(aws.sqs, aws.orders.dlq_url).values()}
         clock.advance(2)
-        lab.call("inspect_dlq", aws.sqs, aws.orders.dlq_url, 10)
+        rows = lab.call("inspect_dlq", aws.sqs, aws.orders.dlq_url, 10)
         clock.advance(6)
         after = {body: (sent, count) for body, sent, count in peek_all(aws.sqs, aws.orders.dlq_url).values()}
         resent = calls_on(lab, ("SendMessage", "SendMessageBatch"), aws.orders.dlq_url)
+        received = calls_on(lab, ("ReceiveMessage",), aws.orders.dlq_url)
+    returned = [row.get("body") for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
+    assert received and returned and all(body in before for body in returned), (
+        "inspect_dlq did not return the DLQ's messages, read from the DLQ: there is no evidence to keep"
+    )
     lost = [body for body in before if body not in after]
     moved_in_time = [body for body in before if body in after and after[body][0] != before[body][0]]
     reset = [body for body in before if body in after and after[body][1] <= before[body][1]]
@@ -345,6 +351,7 @@ def check_redrive_loses_nothing(lab):
     gone = [body for body in held if body not in source and body not in still]
     assert len(held) == MESSAGES + len(odd), f"the grader's DLQ held {len(held)} messages"
     assert not gone, f"{len(gone)} message(s) disappeared, e.g. {gone[0]!r}" if gone else ""
+    assert not still, f"{len(still)} message(s) were never moved out of the DLQ: a redrive moves them all"
 
 
 def check_rate_answers(lab):

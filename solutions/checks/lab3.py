@@ -35,8 +35,8 @@ ORDERS_WITH_DEATHS = 300
 CHECKS = [
     Check(
         "answers_a",
-        "(a) a retry is a loop inside the process: it covers a failed call, not a process that died between the "
-        "COMMIT and put_events; 240,000 orders at 1 in 900.",
+        "(a) a retry runs somewhere: where, and what becomes of it in the failure Marta found? Then 240,000 orders "
+        "a month at her rate.",
     ),
     Check(
         "order_and_event_together",
@@ -88,9 +88,9 @@ CHECKS = [
     ),
     Check(
         "answers_c_d_e",
-        "(c)-(e) the publisher runs every second, 100 rows at a time; the outbox delivers at least once, so every "
-        "consumer must be idempotent; the new work is watching the publisher (pending > 500, oldest > 60 s) and "
-        "cleaning the table.",
+        "(c)-(e) the lesson gives the publisher's interval and batch and the two alarms' thresholds. What can a "
+        "death between publishing and marking cause downstream, and what must every consumer do about it? What did "
+        "the outbox add that someone must now watch, and what grows without end?",
     ),
 ]
 
