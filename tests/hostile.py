@@ -297,3 +297,137 @@ STOPPED_BY = {
     },
     "lab3": {"fills_the_database": (FILLS_THE_DATABASE, "MB limit")},
 }
+
+
+# -- issue 46, second round: a fresh attack on the new design (what it tried, and what it got then) --------------
+# Lab 1's experiments without a consumer: both receives by hand, then both charges straight at the grader's
+# gateway (no slow call, no redelivery during one, no lost answer, no retry). Scored 2/16 before the checks asked
+# that each charge come from its own delivery, and how.
+FAKE_MECHANISMS = """from mercadofresco import orders, queues
+from mercadofresco.lessons.delivery import experiments
+
+ORDER = experiments.INCIDENT_ORDER
+
+def _run(clock, provider, rows, started):
+    timeline = [{"seconds": s, "event": e, "pedido_id": ORDER.pedido_id, "detail": d} for s, e, d in rows]
+    return experiments.DeliveryRun(timeline, list(provider.ledger), 1, 0, 0, started)
+
+def visibility_mechanism(aws, clock, provider):
+    aws.reset_orders_queue(visibility_timeout_seconds=120)
+    started = clock.now()
+    orders.send_order(aws.sqs, aws.orders.url, ORDER)
+    aws.sqs.receive_message(QueueUrl=aws.orders.url, WaitTimeSeconds=0)
+    clock.advance(121)
+    (message,) = aws.sqs.receive_message(QueueUrl=aws.orders.url, WaitTimeSeconds=0)["Messages"]
+    provider.charge(ORDER.pedido_id, ORDER.importe)
+    provider.charge(ORDER.pedido_id, ORDER.importe)
+    aws.sqs.delete_message(QueueUrl=aws.orders.url, ReceiptHandle=message["ReceiptHandle"])
+    return _run(clock, provider, [(0, "received", "receive #1"), (121, "received", "receive #2")], started)
+
+def sdk_retry_mechanism(aws, clock, provider):
+    aws.reset_orders_queue(visibility_timeout_seconds=900)
+    started = clock.now()
+    orders.send_order(aws.sqs, aws.orders.url, ORDER)
+    (message,) = aws.sqs.receive_message(QueueUrl=aws.orders.url, WaitTimeSeconds=0)["Messages"]
+    provider.charge(ORDER.pedido_id, ORDER.importe)
+    clock.advance(31)
+    provider.charge(ORDER.pedido_id, ORDER.importe)
+    aws.sqs.delete_message(QueueUrl=aws.orders.url, ReceiptHandle=message["ReceiptHandle"])
+    return _run(clock, provider, [(0, "received", "receive #1")], started)
+
+def fifo_experiment(aws, clock, provider):
+    pair = queues.create_queue_pair(aws.sqs, "falsa.fifo", "falsa-fallidos.fifo", fifo=True)
+    for _ in range(2):
+        orders.send_order(aws.sqs, pair.url, ORDER, group_id=ORDER.pedido_id, deduplication_id=ORDER.pedido_id)
+        clock.advance(60)
+    aws.sqs.receive_message(QueueUrl=pair.url, WaitTimeSeconds=0, VisibilityTimeout=1)
+    clock.advance(2)
+    aws.sqs.receive_message(QueueUrl=pair.url, WaitTimeSeconds=0)
+    provider.charge(ORDER.pedido_id, ORDER.importe)
+    provider.charge(ORDER.pedido_id, ORDER.importe)
+    return {"copies_waiting_after_resend": 1, "charges_after_redelivery": 2}"""
+
+# Lab 2's two functions that do nothing: they keep every message and lose none. Scored 2/13.
+DOES_NOTHING = """def inspect_dlq(sqs, queue_url, max_messages=10):
+    return []
+
+def redrive_dlq(aws, clock, max_per_second=10):
+    return 0"""
+
+# A folder of the host's that the root grader must never touch (the tests make it, root's, mode 0700).
+VICTIM = "/tmp/mf-hostile-victim"
+# Where the grader later made its sockets, a symlink to the victim: the root relay followed `.pg` and chmodded the
+# victim to 0755, deleted a file in it and left a socket there. The grader's folder is now made before the
+# kernel runs, root's, in a sticky working copy: the kernel can neither replace nor remove it.
+SOCKET_FOLDER_SWAP = f"""import os, shutil
+os.symlink({VICTIM!r}, ".pg")
+shutil.rmtree(".grader", ignore_errors=True)
+for attempt in (lambda: os.rename(".grader", "gone"), lambda: os.symlink({VICTIM!r}, ".grader/pg")):
+    try:
+        attempt()
+    except OSError:
+        pass"""
+
+# 3,000 connections to the grader's PostgreSQL relay that never say who they are: one thread each, with no
+# timeout, in the root checker (3,010 threads). Now 16 at once, 5 s each to speak.
+RELAY_THREADS = """import os, socket, threading, time
+_held = []
+
+def _open_many(count=3_000):
+    path = ".grader/pg/.s.PGSQL.5432"
+    while not os.path.exists(path):
+        time.sleep(0.01)
+    for _ in range(count):
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            connection.connect(path)
+        except OSError:
+            continue
+        _held.append(connection)
+
+threading.Thread(target=_open_many, daemon=True).start()
+
+def create_schema(conn):
+    time.sleep(3)"""
+
+# 6 GB hidden behind 20,001 empty files: the watch summed only the first 20,000 entries of the working copy.
+FILES_HIDE_GIGABYTES = """import os, time
+os.makedirs("d/grande", exist_ok=True)
+for i in range(20_001):
+    open(f"d/{i:05d}", "w").close()
+for i in range(4):
+    descriptor = os.open(f"d/grande/f{i}", os.O_CREAT | os.O_WRONLY, 0o600)
+    os.posix_fallocate(descriptor, 0, 500 << 20)
+    os.close(descriptor)
+time.sleep(4)"""
+
+# Text of the learner's in every report: an exception whose class name is HTML and escape codes, raised by many
+# cells (1,014 notes once, a 471 KB cell), a written answer of megabytes with escape codes and a formula.
+INJECTED_ERROR = r"""class Mala(Exception):
+    pass
+Mala.__name__ = Mala.__qualname__ = "\x1b[2J<img src=x onerror=alert(1)>"
+raise Mala("=HYPERLINK(\"http://mala.example\") [pulsa](javascript:alert(1)) <script>alert(1)</script>" + "A" * 300)"""
+INJECTED_ANSWER = "\x1b]0;pwned\x07\x1b[2J=cmd|' /C calc'!A0\n<script>alert(1)</script>\u202egnp.exe\n" + "X" * 99_000
+INJECTED_CELLS = 40
+
+
+def report_injection(notebook):
+    """The lab with INJECTED_CELLS failing cells of INJECTED_ERROR and INJECTED_ANSWER in its first written answer."""
+    import nbformat
+
+    for _ in range(INJECTED_CELLS):
+        notebook.cells.append(nbformat.v4.new_code_cell(INJECTED_ERROR))
+    answer = next(
+        cell for cell in notebook.cells if cell.cell_type == "markdown" and "*Your answer here.*" in cell.source
+    )
+    answer.source = answer.source.replace("*Your answer here.*", INJECTED_ANSWER)
+    return notebook
+
+
+NAME_INJECTION = "bob\x1b[2J\x1b]0;x\x07 [x](http:mal) =1+1"  # a submission's file name is the learner's to choose
+
+BLANK_ATTACKS["lab1"] |= {"fake_mechanisms": FAKE_MECHANISMS, "report_injection": report_injection}
+BLANK_ATTACKS["lab1"][NAME_INJECTION] = "pass"
+BLANK_ATTACKS["lab2"] |= {"does_nothing": DOES_NOTHING}
+BLANK_ATTACKS["lab3"] |= {"socket_folder_swap": SOCKET_FOLDER_SWAP, "relay_threads": RELAY_THREADS}
+STOPPED_BY["lab1"]["files_hide_gigabytes"] = (FILES_HIDE_GIGABYTES, "more than 20,000 files (the limit)")

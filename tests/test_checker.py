@@ -25,7 +25,7 @@ import nbformat
 import pytest
 
 from mercadofresco.clock import VirtualClock
-from mercadofresco.course import boundary, checker, grading, labs
+from mercadofresco.course import boundary, checker, gradebook, grading, labs, reports, results
 
 ROOT = labs.ROOT
 CHECKS = ROOT / "solutions" / "checks" / "lab1.py"
@@ -246,12 +246,15 @@ LABS_GRADED = ("lab1", "lab2", "lab3")
 def _grade_hostile(lab: str, folder: Path) -> dict:
     """Every hostile notebook of `lab` and the solution, graded two at a time: each learner's report."""
     blank, solution = labs.handed_out(lab), nbformat.read(ROOT / "solutions" / labs.lab_file(lab), as_version=4)
-    notebooks = {name: (blank, source) for name, source in hostile.BLANK_ATTACKS[lab].items()}
-    notebooks |= {name: (solution, source) for name, source in hostile.KEEPS_FULL_MARKS.get(lab, {}).items()}
-    notebooks |= {name: (blank, source) for name, (source, _) in hostile.STOPPED_BY.get(lab, {}).items()}
-    for name, (base, source) in notebooks.items():
+    notebooks = {name: (blank, attack) for name, attack in hostile.BLANK_ATTACKS[lab].items()}
+    notebooks |= {name: (solution, attack) for name, attack in hostile.KEEPS_FULL_MARKS.get(lab, {}).items()}
+    notebooks |= {name: (blank, attack) for name, (attack, _) in hostile.STOPPED_BY.get(lab, {}).items()}
+    for name, (base, attack) in notebooks.items():
         notebook = nbformat.from_dict(json.loads(json.dumps(base)))
-        notebook.cells.append(nbformat.v4.new_code_cell(source))
+        if callable(attack):  # an attack that edits the notebook itself
+            notebook = attack(notebook)
+        else:  # a cell of the attacker's, after the lab's
+            notebook.cells.append(nbformat.v4.new_code_cell(attack))
         nbformat.write(notebook, folder / f"{name}.ipynb")
     nbformat.write(solution, folder / "zz_correct.ipynb")
     return {report.learner: report for report in grading.grade(folder, lab, jobs=2)}
@@ -262,6 +265,10 @@ def every_hostile(tmp_path_factory) -> dict:
     """The three labs' hostile sets graded at once, as three gradings on one machine share it."""
     if os.geteuid() != 0:
         pytest.skip("the grader isolates learners only when it runs as root")
+    victim = Path(hostile.VICTIM)  # a folder of the host's, root's: no learner may make the grader touch it
+    victim.mkdir(mode=0o700, exist_ok=True)
+    victim.chmod(0o700)
+    (victim / ".s.PGSQL.5432").write_text("precious")
     with ThreadPoolExecutor(len(LABS_GRADED)) as pool:
         folders = [tmp_path_factory.mktemp(f"hostile-{lab}") for lab in LABS_GRADED]
         return dict(zip(LABS_GRADED, pool.map(_grade_hostile, LABS_GRADED, folders), strict=True))
@@ -317,6 +324,33 @@ def test_what_the_checker_read_from_disk_reaches_no_report(graded):
     assert [line for line in checks if len(line) > 30 and line in written] == []
     hostname = Path("/etc/hostname").read_text().strip()
     assert len(hostname) < 8 or hostname not in written
+
+
+def test_no_learner_makes_the_root_grader_touch_a_folder_of_the_host(graded):
+    victim = Path(hostile.VICTIM)
+    assert victim.stat().st_mode & 0o777 == 0o700 and victim.stat().st_uid == 0
+    assert [entry.name for entry in victim.iterdir()] == [".s.PGSQL.5432"]
+    assert (victim / ".s.PGSQL.5432").read_text() == "precious"
+
+
+def test_text_the_learner_chose_reaches_every_report_cut_short_and_shown_literally(graded, tmp_path):
+    """Failing cells whose exception is HTML and escape codes, a huge written answer, a file name with escapes."""
+    lab, reports_by_name = graded
+    if lab != "lab1":
+        return
+    injected = reports_by_name["report_injection"]
+    assert len(injected.notes) <= reports.MOST_NOTES + 1
+    assert all(len(note) <= reports.NOTE_CHARS for note in injected.notes)
+    assert all(len(answer) <= labs.ANSWER_CHARS + 60 for _, answer in injected.answers)
+    reports.write_all(list(reports_by_name.values()), lab, tmp_path)
+    gradebook.write_answers(tmp_path / "answers.csv", [results.to_data(r, lab, None, "t") for r in [injected]], [1])
+    for path in [tmp_path / "report.csv", tmp_path / "answers.csv", *tmp_path.glob("feedback/*.md")]:
+        text = path.read_text(encoding="utf-8")
+        assert not any(ord(ch) < 32 and ch not in "\n\r\t" for ch in text), path.name
+        assert "\u202e" not in text and "\x1b" not in text, path.name
+    feedback = "".join(path.read_text() for path in tmp_path.glob("feedback/*.md"))
+    assert "<img" not in feedback and "<script>" not in feedback and "](javascript" not in feedback
+    assert (tmp_path / "report.csv").stat().st_size < 200_000
 
 
 def test_a_kernel_that_exits_mid_check_fails_that_check_and_every_one_after(graded):
@@ -446,6 +480,6 @@ def test_the_checker_stops_a_kernel_that_sends_more_than_its_limit_to_aws():
 
 
 def test_a_name_the_learner_chose_reaches_a_report_cut_short_and_only_as_a_name():
-    assert checker.learner_name("NameError") == "NameError"
-    assert len(checker.learner_name("E" * 80)) == checker.NAME_CHARS
-    assert checker.learner_name("Error\x1b[2J; rm -rf /") == "an exception"
+    assert reports.learner_name("NameError") == "NameError"
+    assert len(reports.learner_name("E" * 80)) == reports.NAME_CHARS
+    assert reports.learner_name("Error\x1b[2J; rm -rf /") == "an exception"
