@@ -295,7 +295,7 @@ STOPPED_BY = {
         "many_lanes": (MANY_LANES, "lanes at once (the limit)"),
         "a_gigabyte_to_aws": (A_GIGABYTE_TO_AWS, "MB to AWS (the checker's limit)"),
     },
-    "lab3": {"fills_the_database": (FILLS_THE_DATABASE, "MB limit")},
+    "lab3": {"fills_the_database": (FILLS_THE_DATABASE, "over the checker's 256 MB limit")},
 }
 
 
@@ -430,4 +430,6 @@ BLANK_ATTACKS["lab1"] |= {"fake_mechanisms": FAKE_MECHANISMS, "report_injection"
 BLANK_ATTACKS["lab1"][NAME_INJECTION] = "pass"
 BLANK_ATTACKS["lab2"] |= {"does_nothing": DOES_NOTHING}
 BLANK_ATTACKS["lab3"] |= {"socket_folder_swap": SOCKET_FOLDER_SWAP, "relay_threads": RELAY_THREADS}
-STOPPED_BY["lab1"]["files_hide_gigabytes"] = (FILES_HIDE_GIGABYTES, "more than 20,000 files (the limit)")
+# whichever the watch sees first: the files' count, or (once they are all made) the gigabytes behind them
+FILES_LIMITS = ("more than 20,000 files", "over the 1024 MB limit")
+STOPPED_BY["lab1"]["files_hide_gigabytes"] = (FILES_HIDE_GIGABYTES, FILES_LIMITS)

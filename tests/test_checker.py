@@ -312,7 +312,8 @@ def test_a_kernel_that_makes_the_checker_wait_or_grow_is_stopped_at_once_with_th
     lab, reports = graded
     for name, (_, words) in hostile.STOPPED_BY.get(lab, {}).items():
         reasons = [result.reason for result in reports[name].checks]
-        assert any(words in reason for reason in reasons + reports[name].notes), (name, reasons)
+        said = (words,) if isinstance(words, str) else words  # one of several limits may come first
+        assert any(word in reason for word in said for reason in reasons + reports[name].notes), (name, reasons)
         assert reasons[-1].startswith("not run"), (name, reasons[-1])
 
 
@@ -472,7 +473,7 @@ def test_the_checker_stops_a_kernel_that_sends_more_than_its_limit_to_aws():
     lab = checker.Lab(("dynamodb",))
     item = json.dumps({"TableName": "t", "Item": {"clave": {"S": "x" * 390_000}}}).encode()
     target = {"X-Amz-Target": "DynamoDB_20120810.PutItem"}
-    with checker.world_of_the_checker(), pytest.raises(boundary.BoundaryError, match="more than 64 MB"):
+    with checker.world_of_the_checker(), pytest.raises(boundary.BoundaryError, match="more than 16 MB"):
         for _ in range(1_000):
             lab.serve_aws("POST", "https://dynamodb.eu-south-2.checker.invalid/", target, item)
     assert lab.stopped == f"your code sent more than {checker.AWS_MB} MB to AWS (the checker's limit)"

@@ -50,7 +50,7 @@ SERVE_CELL_ENDED = (
 CONNECT_POLL_SECONDS = 0.2  # how often the wait for that answer looks whether the serve cell has ended
 FORWARDED_DOMAINS = ("checker.invalid", "amazonaws.com")  # https://<service>.<region>.<domain>/, nothing else
 REASON_CHARS = 200
-AWS_MB = 64  # what the learner's code may send to the checker's moto in all (the solutions send well under 2 MB)
+AWS_MB = 16  # what the learner's code may send to the checker's moto in all (the solutions: 0.08-0.26 MB)
 # What the kernel may call on each kind of the checker's objects (anything else is refused).
 EXPOSED = {
     "clock": {"now", "timestamp", "seconds_since_start", "advance", "advance_to", "need", "wait"},

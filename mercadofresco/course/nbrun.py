@@ -68,6 +68,7 @@ CPU_WINDOW_SECONDS = 3.0
 # lab 3's database with its files (in memory, /dev/shm). A learner who makes it hold more (1 GB of DynamoDB items,
 # a table filled by a loop) is stopped like one whose own processes pass their limit. The solutions: 110-270 MB.
 CHECKER_MEMORY_MB = 1_024
+DATABASE_MB = 256  # of it, lab 3's database files (the solution's: about 45 MB, 38 of them PostgreSQL's own)
 
 
 @dataclass(frozen=True)
@@ -204,16 +205,12 @@ def run_notebook(
         if box.user is not None and learner:  # its /tmp, /dev/shm… are memory too
             used += watch.scratch_mb(learner[0])
         checker, folders = watch.held_by_checker(process.pid, held)  # the checker's work for this learner
-        why = ""
-        try:
-            disk = watch.folder_mb(Path(box.workdir)) if ticks % 4 == 0 else 0.0
-            checker_mb = watch.resident_mb(checker) + sum(watch.folder_mb(folder) for folder in folders)
-        except watch.TooManyFilesError as exc:
-            disk, checker_mb, why = 0.0, 0.0, f"{exc} (the limit): the grader cannot measure it cheaply"
+        disk, database, why = _files_mb(Path(box.workdir) if ticks % 4 == 0 else None, folders)
+        checker_mb = watch.resident_mb(checker) + database
         cpus = cpu.sample(time.monotonic(), watch.cpu_seconds(learner + checker))
         run.peak_mb, run.peak_cpus = max(run.peak_mb, used), max(run.peak_cpus, cpus)
         run.checker_peak_mb = max(run.checker_peak_mb, checker_mb)
-        why = why or _limit_passed(limits, used, disk, cpus, checker_mb)
+        why = why or _limit_passed(limits, used, disk, cpus, checker_mb, database)
         if why and not run.stopped:  # the kernel dies with them, and the checker too: nothing more is graded
             run.stopped = why
             watch.kill(learner)
@@ -230,7 +227,21 @@ def run_notebook(
     return run
 
 
-def _limit_passed(limits: Limits, memory_mb: float, disk_mb: float, cpus: float, checker_mb: float) -> str:
+def _files_mb(workdir: Path | None, databases: list[Path]) -> tuple[float, float, str]:
+    """MB in the working copy (when given) and in the checker's database folders; a limit passed on the way."""
+    try:
+        disk = watch.folder_mb(workdir) if workdir is not None else 0.0
+    except watch.TooManyFilesError as exc:
+        return 0.0, 0.0, f"the learner's working copy holds {exc} (the limit)"
+    try:
+        return disk, sum(watch.folder_mb(folder) for folder in databases), ""
+    except watch.TooManyFilesError as exc:
+        return disk, 0.0, f"the lab's database holds {exc} (the checker's limit)"
+
+
+def _limit_passed(
+    limits: Limits, memory_mb: float, disk_mb: float, cpus: float, checker_mb: float, database_mb: float
+) -> str:
     """The first limit the learner's processes, or the checker's work for them, have passed, in words; "" if none."""
     if memory_mb > limits.memory_mb:
         used = f"the learner's processes and scratch files together used {memory_mb:.0f} MB"
@@ -242,6 +253,8 @@ def _limit_passed(limits: Limits, memory_mb: float, disk_mb: float, cpus: float,
             f"the learner's processes and the checker's work for them together kept {cpus:.1f} CPUs busy for "
             f"{CPU_WINDOW_SECONDS:g} s (at most {CPU_SHARE:g}: other learners are graded on the same machine)"
         )
+    if database_mb > DATABASE_MB:
+        return f"the lab's database grew to {database_mb:.0f} MB of files, over the checker's {DATABASE_MB} MB limit"
     if checker_mb > CHECKER_MEMORY_MB:
         return (
             f"the grader's checker held {checker_mb:.0f} MB answering your code (its process and the lab's "

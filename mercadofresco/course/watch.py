@@ -119,7 +119,7 @@ def folder_mb(path: Path, most_entries: int = MOST_FILES) -> float:
             for entry in entries:
                 seen += 1
                 if seen > most_entries:
-                    raise TooManyFilesError(f"{path} holds more than {most_entries:,} files")
+                    raise TooManyFilesError(f"more than {most_entries:,} files")
                 with contextlib.suppress(OSError):
                     stats = entry.stat(follow_symlinks=False)
                     used += stats.st_blocks * 512
