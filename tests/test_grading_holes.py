@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from mercadofresco.course import grading, labs, nbrun, reports, watch
+from mercadofresco.course import grading, labs, limits, nbrun, reports, watch
 from mercadofresco.course import sandbox as sb
 
 # The isolation holds only when the grader is root: without it a hostile notebook here would really write into
@@ -274,7 +274,7 @@ def test_os_exit_is_reported_at_once_not_after_the_cell_timeout(tmp_path):
 
 
 def test_memory_below_what_the_solutions_need_is_refused():
-    with pytest.raises(ValueError, match=f"memory_mb .* between {nbrun.MIN_MEMORY_MB} and 65536; got 256"):
+    with pytest.raises(ValueError, match=f"memory_mb .* between {limits.MIN_MEMORY_MB} and 65536; got 256"):
         nbrun.Limits(memory_mb=256)
 
 
@@ -329,11 +329,11 @@ def test_feedback_tells_the_learner_the_kind_of_error_not_its_text():
 
 
 def test_extra_cells_add_nothing_to_the_time_budget():
-    limits = nbrun.Limits(cell_timeout_seconds=20)
+    cells = nbrun.Limits(cell_timeout_seconds=20)
     lab = {"cells": [{"role": "learner"}] * 15 + [{"role": "end"}], "lab_cells": 15, "check_count": 5}
     padded = lab | {"cells": [{"role": "learner"}] * 2_000 + [{"role": "end"}]}
-    assert nbrun.time_budget(lab, limits) == nbrun.STARTUP_SECONDS + (15 + 1 + 5) * 30
-    assert nbrun.time_budget(padded, limits) == nbrun.STARTUP_SECONDS + (15 + 10 + 1 + 5) * 30
+    assert limits.time_budget(lab, cells) == limits.STARTUP_SECONDS + (15 + 1 + 5) * 30
+    assert limits.time_budget(padded, cells) == limits.STARTUP_SECONDS + (15 + 10 + 1 + 5) * 30
 
 
 def test_the_kernel_sees_only_the_interpreter_the_package_and_its_working_copy(hostile):
@@ -343,7 +343,7 @@ def test_the_kernel_sees_only_the_interpreter_the_package_and_its_working_copy(h
 
 
 def test_files_past_the_disk_limit_stop_the_learner(tmp_path, monkeypatch):
-    monkeypatch.setattr(nbrun, "DISK_MB", 20)  # 1,024 MB in a real grading; 3 GB once went to the grader's disk
+    monkeypatch.setattr(limits, "DISK_MB", 20)  # 1,024 MB in a real grading; 3 GB once went to the grader's disk
     solutions = tmp_path / "solutions"
     _tiny_solution(solutions)
     folder = tmp_path / "disk"
