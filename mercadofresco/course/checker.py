@@ -50,6 +50,7 @@ SERVE_CELL_ENDED = (
 CONNECT_POLL_SECONDS = 0.2  # how often the wait for that answer looks whether the serve cell has ended
 FORWARDED_DOMAINS = ("checker.invalid", "amazonaws.com")  # https://<service>.<region>.<domain>/, nothing else
 REASON_CHARS = 200
+STORY_LINES, STORY_CHARS = 30, 160  # of a counterexample's story in a report
 AWS_MB = 16  # what the learner's code may send to the checker's moto in all (the solutions: 0.08-0.26 MB)
 # What the kernel may call on each kind of the checker's objects (anything else is refused).
 EXPOSED = {
@@ -61,6 +62,14 @@ EXPOSED = {
     "bus": {"put_events"},
     "callback": {"__call__"},
 }
+
+
+class Failed(AssertionError):
+    """A check's property did not hold: why (one line), and the smallest world that shows it (`story`, lines)."""
+
+    def __init__(self, why: str, story: list[str] | tuple[str, ...] = ()) -> None:
+        super().__init__(why)
+        self.story = list(story)
 
 
 class ProcessDied(BaseException):
@@ -205,6 +214,7 @@ class Lab:
             "queue_is_empty": self._queue_is_empty,
         }
         self.aws_hooks: dict[str, Callable[[dict, Callable], tuple[int, dict]]] = {}  # action -> model (serve_aws)
+        self.before_aws: Callable[[str, str, Any], None] | None = None  # (service, action, request): a check's eye
         self._links = 0
         self.codec = CheckerCodec(self)
         self.wire: Boundary | None = None  # set by `connect`
@@ -411,6 +421,8 @@ class Lab:
             self.stop(f"your code sent more than {AWS_MB} MB to AWS (the checker's limit)")
             raise BoundaryError(self.stopped)
         real = f"https://{service}.{self.region}.amazonaws.com/"
+        if self.before_aws is not None:  # a check plays its world around the learner's requests (lab 1's copies)
+            self.before_aws(service, target.split(".")[-1], _parsed(body))
         hook = self.aws_hooks.get(target.split(".")[-1])
         if hook is None:
             status, answer_headers, answer = _moto(method, real, headers, body)
@@ -514,16 +526,17 @@ def _is_package_data(value: Any) -> bool:
     return dataclasses.is_dataclass(value) and type(value).__module__.startswith("mercadofresco.")
 
 
-def _aws_call(service: str, target: str, request: bytes, answer: bytes) -> dict:
-    def parsed(data: bytes) -> Any:
-        try:
-            return json.loads(data) if data else None
-        except ValueError:
-            return None
+def _parsed(data: bytes) -> Any:
+    try:
+        return json.loads(data) if data else None
+    except ValueError:
+        return None
 
+
+def _aws_call(service: str, target: str, request: bytes, answer: bytes) -> dict:
     action = target.split(".")[-1] if target else ""
     at = dt.datetime.now(dt.UTC)  # the checker's virtual clock, under a check
-    return {"service": service, "action": action, "request": parsed(request), "answer": parsed(answer), "at": at}
+    return {"service": service, "action": action, "request": _parsed(request), "answer": _parsed(answer), "at": at}
 
 
 # -- the checks of one lab -------------------------------------------------------------------
@@ -555,6 +568,7 @@ def run_checks(module: Any, lab: Lab, seconds_each: float, only: tuple[str, ...]
             row["verdict"] = True
         except AssertionError as exc:
             row["reason"] = shown(f"AssertionError: {exc or 'a check did not hold'}", REASON_CHARS)
+            row["story"] = [shown(line, STORY_CHARS) for line in getattr(exc, "story", [])[:STORY_LINES]]
         except BoundaryError as exc:
             stopped = lab.stopped or lab.wire.refused  # a limit of the checker's, or what the kernel sent
             if stopped:  # the checker hung up: nothing after this can run

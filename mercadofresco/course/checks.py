@@ -55,6 +55,23 @@ def expect(
         _open_parts[-1].append(failure)
 
 
+def no_counterexample(search: Callable[[], object], rule: str) -> None:
+    """Check that `search()` finds no world breaking `rule`: a ✓ line, or a ✗ line with the smallest world found.
+
+    `search` returns None or a counterexample (its `why`, one line, and its `story`, a line for each step).
+    """
+    try:
+        found = search()
+    except Exception as exc:  # the learner's code failed otherwise: say so
+        expect(False, f"{rule} (the check could not run: {type(exc).__name__}: {exc})")
+        return
+    if found is None:
+        expect(True, rule, holds=rule)
+        return
+    story = "\n".join(f"      {line}" for line in getattr(found, "story", ()))
+    expect(False, f"{rule}; the smallest world that breaks it: {getattr(found, 'why', found)}\n{story}".rstrip())
+
+
 @contextmanager
 def part(name: str) -> Iterator[None]:
     """Run every check of a cell, print ✓ or ✗ for each, and fail once at the end if any failed."""

@@ -94,7 +94,8 @@ def score(rows: list[dict], plan: list[dict], specs: list[Check], run: nbrun.Run
             reason = f"not run: {stopped}" if stopped else "not run: grading stopped before the checks"
         else:
             reason = "" if row["verdict"] else row["reason"] or "the check did not hold"
-        results.append(CheckResult(spec.check, bool(row and row["verdict"]), spec.points, reason, spec.hint))
+        story = list(row.get("story", [])) if row and not row["verdict"] else []
+        results.append(CheckResult(spec.check, bool(row and row["verdict"]), spec.points, reason, spec.hint, story))
     notes += [row["note"] for row in rows if row.get("role") == "note"]
     if run.stopped:
         notes.append(f"the notebook was stopped: {run.stopped}")

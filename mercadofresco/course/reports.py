@@ -158,10 +158,14 @@ def feedback(report: Any, lab: str, total: Any = None) -> str:
         if result.passed:
             lines.append(f"- passed: `{result.check}` ({result.points} point{'s' * (result.points != 1)})")
         else:
+            why = shown(result.reason, 300) if result.story else feedback_reason(result.reason)  # a story: ours
             lines += [
-                f"- **not passed: `{result.check}`**: {markdown_text(feedback_reason(result.reason))}",
+                f"- **not passed: `{result.check}`**: {markdown_text(why)}",
                 f"  - hint: {result.hint}",
             ]
+            if result.story:  # the smallest world the instructor's check found: the learner's own story to read
+                lines += ["  - the smallest world that breaks it:", "", "    ```text"]
+                lines += [f"    {shown(line, 160).replace('`', chr(39))}" for line in result.story] + ["    ```"]
     if total is not None and total.comments:
         lines += ["", "## Your written answers", ""]
         lines += [f"- *{shown(question, 120)}*: {comment}" for question, comment in total.comments]

@@ -33,6 +33,7 @@ class CheckResult:
     points: int
     reason: str
     hint: str
+    story: list[str] = field(default_factory=list)  # the smallest world that broke the check, a line a step
 
 
 @dataclass

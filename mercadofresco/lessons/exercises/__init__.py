@@ -1,0 +1,1 @@
+"""The lesson's exercises (section 18) as properties: what must hold in every world, and the worlds that test it."""
