@@ -119,7 +119,7 @@ LINES: dict[str, list[tuple[str, str, str]]] = {
             SCHEMA,
             '"CREATE INDEX outbox_pendientes_por_pedido ON outbox (agregado_id, creado_en, id) WHERE NOT publicado",',
             '"CREATE INDEX outbox_pendientes_por_pedido ON outbox (agregado_id, creado_en, id)",\n'
-            '    "CREATE INDEX o ON outbox (tipo_agregado) WHERE tipo_agregado = \'ninguno\'",',
+            "    \"CREATE INDEX o ON outbox (tipo_agregado) WHERE tipo_agregado = 'ninguno'\",",
         ),
     ],
     # The cleanup deletes by age whether the row was published or not.
