@@ -71,6 +71,19 @@ def test_503_and_429_charge_nothing(provider):
     assert provider.charge("PED-2026-084417", AMOUNT).pedido_id == "PED-2026-084417"
 
 
+def test_an_outage_fails_every_call_past_any_plan_of_faults_until_it_ends(provider):
+    provider.fail_next(gateway.Fault.THROTTLED)
+    provider.fail_every_call(gateway.Fault.UNAVAILABLE)
+    with pytest.raises(gateway.ThrottledError):
+        provider.charge("PED-2026-084417", AMOUNT)
+    for _ in range(gateway.MAX_FAULTS + 1):  # more calls than fail_next may plan
+        with pytest.raises(gateway.GatewayUnavailableError):
+            provider.charge("PED-2026-084417", AMOUNT)
+    provider.recover()
+    provider.charge("PED-2026-084417", AMOUNT)
+    assert len(provider.ledger) == 1
+
+
 def test_declined_card_is_402_and_charges_nothing(clock):
     provider = gateway.PaymentGateway(clock, declined_orders={"PED-2026-084417"})
     with pytest.raises(gateway.CardDeclinedError) as info:

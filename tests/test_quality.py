@@ -38,6 +38,23 @@ def test_lesson_notebooks_are_committed_with_outputs(path):
     assert notebook["metadata"]["kernelspec"]["name"] == "python3"
 
 
+NOTEBOOKS = sorted([*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("labs/*.ipynb"), *ROOT.glob("solutions/*.ipynb")])
+
+
+def test_every_nbval_marker_is_one_nbval_reads():
+    """nbval reads a marker only when the comment is the marker alone: `# NBVAL_SKIP (why)` is silently ignored."""
+    from nbval.plugin import comment_markers
+
+    wrong = []
+    for path in NOTEBOOKS:
+        for number, cell in enumerate(json.loads(path.read_text())["cells"]):
+            for line in "".join(cell["source"]).splitlines():
+                comment = line.strip().lstrip("#").strip()
+                if line.strip().startswith("#") and comment.startswith("NBVAL") and comment not in comment_markers:
+                    wrong.append(f"{path.relative_to(ROOT)} cell {number}: {line.strip()!r}")
+    assert NOTEBOOKS and not wrong, "put the reason on the next line:\n" + "\n".join(wrong)
+
+
 def test_project_never_reads_the_course_shared_folder():
     offenders = []
     for path in ROOT.rglob("*"):

@@ -142,6 +142,7 @@ class PaymentGateway:
     calls: int = 0
     _by_key: dict[str, Charge] = field(default_factory=dict, repr=False)
     _faults: deque[tuple[Fault, float]] = field(default_factory=deque, repr=False)
+    _outage: tuple[Fault, float] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         _check_latency(self.latency)
@@ -158,6 +159,16 @@ class PaymentGateway:
         check_range("times", times, 0, MAX_FAULTS)
         self._faults.extend([(fault, retry_after_seconds)] * times)
 
+    def fail_every_call(self, fault: Fault, retry_after_seconds: float = 5.0) -> None:
+        """Make every call fail with `fault` (after any planned by `fail_next`) until `recover()`."""
+        if not isinstance(fault, Fault):
+            raise TypeError(f"fault must be a gateway.Fault (e.g. gateway.Fault.UNAVAILABLE), not {fault!r}")
+        self._outage = (fault, retry_after_seconds)
+
+    def recover(self) -> None:
+        """End an outage begun by `fail_every_call`."""
+        self._outage = None
+
     def charge(
         self,
         pedido_id: str,
@@ -172,7 +183,7 @@ class PaymentGateway:
         self.calls += 1
         started = waiter.now()
         latency = self.latency.latency_at(started)
-        fault, retry_after = self._faults.popleft() if self._faults else (None, 0.0)
+        fault, retry_after = self._faults.popleft() if self._faults else self._outage or (None, 0.0)
 
         if fault is Fault.THROTTLED:
             waiter.wait(min(self.latency.baseline_seconds, read_timeout_seconds))

@@ -280,7 +280,7 @@ def layer_calls(
     check_range("order_count", order_count, 1, 1000, why="each gateway call is a virtual-clock wait")
     aws.reset_orders_queue(visibility_timeout_seconds=400, max_receive_count=max_receive_count)
     provider = gw.PaymentGateway(clock)
-    provider.fail_next(gw.Fault.UNAVAILABLE, times=100_000)  # down for the whole experiment
+    provider.fail_every_call(gw.Fault.UNAVAILABLE)  # down for the whole experiment
     sdk = retry.RetryPolicy(backoff.NoBackoff(), max_attempts=sdk_attempts)
     client = gw.GatewayClient(provider, policy=sdk)
     handler = ChargeViaWorkflow(client, workflow_retry(workflow_attempts), catch_failures)
