@@ -47,6 +47,19 @@ def test_no_failure_asked_means_the_bus_takes_every_entry(events):
     assert len(faulty.accepted) == 3
 
 
+def test_a_scripted_bus_fails_the_positions_it_is_told_in_each_call_and_keeps_what_it_took_whole(events):
+    faulty = event_faults.FaultyEvents(events, event_faults.ScriptedFailures((frozenset({0, 2}), frozenset({5}))))
+    entries = [dict(entry, Detail=json.dumps({"n": n})) for n, entry in enumerate(_entries(3))]
+    told = []
+    faulty.on_taken = told.append  # what each call took, as it took it (a rival publisher listens here)
+    first = faulty.put_events(Entries=entries)
+    second = faulty.put_events(Entries=entries)  # position 5 is beyond 3 entries: nothing fails
+    third = faulty.put_events(Entries=entries[:1])  # past the script: nothing fails
+    assert [first["FailedEntryCount"], second["FailedEntryCount"], third["FailedEntryCount"]] == [2, 0, 0]
+    assert [json.loads(entry["Detail"])["n"] for entry in faulty.taken] == [1, 0, 1, 2, 0]
+    assert faulty.failures.calls == 3 and [len(taken) for taken in told] == [1, 3, 1]
+
+
 def test_the_graders_bus_refuses_what_eventbridge_refuses_and_fails_part_of_a_call():
     from types import SimpleNamespace
 

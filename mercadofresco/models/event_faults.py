@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,6 +72,20 @@ class PartialFailures:
         return {index for index in range(count) if self.rng.random() < self.probability}
 
 
+@dataclass
+class ScriptedFailures:
+    """Which entries of each PutEvents call fail, as a script: `script[n]` the positions failing in call n + 1."""
+
+    script: tuple[frozenset[int], ...] = ()
+    calls: int = 0
+
+    def failed(self, count: int) -> set[int]:
+        """The positions that fail in the next call of `count` entries."""
+        self.calls += 1
+        positions = self.script[self.calls - 1] if self.calls <= len(self.script) else frozenset()
+        return {index for index in positions if index < count}
+
+
 def split(entries: list[dict[str, Any]], failed: set[int]) -> list[dict[str, Any]]:
     """The entries that go on to the bus."""
     return [entry for index, entry in enumerate(entries) if index not in failed]
@@ -90,10 +105,12 @@ def merged(answer: dict[str, Any], failed: set[int], count: int) -> dict[str, An
 class FaultyEvents:
     """An events client whose PutEvents behaves like EventBridge's where moto's does not (see the module)."""
 
-    def __init__(self, events: Any, failures: PartialFailures | None = None) -> None:
+    def __init__(self, events: Any, failures: PartialFailures | ScriptedFailures | None = None) -> None:
         self.events = events
         self.failures = failures or PartialFailures()
         self.accepted: list[dict[str, Any]] = []  # the Detail of every entry the bus took
+        self.taken: list[dict[str, Any]] = []  # every entry the bus took, whole
+        self.on_taken: Callable[[list[dict[str, Any]]], None] | None = None  # told of each call's taken entries
 
     def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:  # boto3's argument name
         why = refusal(Entries)
@@ -103,7 +120,9 @@ class FaultyEvents:
         going = split(Entries, failed)
         answer = self.events.put_events(Entries=going) if going else {"FailedEntryCount": 0, "Entries": []}
         whole = merged(answer, failed, len(Entries))
-        for entry, result in zip(Entries, whole["Entries"], strict=True):
-            if "EventId" in result:
-                self.accepted.append(json.loads(entry["Detail"]))
+        taken = [entry for entry, result in zip(Entries, whole["Entries"], strict=True) if "EventId" in result]
+        self.accepted += [json.loads(entry["Detail"]) for entry in taken]
+        self.taken += taken
+        if self.on_taken is not None:
+            self.on_taken(taken)
         return whole
