@@ -1,0 +1,151 @@
+"""Another publisher at the worst moment: a sent row must stay claimed until it is marked.
+
+The lesson's publisher claims rows with `FOR UPDATE SKIP LOCKED`, publishes
+them and marks them in one transaction, so the row locks last until the mark
+commits. A publisher that lets the locks go first (the claim in a transaction
+of its own, or the mark after the COMMIT) leaves a moment when a row the bus
+already has is unpublished and free: a second publisher takes it and sends it
+again, with nobody dead.
+
+`Rival` is that second publisher. The moment the bus has taken some rows'
+events it asks for those rows: first without waiting (a row it gets at once was
+never locked), then waiting for the first publisher's locks, which it gets when
+that publisher's transaction ends. If the mark was in that transaction, the
+rows are published by then and the rival takes nothing; if not, it takes them.
+It never keeps what it takes (its transaction rolls back), so the first
+publisher goes on as if alone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import strategies as st
+
+from mercadofresco.lessons import worlds
+from mercadofresco.lessons.exercises.outbox_world import KINDS, OutboxBench, Row, ago, world_now
+
+LOCK_WAIT = "2s"  # the rival's longest wait for the first publisher's locks
+SETTLE_SECONDS = 2.0  # for the rival to be queued behind those locks before the first publisher goes on
+TAKE = "SELECT id FROM outbox WHERE NOT publicado AND id = ANY(%s) ORDER BY id FOR UPDATE"
+
+
+class Rival:
+    """A second publisher on `conn` (autocommit, the lab's schema), watched from `watch` (another connection).
+
+    `start(entries)` is called with the entries the bus has just taken from the first publisher; `finish()`,
+    after that publisher returns, gives the ids the rival could take (empty when every sent row stayed claimed
+    until it was marked).
+    """
+
+    def __init__(self, conn: Any, watch: Any) -> None:
+        self.conn, self.watch = conn, watch
+        self.conn.execute(f"SET lock_timeout = '{LOCK_WAIT}'")
+        self.took: list[int] = []
+        self.thread: threading.Thread | None = None
+        self.error: BaseException | None = None
+
+    def start(self, entries: list[dict]) -> None:
+        ids = [i for i in (_outbox_id(entry) for entry in entries) if isinstance(i, int)]
+        if self.thread is not None or not ids:
+            return  # one rival a run: the first call that took something
+        free = self._take(ids, wait=False)
+        if free:
+            self.took = free  # rows the bus has, and nobody holds
+            return
+        pid, deadline = self.conn.info.backend_pid, time.monotonic() + SETTLE_SECONDS
+        self.thread = threading.Thread(target=self._wait_and_take, args=(ids,), daemon=True)
+        self.thread.start()
+        while self.thread.is_alive() and time.monotonic() < deadline:  # until it queues behind the locks
+            state = self.watch.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (pid,))
+            if (state.fetchone() or [None])[0] == "Lock":
+                return
+            time.sleep(0.001)
+
+    def finish(self) -> list[int]:
+        """The ids the rival took (after the first publisher's call returned); it is ready for the next run."""
+        if self.thread is not None:
+            self.thread.join(timeout=SETTLE_SECONDS + 1)
+        took, self.took, self.thread = self.took, [], None
+        return took
+
+    def _wait_and_take(self, ids: list[int]) -> None:
+        try:
+            self.took = self._take(ids, wait=True)
+        except Exception:  # a lock wait that timed out: it took nothing
+            self.took = []
+
+    def _take(self, ids: list[int], wait: bool) -> list[int]:
+        with self.conn.transaction(force_rollback=True):
+            statement = TAKE if wait else TAKE + " SKIP LOCKED"
+            return [row[0] for row in self.conn.execute(statement, (ids,)).fetchall()]
+
+
+def _outbox_id(entry: dict) -> Any:
+    try:
+        detail = json.loads(entry.get("Detail", "{}"))
+    except (TypeError, ValueError):
+        return None
+    return detail.get("outbox_id") if isinstance(detail, dict) else None
+
+
+@dataclass(frozen=True)
+class Pending:
+    """Unpublished rows (orders' events), the batch a run takes, and the entries the bus refuses in its first call."""
+
+    rows: tuple[Row, ...]
+    batch: int
+    refused: frozenset[int] = frozenset()
+
+
+@st.composite
+def _pending(draw: Any) -> Pending:
+    count = draw(st.integers(1, 5))
+    rows = tuple(Row(n % 2, 600.0 - 60 * n, None, KINDS[n // 2 % len(KINDS)]) for n in range(count))
+    return Pending(rows, draw(st.sampled_from((1, 2, 3, 100))), frozenset(draw(st.sets(st.integers(0, count - 1)))))
+
+
+RIVAL_FIRST = (Pending((Row(0, 600.0),), 100), Pending((Row(0, 600.0), Row(1, 540.0)), 100, frozenset({0})))
+
+
+def sent_rows_stay_claimed(bench: OutboxBench, examples: int, seed: int) -> worlds.Counterexample | None:
+    """A row the bus has taken stays claimed until it is marked: another publisher can never take it in between.
+
+    Whatever the batch and whichever entries the bus refuses; otherwise the other publisher sends it again.
+    """
+    return worlds.smallest_counterexample(_pending(), _rival_play(bench), examples, seed, RIVAL_FIRST)
+
+
+def _rival_play(bench: OutboxBench) -> Callable[[Pending], None]:
+    def play(world_: Pending) -> None:
+        bench.fresh()
+        now: dt.datetime = world_now()
+        ids = bench.seed(list(world_.rows), now)
+        lines = [
+            f"row {row_id}: {row.tipo}, created {ago(row.created_ago)} ago, unpublished"
+            for row_id, row in zip(ids, world_.rows, strict=True)
+        ]
+        refused = " and ".join(str(n + 1) for n in sorted(world_.refused))
+        lines.append(
+            f"publisher A runs publish_pending with batch_size={world_.batch}"
+            + (f"; the bus refuses entry {refused} of its first call" if refused else "")
+        )
+        lines.append("publisher B asks for the rows whose events the bus took, the moment it took them")
+        try:
+            _, took = bench.publish_beside_a_rival(now, world_.batch, (world_.refused,))
+        except Exception as error:
+            raise worlds.Broken(f"publish_pending raised {type(error).__name__}: {str(error)[:240]}", lines) from None
+        if took:
+            why = (
+                f"the bus took row {took[0]}'s event from A, and B could take row {took[0]} before A marked it: "
+                "B publishes it again, with nobody dead. Claim, publish and mark in one transaction"
+            )
+            raise worlds.Broken(why, lines)
+
+    return play
