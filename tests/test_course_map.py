@@ -72,7 +72,7 @@ def test_a_labs_size_comes_from_its_solution_or_the_measured_count_without_it(tm
     from mercadofresco.lessons import course_map
 
     size = course_map.lab_size(ROOT / "labs" / "lab3_outbox.ipynb")
-    assert size["written answers"] == 5 and size["hidden checks"] == 11
+    assert size["written answers"] == 5 and size["hidden checks"] == 12
     assert size["lines of code in the solution"] == course_map.measured()["solution_lines"]["lab3_outbox.ipynb"]
     alone = tmp_path / "labs" / "lab3_outbox.ipynb"  # a learner's bundle: no solutions/ beside labs/
     alone.parent.mkdir()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import background
+import fresh_variants
 import lab3_variants
 import lab_variants
 import nbformat
@@ -13,6 +14,14 @@ import pytest
 from mercadofresco.course import labs, nbrun
 
 CELL_TIMEOUT = 60
+# Wrong answers nobody here wrote (tests/fresh/lab3.json), through the grader with their aimed checks; the last
+# one twice, to show a grading finds the same smallest world again.
+FRESH_SAMPLE = {
+    "cleanup_by_creation_date": {"cleanup_published_only"},
+    "consumer_check_then_record": {"consumer_dedups"},
+    "mark_after_the_claim_transaction": {"parallel_publishers"},
+}
+AGAIN = "zz_mark_after_the_claim_transaction_again"
 
 
 def grade_lab3(folder: Path) -> dict:
@@ -22,8 +31,13 @@ def grade_lab3(folder: Path) -> dict:
     lab_variants.write(labs.handed_out("lab3"), folder / "blank.ipynb")
     for name in lab3_variants.NAMES:
         lab_variants.write(lab3_variants.variant(name), folder / f"{name}.ipynb")
+    for variant in fresh_variants.variants("lab3"):
+        if variant["name"] in FRESH_SAMPLE:
+            lab_variants.write(fresh_variants.notebook("lab3", variant), folder / f"{variant['name']}.ipynb")
+    (folder / f"{AGAIN}.ipynb").write_bytes((folder / "mark_after_the_claim_transaction.ipynb").read_bytes())
+    aimed = {**lab3_variants.EXPECTED_FAILURES, **FRESH_SAMPLE, AGAIN: FRESH_SAMPLE["mark_after_the_claim_transaction"]}
     limits = nbrun.Limits(cell_timeout_seconds=CELL_TIMEOUT)
-    return lab_variants.grade_against_aimed_checks(folder, "lab3", limits, lab3_variants.EXPECTED_FAILURES)
+    return lab_variants.grade_against_aimed_checks(folder, "lab3", limits, aimed)
 
 
 STARTED_EARLY = REPORTS = background.Later(grade_lab3)  # graded while the one-core tests run (tests/conftest.py)
@@ -52,6 +66,18 @@ def test_each_outbox_mistake_fails_the_hidden_checks_aimed_at_it(reports, name):
     failed = {result.check for result in report.checks if not result.passed}
     assert lab3_variants.EXPECTED_FAILURES[name] <= failed, f"{name} failed only {sorted(failed)}"
     assert not any("not run" in result.reason for result in report.checks)
+
+
+@pytest.mark.parametrize("name", sorted(FRESH_SAMPLE))
+def test_the_grader_fails_a_fresh_wrong_answer_with_the_smallest_world_that_breaks_the_property(reports, name):
+    failed = [result for result in reports[name].checks if not result.passed]
+    assert {result.check for result in failed} == FRESH_SAMPLE[name]
+    assert all(result.story for result in failed), [result.reason for result in failed]
+
+
+def test_grading_a_lab_3_notebook_twice_finds_the_same_smallest_world(reports):
+    first, again = reports["mark_after_the_claim_transaction"], reports[AGAIN]
+    assert [(r.reason, r.story) for r in first.checks] == [(r.reason, r.story) for r in again.checks]
 
 
 def test_the_issue_s_six_mistakes_are_among_the_variants_and_each_changes_the_solution():
