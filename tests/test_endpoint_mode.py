@@ -3,6 +3,7 @@ process (real time, or a clear refusal); what a world creates outside the proces
 
 import json
 import logging
+import signal
 import sys
 from pathlib import Path
 
@@ -189,6 +190,16 @@ def test_the_budget_counts_every_wait_and_a_declared_need_refuses_up_front(outsi
 
 
 def test_a_learner_can_interrupt_a_real_wait(outside_url):
+    # interrupt_main does nothing while SIGINT is ignored or default, as a library run earlier in this process may
+    # have left it (the suite lost this interrupt once, 2026-12-06); Jupyter's kernel keeps Python's own handler.
+    handler = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _interrupt_a_real_wait(outside_url)
+    finally:
+        signal.signal(signal.SIGINT, handler)
+
+
+def _interrupt_a_real_wait(outside_url):
     with VirtualClock(pace=real_pace(outside_url)) as clock:
         threading.Timer(0.3, _thread.interrupt_main).start()
         started, before = time.monotonic(), clock.now()
