@@ -52,12 +52,13 @@ def test_a_scripted_bus_fails_the_positions_it_is_told_in_each_call_and_keeps_wh
     entries = [dict(entry, Detail=json.dumps({"n": n})) for n, entry in enumerate(_entries(3))]
     told = []
     faulty.on_taken = told.append  # what each call took, as it took it (a rival publisher listens here)
+    faulty.first_call = lambda: told.append([])  # once, before the first call reaches the bus
     first = faulty.put_events(Entries=entries)
     second = faulty.put_events(Entries=entries)  # position 5 is beyond 3 entries: nothing fails
     third = faulty.put_events(Entries=entries[:1])  # past the script: nothing fails
     assert [first["FailedEntryCount"], second["FailedEntryCount"], third["FailedEntryCount"]] == [2, 0, 0]
     assert [json.loads(entry["Detail"])["n"] for entry in faulty.taken] == [1, 0, 1, 2, 0]
-    assert faulty.failures.calls == 3 and [len(taken) for taken in told] == [1, 3, 1]
+    assert faulty.failures.calls == 3 and [len(taken) for taken in told] == [0, 1, 3, 1]
 
 
 def test_the_graders_bus_refuses_what_eventbridge_refuses_and_fails_part_of_a_call():

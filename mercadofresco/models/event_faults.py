@@ -111,8 +111,12 @@ class FaultyEvents:
         self.accepted: list[dict[str, Any]] = []  # the Detail of every entry the bus took
         self.taken: list[dict[str, Any]] = []  # every entry the bus took, whole
         self.on_taken: Callable[[list[dict[str, Any]]], None] | None = None  # told of each call's taken entries
+        self.first_call: Callable[[], None] | None = None  # run once, as the next call starts (another publisher)
 
     def put_events(self, Entries: list[dict[str, Any]]) -> dict[str, Any]:  # boto3's argument name
+        if self.first_call is not None:
+            hook, self.first_call = self.first_call, None
+            hook()
         why = refusal(Entries)
         if why:
             raise ClientError({"Error": {"Code": "ValidationException", "Message": why}}, "PutEvents")

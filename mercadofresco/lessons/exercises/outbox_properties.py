@@ -17,6 +17,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import psycopg
 from psycopg import pq
 
 from mercadofresco import orders, world
@@ -39,6 +40,7 @@ PROPERTIES = (
     consumer_prepares_once,
 )
 FIRST_EVENT = 990_001  # the consumer's worlds' outbox ids: far above the notebook's own rows
+LOCK_GIVE_UP = "200ms"  # publisher B's wait for a row lock: a publisher that waits for another's rows is stuck
 STORED_COLUMNS = "id, agregado_id, tipo_evento, payload, creado_en, publicado, publicado_en"
 
 
@@ -73,6 +75,7 @@ class NotebookOutboxBench:
         self.store = idempotency.IdempotencyStore(aws.dynamodb, clock)
         self.conn: Any = None
         self.rival: Rival | None = None
+        self.other: Any = None  # publisher B's connection
         self._keys_before: set[str] = set()
 
     def fresh(self) -> None:
@@ -83,6 +86,8 @@ class NotebookOutboxBench:
         else:
             if self.conn.info.transaction_status != pq.TransactionStatus.IDLE:
                 self.conn.rollback()  # a function of the learner's left a transaction open
+            if self.other is not None and self.other.info.transaction_status != pq.TransactionStatus.IDLE:
+                self.other.rollback()
             self.conn.execute("TRUNCATE outbox, pedidos RESTART IDENTITY")
         self.bus.taken.clear()
 
@@ -102,6 +107,24 @@ class NotebookOutboxBench:
             return self.functions["publish_pending"](self.conn, self.bus, now, batch)
         finally:
             self.bus.failures = event_faults.PartialFailures()
+
+    def publish_with_another(self, now: dt.datetime, batch: int) -> tuple[Any, bool]:
+        if self.other is None:
+            self.other = self.side.connect(autocommit=True)
+            self.other.execute(f"SET lock_timeout = '{LOCK_GIVE_UP}'")
+        waited = []
+
+        def publisher_b() -> None:
+            try:
+                self.functions["publish_pending"](self.other, self.bus, now, batch)
+            except psycopg.errors.LockNotAvailable:
+                waited.append(True)
+
+        self.bus.first_call = publisher_b
+        try:
+            return self.publish(now, batch), bool(waited)
+        finally:
+            self.bus.first_call = None
 
     def publish_beside_a_rival(
         self, now: dt.datetime, batch: int, refused: tuple[frozenset[int], ...] = ()

@@ -28,11 +28,13 @@ from mercadofresco.lessons.exercises.outbox_world import KINDS, OutboxBench, Row
 
 @dataclass(frozen=True)
 class History:
-    """Orders' events (each order's created in KINDS' order), the order the rows were written in, the batch size."""
+    """Orders' events (each order's created in KINDS' order), the order the rows were written in, the batch size,
+    and the run in which publisher B runs too, as publisher A's first call to the bus starts (None: A alone)."""
 
     rows: tuple[Row, ...]
     written: tuple[int, ...]
     batch: int
+    another: int | None = None
 
 
 @st.composite
@@ -43,19 +45,23 @@ def _histories(draw: Any) -> History:
         for step, kind in enumerate(KINDS[: draw(st.integers(1, 4))]):
             rows.append(Row(agregado, start - 60.0 * step, None, kind))
     written = draw(st.permutations(range(len(rows))))
-    return History(tuple(rows), tuple(written), draw(st.sampled_from((1, 2, 3, 100))))
+    another = draw(st.none() | st.integers(0, 1))
+    return History(tuple(rows), tuple(written), draw(st.sampled_from((1, 2, 3, 100))), another)
 
 
 ORDER_FIRST = (
     History((Row(0, 600, None, KINDS[0]), Row(0, 540, None, KINDS[1])), (1, 0), 1),  # the later one written first
     History((Row(0, 600, None, KINDS[0]), Row(0, 540, None, KINDS[1]), Row(1, 600, None, KINDS[0])), (0, 1, 2), 1),
+    # The lesson's claim with two publishers: B takes the order's next event while A holds its first one.
+    History((Row(0, 600, None, KINDS[0]), Row(0, 540, None, KINDS[1])), (0, 1), 1, another=0),
 )
 
 
 def events_in_creation_order(bench: OutboxBench, examples: int, seed: int) -> worlds.Counterexample | None:
     """Each order's events reach the bus in the order they were created, oldest rows first, every row published.
 
-    Whatever order the rows were written in, and however many rows a run takes.
+    Whatever order the rows were written in, however many rows a run takes, and with a second publisher at work
+    while the first holds its batch (neither waits for the other's rows).
     """
     return worlds.smallest_counterexample(_histories(), _order_play(bench), examples, seed, ORDER_FIRST)
 
@@ -72,11 +78,19 @@ def _order_play(bench: OutboxBench) -> Callable[[History], None]:
             for k, n in enumerate(written)
         ]
         lines.append(f"publish_pending runs with batch_size={history.batch} until nothing is pending")
+        if history.another is not None:
+            lines.append(
+                f"in run {history.another + 1}, as publisher A's first call to the bus starts, publisher B runs "
+                "publish_pending too"
+            )
         for runs in range(2 * len(rows) + 3):
             before = bench.stored()
             if all(row.publicado for row in before):
                 break
-            _run(bench, now, history.batch, lines)
+            if runs == history.another:
+                _run_with_another(bench, now, history.batch, lines)
+            else:
+                _run(bench, now, history.batch, lines)
             skipped = _passed_over(before, bench.stored())
             if skipped:
                 older, younger = (row_of[row.id] for row in skipped)
@@ -110,6 +124,17 @@ def _run(bench: OutboxBench, now: dt.datetime, batch: int, lines: list[str], ref
         return bench.publish(now, batch, refused)
     except Exception as error:
         raise worlds.Broken(f"publish_pending raised {type(error).__name__}: {str(error)[:240]}", lines) from None
+
+
+def _run_with_another(bench: OutboxBench, now: dt.datetime, batch: int, lines: list[str]) -> None:
+    """One run of publisher A with publisher B inside it; B may not wait for the rows A holds."""
+    try:
+        _, waited = bench.publish_with_another(now, batch)
+    except Exception as error:
+        raise worlds.Broken(f"publish_pending raised {type(error).__name__}: {str(error)[:240]}", lines) from None
+    if waited:
+        why = "publisher B waited for the rows A held (and gave up after 200 ms) instead of taking others"
+        raise worlds.Broken(why, lines)
 
 
 def _passed_over(before: list[Stored], after: list[Stored]) -> tuple[Stored, Stored] | None:

@@ -32,6 +32,7 @@ from mercadofresco.lessons import worlds
 from mercadofresco.lessons.exercises.outbox_world import KINDS, OutboxBench, Row, ago, world_now
 
 LOCK_WAIT = "2s"  # the rival's longest wait for the first publisher's locks
+STATEMENT_LIMIT = "3s"  # and for anything else a statement of its meets (a policy of the learner's, say)
 SETTLE_SECONDS = 2.0  # for the rival to be queued behind those locks before the first publisher goes on
 TAKE = "SELECT id FROM outbox WHERE NOT publicado AND id = ANY(%s) ORDER BY id FOR UPDATE"
 
@@ -47,6 +48,7 @@ class Rival:
     def __init__(self, conn: Any, watch: Any) -> None:
         self.conn, self.watch = conn, watch
         self.conn.execute(f"SET lock_timeout = '{LOCK_WAIT}'")
+        self.conn.execute(f"SET statement_timeout = '{STATEMENT_LIMIT}'")
         self.took: list[int] = []
         self.thread: threading.Thread | None = None
         self.error: BaseException | None = None
@@ -55,7 +57,10 @@ class Rival:
         ids = [i for i in (_outbox_id(entry) for entry in entries) if isinstance(i, int)]
         if self.thread is not None or not ids:
             return  # one rival a run: the first call that took something
-        free = self._take(ids, wait=False)
+        try:
+            free = self._take(ids, wait=False)
+        except Exception:  # the rows could not be asked for (a lock on the whole table, a timeout): none taken
+            return
         if free:
             self.took = free  # rows the bus has, and nobody holds
             return
