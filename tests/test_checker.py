@@ -469,6 +469,19 @@ def test_a_request_of_a_labs_service_at_its_own_host_is_served():
     assert status == 200 and lab.aws_calls[0]["action"] == "ListQueues"
 
 
+def test_a_long_poll_on_an_empty_queue_is_answered_at_once_and_kept_as_the_learner_sent_it():
+    lab = checker.Lab(("sqs",))
+    host, target = "https://sqs.eu-south-2.checker.invalid/", "AmazonSQS."
+    with checker.world_of_the_checker(), VirtualClock():  # frozen: moto's own long poll would never end
+        created = lab.serve_aws("POST", host, {"X-Amz-Target": target + "CreateQueue"}, b'{"QueueName": "q"}')
+        url = json.loads(created[2])["QueueUrl"]
+        started = time.monotonic()
+        request = json.dumps({"QueueUrl": url, "WaitTimeSeconds": 20}).encode()
+        status, _, answer = lab.serve_aws("POST", host, {"X-Amz-Target": target + "ReceiveMessage"}, request)
+    assert status == 200 and not json.loads(answer).get("Messages") and time.monotonic() - started < 1
+    assert lab.aws_calls[-1]["request"]["WaitTimeSeconds"] == 20
+
+
 def test_the_checker_stops_a_kernel_that_sends_more_than_its_limit_to_aws():
     lab = checker.Lab(("dynamodb",))
     item = json.dumps({"TableName": "t", "Item": {"clave": {"S": "x" * 390_000}}}).encode()
