@@ -424,9 +424,9 @@ class Lab:
         if self.before_aws is not None:  # a check plays its world around the learner's requests (lab 1's copies)
             self.before_aws(service, target.split(".")[-1], _parsed(body))
         hook = self.aws_hooks.get(target.split(".")[-1])
-        served = _without_long_poll(target, body)  # the learner's request as sent stays in aws_calls
+        sent = _without_long_poll(target, body)  # what moto gets (aws_calls keeps the request as it came)
         if hook is None:
-            status, answer_headers, answer = _moto(method, real, headers, served)
+            status, answer_headers, answer = _moto(method, real, headers, sent)
         else:
             served: dict = {}
 
@@ -434,7 +434,7 @@ class Lab:
                 status, served["headers"], answer = _moto(method, real, headers, json.dumps(request).encode())
                 return status, json.loads(answer or b"{}")
 
-            status, data = hook(json.loads(served or b"{}"), serve)
+            status, data = hook(json.loads(sent or b"{}"), serve)
             answer = json.dumps(data).encode()
             answer_headers = served.get("headers") or {"content-type": "application/x-amz-json-1.1"}
             answer_headers = {k: v for k, v in answer_headers.items() if k.lower() != "content-length"}
