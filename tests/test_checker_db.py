@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import grp
 import os
 import pwd
@@ -137,8 +138,8 @@ def test_a_table_altered_after_it_was_admitted_is_refused_at_the_next_read(datab
 
 
 def test_what_the_learner_defines_around_built_in_tables_runs_with_no_more_than_the_readers_rights(database, learner):
-    """Operators, functions named like PostgreSQL's, a policy, rules, a trigger, an index whose predicate calls the
-    learner's function: the checker's reads give the true rows, and the learner's role is what it was."""
+    """Operators, functions named like PostgreSQL's, rules, a trigger, an index whose predicate calls the learner's
+    function: the checker's reads give the true rows, and the learner's role is what it was."""
     learner.execute(ESCALATE.replace("%%", "around"))
     for statement in (
         "CREATE TABLE outbox (id int, agregado_id text, publicado boolean NOT NULL DEFAULT false)",
@@ -148,10 +149,6 @@ def test_what_the_learner_defines_around_built_in_tables_runs_with_no_more_than_
         "CREATE FUNCTION lower(text) RETURNS text LANGUAGE sql AS 'SELECT escala(1)::text'",
         "CREATE FUNCTION now() RETURNS timestamptz LANGUAGE sql"
         " AS $$SELECT CASE WHEN escala(1) THEN 'epoch'::timestamptz END$$",
-        # a policy the owner's reads would run (the reader bypasses policies), forced on the learner too
-        "ALTER TABLE outbox ENABLE ROW LEVEL SECURITY",
-        "ALTER TABLE outbox FORCE ROW LEVEL SECURITY",
-        "CREATE POLICY oculta ON outbox USING (escala(id) AND id < 3) WITH CHECK (true)",
         # rules and a trigger on the learner's own writes
         "CREATE RULE anota AS ON UPDATE TO outbox DO ALSO SELECT escala(NEW.id)",
         "CREATE FUNCTION dispara() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM escala(1); RETURN NEW; END $$",
@@ -169,6 +166,40 @@ def test_what_the_learner_defines_around_built_in_tables_runs_with_no_more_than_
     learner.execute("SET enable_seqscan = off")
     assert database.read("SELECT count(*) FROM {outbox} WHERE NOT publicado") == [(6,)]
     _unchanged(database)
+
+
+@pytest.mark.parametrize("enable", ["ALTER TABLE outbox ENABLE ROW LEVEL SECURITY", "CREATE POLICY p ON outbox"])
+def test_a_table_with_row_level_security_or_a_policy_is_refused(database, learner, enable):
+    """A policy decides what a session sees: the grader's rival publisher was once shown no rows by one."""
+    learner.execute("CREATE TABLE outbox (id int)")
+    learner.execute(enable)
+    with pytest.raises(checker_db.RefusedSchemaError, match="row-level security or a policy"):
+        database.admit("outbox")
+
+
+def test_learner_code_a_read_reaches_cannot_write(database, learner):
+    """An index's predicate calls the learner's function while the reader's query is planned: it runs, as the
+    learner's role (SECURITY DEFINER), in the reader's read-only transaction, and can change nothing it reads."""
+    schema = database.schema
+    for statement in (
+        "CREATE TABLE outbox (id int PRIMARY KEY, publicado boolean NOT NULL DEFAULT false)",
+        "INSERT INTO outbox (id) SELECT generate_series(1, 5)",
+        f"""CREATE FUNCTION marca() RETURNS boolean LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+            SET search_path = {schema}, pg_catalog AS $$
+            BEGIN
+                IF session_user = 'mf_reader' THEN UPDATE outbox SET publicado = true WHERE NOT publicado; END IF;
+                RETURN true;
+            END $$""",
+        f"CREATE FUNCTION siempre(int) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$ BEGIN RETURN {schema}.marca();"
+        " END $$",
+        "CREATE INDEX trampa ON outbox (id) WHERE siempre(1)",
+    ):
+        learner.execute(statement)
+    database.admit("outbox")
+    assert database.read("SELECT current_setting('transaction_read_only')") == [("on",)]
+    with contextlib.suppress(psycopg.Error):  # refused in the read-only transaction: the read fails, or is true
+        assert database.read("SELECT count(*) FROM {outbox} WHERE NOT publicado") == [(5,)]
+    assert learner.execute("SELECT count(*) FROM outbox WHERE NOT publicado").fetchone() == (5,)
 
 
 @pytest.mark.parametrize(

@@ -82,6 +82,8 @@ class LabDatabase:
             self.owner.execute(sql.SQL("ALTER ROLE {} SET statement_timeout = {}").format(role, sql.Literal(timeout)))
             self.owner.execute(sql.SQL("ALTER ROLE {} SET temp_file_limit = {}").format(role, f"{TEMP_FILE_MB}MB"))
         self.owner.execute(sql.SQL("ALTER ROLE {} SET search_path = pg_catalog").format(reader))
+        # Learner code a read reaches (an index's function) runs in the reader's transaction: it may write nothing.
+        self.owner.execute(sql.SQL("ALTER ROLE {} SET default_transaction_read_only = on").format(reader))
         self.reader = psycopg.connect(self.db.url, user=READER, autocommit=True, prepare_threshold=None)
         self.reset()
 
@@ -137,14 +139,17 @@ class LabDatabase:
 
     def _refuse_unless_plain(self, name: str) -> None:
         kind = self.owner.execute(
-            "SELECT c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
-            " WHERE n.nspname = %s AND c.relname = %s",
+            "SELECT c.relkind, c.relrowsecurity OR c.relforcerowsecurity"
+            " OR EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid)"
+            " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s",
             (self.schema, name),
         ).fetchone()
         if kind is None:
             raise RefusedSchemaError(f"there is no table {name!r}")
         if kind[0] not in ("r", "p"):
             raise RefusedSchemaError(f"{name!r} is not a table (relkind {kind[0]!r})")
+        if kind[1]:  # a policy decides which rows a session sees: another publisher's, or one of the checker's
+            raise RefusedSchemaError(f"{name!r} has row-level security or a policy: the lab's tables have neither")
         own_types = self.owner.execute(
             "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a"
             " JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
