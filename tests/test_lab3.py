@@ -6,6 +6,7 @@ from pathlib import Path
 
 import background
 import fresh_variants
+import lab3_attacks
 import lab3_variants
 import lab_variants
 import nbformat
@@ -35,7 +36,10 @@ def grade_lab3(folder: Path) -> dict:
         if variant["name"] in FRESH_SAMPLE:
             lab_variants.write(fresh_variants.notebook("lab3", variant), folder / f"{variant['name']}.ipynb")
     (folder / f"{AGAIN}.ipynb").write_bytes((folder / "mark_after_the_claim_transaction.ipynb").read_bytes())
+    for name in lab3_attacks.ATTACKS:
+        lab_variants.write(lab3_attacks.attack(name), folder / f"{name}.ipynb")
     aimed = {**lab3_variants.EXPECTED_FAILURES, **FRESH_SAMPLE, AGAIN: FRESH_SAMPLE["mark_after_the_claim_transaction"]}
+    aimed |= lab3_attacks.AIMED
     limits = nbrun.Limits(cell_timeout_seconds=CELL_TIMEOUT)
     return lab_variants.grade_against_aimed_checks(folder, "lab3", limits, aimed)
 
@@ -78,6 +82,17 @@ def test_the_grader_fails_a_fresh_wrong_answer_with_the_smallest_world_that_brea
 def test_grading_a_lab_3_notebook_twice_finds_the_same_smallest_world(reports):
     first, again = reports["mark_after_the_claim_transaction"], reports[AGAIN]
     assert [(r.reason, r.story) for r in first.checks] == [(r.reason, r.story) for r in again.checks]
+
+
+@pytest.mark.parametrize("name", sorted(lab3_attacks.ATTACKS))
+def test_each_attack_on_the_grader_fails_the_check_it_aimed_to_pass(reports, name):
+    """They scored full marks, or held the grader for the notebook's whole budget, before the grader's fixes."""
+    failed = {result.check: result.reason for result in reports[name].checks if not result.passed}
+    assert set(failed) == lab3_attacks.AIMED[name], failed
+    if name == "rls_blinds_the_rival":
+        assert "row-level security" in failed["parallel_publishers"]
+    if name == "trigger_holds_the_graders_session":  # cancelled after OWN_SECONDS, not after the notebook's budget
+        assert "QueryCanceled" in failed["backlog"], failed
 
 
 def test_the_issue_s_six_mistakes_are_among_the_variants_and_each_changes_the_solution():

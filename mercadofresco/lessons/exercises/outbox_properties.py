@@ -3,7 +3,7 @@
 Six properties, each a function `(bench, examples, seed) -> Counterexample | None`
 over generated worlds (`lessons.worlds`), the lesson's own worlds first:
 the cleanup and the backlog (`outbox_table`), each order's events in creation
-order and the publisher's contract (`outbox_publisher`), a sent row that stays
+order (`outbox_publisher`) and the publisher's contract (`outbox_contract`), a sent row that stays
 claimed until it is marked (`outbox_rival`), the consumer that prepares an
 event once (`outbox_consumer`). The public checks play a few worlds
 on the notebook's PostgreSQL (`NotebookOutboxBench`); the instructor's checks
@@ -23,7 +23,8 @@ from psycopg import pq
 from mercadofresco import orders, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.lessons.exercises.outbox_consumer import consumer_prepares_once
-from mercadofresco.lessons.exercises.outbox_publisher import events_as_the_contract_says, events_in_creation_order
+from mercadofresco.lessons.exercises.outbox_contract import events_as_the_contract_says
+from mercadofresco.lessons.exercises.outbox_publisher import events_in_creation_order
 from mercadofresco.lessons.exercises.outbox_rival import Rival, sent_rows_stay_claimed
 from mercadofresco.lessons.exercises.outbox_table import backlog_measures_the_pending, cleanup_deletes_only_the_expired
 from mercadofresco.lessons.exercises.outbox_world import Row, Stored, pedido_of
@@ -108,21 +109,23 @@ class NotebookOutboxBench:
         finally:
             self.bus.failures = event_faults.PartialFailures()
 
-    def publish_with_another(self, now: dt.datetime, batch: int) -> tuple[Any, bool]:
+    def publish_with_another(self, now: dt.datetime, batch: int) -> tuple[Any, bool, int]:
         if self.other is None:
             self.other = self.side.connect(autocommit=True)
             self.other.execute(f"SET lock_timeout = '{LOCK_GIVE_UP}'")
-        waited = []
+        waited, from_b = [], []
 
         def publisher_b() -> None:
+            before = len(self.bus.taken)
             try:
                 self.functions["publish_pending"](self.other, self.bus, now, batch)
             except psycopg.errors.LockNotAvailable:
                 waited.append(True)
+            from_b.append(len(self.bus.taken) - before)
 
         self.bus.first_call = publisher_b
         try:
-            return self.publish(now, batch), bool(waited)
+            return self.publish(now, batch), bool(waited), sum(from_b)
         finally:
             self.bus.first_call = None
 

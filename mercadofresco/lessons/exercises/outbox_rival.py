@@ -31,10 +31,14 @@ from hypothesis import strategies as st
 from mercadofresco.lessons import worlds
 from mercadofresco.lessons.exercises.outbox_world import KINDS, OutboxBench, Row, ago, world_now
 
-LOCK_WAIT = "2s"  # the rival's longest wait for the first publisher's locks
-STATEMENT_LIMIT = "3s"  # and for anything else a statement of its meets (a policy of the learner's, say)
+LOCK_WAIT = "5s"  # the rival's longest wait for the first publisher's locks: its transaction should end sooner
+STATEMENT_LIMIT = "6s"  # and for anything else a statement of its meets
 SETTLE_SECONDS = 2.0  # for the rival to be queued behind those locks before the first publisher goes on
 TAKE = "SELECT id FROM outbox WHERE NOT publicado AND id = ANY(%s) ORDER BY id FOR UPDATE"
+
+
+class RivalStopped(Exception):
+    """The rival could not ask for the rows (a lock held too long, a table locked whole): no other publisher could."""
 
 
 class Rival:
@@ -51,7 +55,7 @@ class Rival:
         self.conn.execute(f"SET statement_timeout = '{STATEMENT_LIMIT}'")
         self.took: list[int] = []
         self.thread: threading.Thread | None = None
-        self.error: BaseException | None = None
+        self.error = ""  # why the rival could not ask for the rows
 
     def start(self, entries: list[dict]) -> None:
         ids = [i for i in (_outbox_id(entry) for entry in entries) if isinstance(i, int)]
@@ -59,7 +63,8 @@ class Rival:
             return  # one rival a run: the first call that took something
         try:
             free = self._take(ids, wait=False)
-        except Exception:  # the rows could not be asked for (a lock on the whole table, a timeout): none taken
+        except Exception as error:  # a lock on the whole table, a statement that never ends
+            self.error = f"{type(error).__name__}: {str(error).strip()[:120]}"
             return
         if free:
             self.took = free  # rows the bus has, and nobody holds
@@ -74,17 +79,22 @@ class Rival:
             time.sleep(0.001)
 
     def finish(self) -> list[int]:
-        """The ids the rival took (after the first publisher's call returned); it is ready for the next run."""
+        """The ids the rival took (after the first publisher's call returned); it is ready for the next run.
+
+        Raises RivalStopped when it could not ask for them.
+        """
         if self.thread is not None:
-            self.thread.join(timeout=SETTLE_SECONDS + 1)
-        took, self.took, self.thread = self.took, [], None
+            self.thread.join(timeout=SETTLE_SECONDS + 7)
+        took, error, self.took, self.error, self.thread = self.took, self.error, [], "", None
+        if error:
+            raise RivalStopped(error)
         return took
 
     def _wait_and_take(self, ids: list[int]) -> None:
         try:
             self.took = self._take(ids, wait=True)
-        except Exception:  # a lock wait that timed out: it took nothing
-            self.took = []
+        except Exception as error:  # a lock held past LOCK_WAIT: the first publisher kept the rows too long
+            self.error = f"{type(error).__name__}: {str(error).strip()[:120]}"
 
     def _take(self, ids: list[int], wait: bool) -> list[int]:
         with self.conn.transaction(force_rollback=True):
@@ -144,6 +154,9 @@ def _rival_play(bench: OutboxBench) -> Callable[[Pending], None]:
         lines.append("publisher B asks for the rows whose events the bus took, the moment it took them")
         try:
             _, took = bench.publish_beside_a_rival(now, world_.batch, (world_.refused,))
+        except RivalStopped as stopped:
+            why = f"publisher B could not ask for the rows the bus had taken from A ({stopped}): it could not work"
+            raise worlds.Broken(why, lines) from None
         except Exception as error:
             raise worlds.Broken(f"publish_pending raised {type(error).__name__}: {str(error)[:240]}", lines) from None
         if took:

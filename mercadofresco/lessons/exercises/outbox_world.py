@@ -39,10 +39,11 @@ class OutboxBench(Protocol):
     def publish(self, now: dt.datetime, batch: int, refused: tuple[frozenset[int], ...] = ()) -> Any:
         """The learner's publish_pending; the bus refuses the entries at `refused[n]` of its call n + 1."""
 
-    def publish_with_another(self, now: dt.datetime, batch: int) -> tuple[Any, bool]:
+    def publish_with_another(self, now: dt.datetime, batch: int) -> tuple[Any, bool, int]:
         """`publish` as publisher A, while publisher B runs publish_pending once (the same batch, a connection of
         its own that gives up waiting for a lock after 200 ms) as A's first call to the bus starts: what A's
-        publish_pending returned, and whether B gave up waiting for the rows A held."""
+        publish_pending returned, whether B gave up waiting for the rows A held, and how many events the bus
+        took from B."""
 
     def publish_beside_a_rival(
         self, now: dt.datetime, batch: int, refused: tuple[frozenset[int], ...] = ()
