@@ -18,12 +18,16 @@ from decimal import Decimal
 
 from mercadofresco import alarms, orders, queues, world
 from mercadofresco.clock import MADRID, VirtualClock
-from mercadofresco.course.checker import Check
+from mercadofresco.course.boundary import RemoteError
+from mercadofresco.course.checker import Check, Failed
 from mercadofresco.lessons.dlq import incidents
+from mercadofresco.lessons.exercises import dlq_properties, dlq_runbook
 from mercadofresco.models import gateway, lambda_poller, queue_age
 
 SERVICES = ("sqs",)
 MESSAGES = 12  # per hidden incident: the lab's shape at a size that keeps grading fast
+HIDDEN_EXAMPLES, HIDDEN_SEED = 20, 20_261_206  # worlds a property plays beyond the lesson's own, and their seed
+RUNBOOK_EXAMPLES = 6  # a runbook's world runs the fixed consumer for an hour of virtual time: fewer of them
 CHECKS = [
     Check(
         "inspection_deletes_nothing",
@@ -213,6 +217,7 @@ def check_inspection_deletes_nothing(lab):
 
 
 def check_inspection_keeps_evidence(lab):
+    prove(lab, dlq_properties.inspection_keeps_the_dlq)
     with fresh(lab, seed=13) as (clock, aws, _incident):
         before = {body: (sent, count) for body, sent, count in peek_all(aws.sqs, aws.orders.dlq_url).values()}
         clock.advance(2)
@@ -235,6 +240,7 @@ def check_inspection_keeps_evidence(lab):
 
 
 def check_contain_measures(lab):
+    prove(lab, dlq_properties.contain_tells_a_live_incident)
     with fresh(lab, seed=12) as (clock, aws, _incident):
         calm = lab.call("contain", aws, clock)
         received = calls_on(lab, ("ReceiveMessage",), aws.orders.url)
@@ -361,6 +367,7 @@ def check_rate_answers(lab):
 
 
 def check_runbook_end_to_end(lab):
+    prove(lab, dlq_runbook.runbook_acts_only_on_what_it_understood, RUNBOOK_EXAMPLES)
     with fresh(lab, seed=30) as (clock, aws, incident):
         provider = gateway.PaymentGateway(clock)
         result = lab.call("runbook", aws, clock, gateway.GatewayClient(provider))
@@ -400,8 +407,81 @@ def check_safeguard(lab):
             for _body, sent, _count in peek_all(aws.sqs, aws.orders.dlq_url).values()
         ]
     rule = rule_of(lab.value("safeguard_alarm"))
+    one = incidents.first_alarm_at(rule, [incidents.SUNDAY_2204], incidents.SUNDAY_2204 + dt.timedelta(hours=1))
+    assert one is not None, "one paid-for order alone in the DLQ never fires the alarm: the lesson's threshold is 0"
+    assert not rule.breached_by(0.0), "an empty DLQ (0 messages) breaches the alarm: it would never return to OK"
+    assert rule.period_seconds == 300, "SQS publishes its metrics every 5 minutes: the lesson's period is 300 s"
     fired = incidents.first_alarm_at(rule, arrivals, incidents.MONDAY_0900)
     assert fired is not None, "the alarm never fires on the incident"
     assert fired <= min(arrivals) + dt.timedelta(minutes=5), f"the alarm fires at {fired:%a %H:%M}, not by 22:09"
     assert dict(rule.dimensions).get("QueueName") == world.ORDERS_DLQ, "the alarm does not watch the DLQ"
     assert lab.value("design_safeguard") == "consumer_first_additive", "not the design rule that prevents it"
+
+
+# -- the properties' bench -------------------------------------------------------------------
+def prove(lab, holds, examples=HIDDEN_EXAMPLES):
+    """Look for a world that breaks `holds` (more worlds than a public check, on another seed)."""
+    bench = GraderDlqBench(lab)
+    try:
+        found = holds(bench, examples=examples, seed=HIDDEN_SEED)
+    finally:
+        bench.close()
+    if found is not None:
+        raise Failed(found.why, found.story)
+
+
+class GraderDlqBench:
+    """The grader's bench for lab 2's properties: a fresh moto and clock a world, the learner's functions across
+    the wire, the calls they made read from what the checker served."""
+
+    def __init__(self, lab):
+        self.lab, self.clock = lab, None
+
+    def close(self):
+        if self.clock is not None:
+            self.clock.stop()
+
+    def fresh(self):
+        self.close()
+        self.lab.reset_world()
+        self.clock = VirtualClock().start()
+        self.clock.advance_to(incidents.SUNDAY_2204)
+        self.sqs = self.lab.client("sqs")
+        pair = queues.create_queue_pair(
+            self.sqs, world.ORDERS_QUEUE, world.ORDERS_DLQ, visibility_timeout_seconds=120, max_receive_count=4
+        )
+        self.source_url, self.dlq_url = pair.url, pair.dlq_url
+        clients = {"sqs": self.sqs}
+        self.aws = world.World(world.WorldConfig(), self.lab.session(), pair, "", "", {}, "", _clients=clients)
+        self.lab.aws_calls.clear()
+
+    def inspect(self, max_messages):
+        return self.lab.call("inspect_dlq", self.sqs, self.dlq_url, max_messages)
+
+    def contain(self):
+        return self.lab.call("contain", self.aws, self.clock)
+
+    def runbook(self):
+        provider = gateway.PaymentGateway(self.clock)
+        try:
+            answer = self.lab.call("runbook", self.aws, self.clock, gateway.GatewayClient(provider))
+        except RemoteError as error:  # it stopped: what a runbook does when it must not go on
+            answer = error
+        return answer, dict(provider.charges_per_order())
+
+    def receives(self):
+        return [
+            (call["request"].get("QueueUrl"), call["request"])
+            for call in self.lab.aws_calls
+            if call["action"] == "ReceiveMessage" and isinstance(call["request"], dict)
+        ]
+
+    def sends(self):
+        found = []
+        for call in self.lab.aws_calls:
+            request = call["request"] if isinstance(call["request"], dict) else {}
+            if call["action"] == "SendMessage":
+                found.append((call["at"], request.get("QueueUrl"), 1))
+            elif call["action"] == "SendMessageBatch" and isinstance(request.get("Entries"), list):
+                found.append((call["at"], request.get("QueueUrl"), len(request["Entries"])))
+        return found

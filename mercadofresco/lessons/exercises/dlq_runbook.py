@@ -1,0 +1,123 @@
+"""What exercise 2's runbook must do in every world: act only on what it understood.
+
+`runbook_acts_only_on_what_it_understood`: on an incident still bleeding, or
+one that is not poison, the runbook stops and touches nothing; on a contained
+poison incident it charges every order once, moves at most 10 messages a
+second back, and its record says what the DLQ holds after the fixed consumer
+ran. Played on a `dlq_properties.DlqBench`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from hypothesis import strategies as st
+
+from mercadofresco import orders
+from mercadofresco.lessons import worlds
+from mercadofresco.lessons.dlq import incidents
+from mercadofresco.lessons.exercises.dlq_properties import VISIBLE_AGAIN_SECONDS, DlqBench, peek
+
+REDRIVE_PER_SECOND = 10  # the lesson's redrive rate
+
+
+KIND_BODIES = {
+    "poison": lambda n: incidents.version2_body(orders.order_id(520_001 + n), Decimal("48.20")),
+    "transient": lambda n: orders.order_body(orders.Order(orders.order_id(520_001 + n), Decimal("48.20"))),
+    "data": lambda n: f'{{"importe": "-48.20", "pedido_id": "{orders.order_id(520_001 + n)}", "version": 1}}',
+}
+VERSION_3 = '{"importe": "12.00", "pedido_id": "PED-2026-529999", "version": 3}'
+
+
+@dataclass(frozen=True)
+class Incident:
+    """A DLQ of `count` messages of one kind, the source queue's oldest order's age (None: empty), and whether one
+    more message is of a version the fixed consumer cannot read either (poison incidents only)."""
+
+    kind: str
+    count: int
+    oldest: int | None = None
+    version_3: bool = False
+
+
+RUNBOOK_FIRST = (
+    Incident("poison", 25),  # more than the redrive may move in one second, beside the 10 an inspection hides
+    Incident("poison", 3, oldest=900),  # still bleeding: the source queue is backing up
+    Incident("data", 3),  # impossible values: corrected at the source, not redriven
+    Incident("poison", 3, version_3=True),  # one the fix cannot read: it comes back
+)
+
+
+def runbook_acts_only_on_what_it_understood(bench: DlqBench, examples: int, seed: int) -> worlds.Counterexample | None:
+    """The runbook stops, touching nothing, unless the incident is contained and poison; then it charges every
+    order once, moves at most 10 messages a second, and records what the DLQ holds after the fixed consumer ran."""
+    return worlds.smallest_counterexample(_incidents(), _runbook_play(bench), examples, seed, RUNBOOK_FIRST)
+
+
+@st.composite
+def _incidents(draw: Any) -> Incident:
+    kind = draw(st.sampled_from(tuple(KIND_BODIES)))
+    oldest = draw(st.none() | st.sampled_from((12, 301, 900)))
+    return Incident(kind, draw(st.integers(1, 6)), oldest, kind == "poison" and draw(st.booleans()))
+
+
+def _runbook_play(bench: DlqBench) -> Callable[[Incident], None]:
+    def play(world_: Incident) -> None:
+        bench.fresh()
+        bodies = [KIND_BODIES[world_.kind](n) for n in range(world_.count)] + [VERSION_3] * world_.version_3
+        for body in bodies:
+            bench.sqs.send_message(QueueUrl=bench.dlq_url, MessageBody=body)
+            bench.clock.advance(13)
+        if world_.oldest is not None:
+            order = orders.Order(orders.order_id(529_001), Decimal("5.00"))
+            bench.sqs.send_message(QueueUrl=bench.source_url, MessageBody=orders.order_body(order))
+            bench.clock.advance(world_.oldest)
+        lines = [
+            f"the DLQ holds {world_.count} {world_.kind} messages"
+            + (" and one of version 3" if world_.version_3 else ""),
+            "the source queue is empty"
+            if world_.oldest is None
+            else f"the source queue's oldest order is {world_.oldest} s old",
+            "runbook(aws, clock, client)",
+        ]
+        started = bench.clock.now()
+        answer, charges = bench.runbook()
+        bench.clock.advance(VISIBLE_AGAIN_SECONDS + 1)  # what an inspection hid is back
+        in_dlq = len(peek(bench))
+        alive, understood = world_.oldest is not None and world_.oldest > 300, world_.kind == "poison"
+        if alive or not understood:
+            why = "still bleeding" if alive else f"{world_.kind}, not poison: this fix is not for it"
+            if not isinstance(answer, Exception) or sum(charges.values()) or in_dlq != len(bodies):
+                raise worlds.Broken(
+                    f"the incident is {why}: the runbook must stop and touch nothing; it went on", lines
+                )
+            return
+        if isinstance(answer, Exception):
+            raise worlds.Broken(f"the runbook stopped ({type(answer).__name__}) on a contained poison incident", lines)
+        waiting = {orders.order_id(529_001)} if world_.oldest is not None else set()  # the fixed consumer's too
+        expected = {orders.order_id(520_001 + n) for n in range(world_.count)} | waiting
+        wrong = {pedido: charges.get(pedido, 0) for pedido in expected | set(charges) if charges.get(pedido) != 1}
+        if wrong:
+            shown = dict(sorted(wrong.items())[:3])
+            raise worlds.Broken(f"{len(wrong)} orders not charged exactly once (charges per order: {shown})", lines)
+        most = _most_in_one_second([send for send in bench.sends() if send[0] >= started], bench.source_url)
+        if most > REDRIVE_PER_SECOND:
+            raise worlds.Broken(f"{most} messages went back to the source queue within one second", lines)
+        record = answer if isinstance(answer, dict) else {}
+        if record.get("dlq_after") != in_dlq:
+            why = f"the record says dlq_after={record.get('dlq_after')!r}; after the fix ran, the DLQ held {in_dlq}"
+            raise worlds.Broken(why, lines)
+
+    return play
+
+
+def _most_in_one_second(sends: list[tuple[dt.datetime, str, int]], url: str) -> int:
+    stamps = sorted((at, count) for at, where, count in sends if where == url)
+    most = 0
+    for start, _ in stamps:
+        most = max(most, sum(count for at, count in stamps if dt.timedelta(0) <= at - start < dt.timedelta(seconds=1)))
+    return most
