@@ -213,8 +213,7 @@ CAST_ESCALATION = (
 )
 
 # The solution, with objects around its tables that a reader with more rights would run: an operator and functions
-# with PostgreSQL's names in the lab's schema, a rule, a trigger. Each calls `escala`. (A policy is refused since
-# 6 December: it decided which rows the grader's rival publisher saw; tests/test_checker_db.py.)
+# with PostgreSQL's names in the lab's schema, a forced policy, a rule, a trigger. Each calls `escala`.
 AROUND_THE_TABLES = (
     "ESCALA = "
     + repr(ESCALA)
@@ -229,6 +228,9 @@ def create_schema(conn):
         " AS $$ SELECT escala('operator') AND $1 OPERATOR(pg_catalog.=) $2 $$",
         "CREATE OPERATOR = (LEFTARG = text, RIGHTARG = text, FUNCTION = texto_igual)",
         "CREATE FUNCTION lower(text) RETURNS text LANGUAGE sql AS $$ SELECT CASE WHEN escala('lower') THEN $1 END $$",
+        "ALTER TABLE pedidos ENABLE ROW LEVEL SECURITY",
+        "ALTER TABLE pedidos FORCE ROW LEVEL SECURITY",
+        "CREATE POLICY todos ON pedidos USING (escala('policy')) WITH CHECK (true)",
         "CREATE RULE anota AS ON UPDATE TO pedidos DO ALSO SELECT escala('rule')",
         "CREATE FUNCTION dispara() RETURNS trigger LANGUAGE plpgsql"
         " AS $$ BEGIN PERFORM escala('trigger'); RETURN NEW; END $$",

@@ -138,8 +138,8 @@ def test_a_table_altered_after_it_was_admitted_is_refused_at_the_next_read(datab
 
 
 def test_what_the_learner_defines_around_built_in_tables_runs_with_no_more_than_the_readers_rights(database, learner):
-    """Operators, functions named like PostgreSQL's, rules, a trigger, an index whose predicate calls the learner's
-    function: the checker's reads give the true rows, and the learner's role is what it was."""
+    """Operators, functions named like PostgreSQL's, a policy, rules, a trigger, an index whose predicate calls the
+    learner's function: the checker's reads give the true rows, and the learner's role is what it was."""
     learner.execute(ESCALATE.replace("%%", "around"))
     for statement in (
         "CREATE TABLE outbox (id int, agregado_id text, publicado boolean NOT NULL DEFAULT false)",
@@ -149,6 +149,10 @@ def test_what_the_learner_defines_around_built_in_tables_runs_with_no_more_than_
         "CREATE FUNCTION lower(text) RETURNS text LANGUAGE sql AS 'SELECT escala(1)::text'",
         "CREATE FUNCTION now() RETURNS timestamptz LANGUAGE sql"
         " AS $$SELECT CASE WHEN escala(1) THEN 'epoch'::timestamptz END$$",
+        # a policy the owner's reads would run (the reader bypasses policies), forced on the learner too
+        "ALTER TABLE outbox ENABLE ROW LEVEL SECURITY",
+        "ALTER TABLE outbox FORCE ROW LEVEL SECURITY",
+        "CREATE POLICY oculta ON outbox USING (escala(id) AND id < 3) WITH CHECK (true)",
         # rules and a trigger on the learner's own writes
         "CREATE RULE anota AS ON UPDATE TO outbox DO ALSO SELECT escala(NEW.id)",
         "CREATE FUNCTION dispara() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN PERFORM escala(1); RETURN NEW; END $$",
@@ -168,13 +172,24 @@ def test_what_the_learner_defines_around_built_in_tables_runs_with_no_more_than_
     _unchanged(database)
 
 
-@pytest.mark.parametrize("enable", ["ALTER TABLE outbox ENABLE ROW LEVEL SECURITY", "CREATE POLICY p ON outbox"])
-def test_a_table_with_row_level_security_or_a_policy_is_refused(database, learner, enable):
-    """A policy decides what a session sees: the grader's rival publisher was once shown no rows by one."""
-    learner.execute("CREATE TABLE outbox (id int)")
-    learner.execute(enable)
-    with pytest.raises(checker_db.RefusedSchemaError, match="row-level security or a policy"):
-        database.admit("outbox")
+def test_the_checkers_rival_publisher_sees_past_a_policy_and_can_do_nothing_else(database, learner):
+    """A policy keyed on the rival's settings once hid every row from it (lab 3's sent rows stayed claimed)."""
+    learner.execute("CREATE TABLE outbox (id int, publicado boolean NOT NULL DEFAULT false)")
+    learner.execute("INSERT INTO outbox (id) SELECT generate_series(1, 3)")
+    learner.execute("ALTER TABLE outbox ENABLE ROW LEVEL SECURITY")
+    learner.execute("ALTER TABLE outbox FORCE ROW LEVEL SECURITY")
+    learner.execute("CREATE POLICY nadie ON outbox USING (false)")
+    database.admit("outbox")
+    with database.as_rival() as rival, rival.transaction(force_rollback=True):
+        table = f"{database.schema}.outbox"
+        assert rival.execute(f"SELECT count(*) FROM {table} WHERE NOT publicado").fetchone() == (3,)
+        assert rival.execute(f"SELECT id FROM {table} ORDER BY id FOR UPDATE").fetchall() == [(1,), (2,), (3,)]
+        assert rival.execute(
+            "SELECT rolsuper, rolcreaterole FROM pg_roles WHERE rolname = current_user"
+        ).fetchone() == (
+            False,
+            False,
+        )
 
 
 def test_learner_code_a_read_reaches_cannot_write(database, learner):

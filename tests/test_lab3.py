@@ -89,8 +89,8 @@ def test_each_attack_on_the_grader_fails_the_check_it_aimed_to_pass(reports, nam
     """They scored full marks, or held the grader for the notebook's whole budget, before the grader's fixes."""
     failed = {result.check: result.reason for result in reports[name].checks if not result.passed}
     assert set(failed) == lab3_attacks.AIMED[name], failed
-    if name == "rls_blinds_the_rival":
-        assert "row-level security" in failed["parallel_publishers"]
+    if name == "rls_blinds_the_rival":  # the checker's rival sees past any policy
+        assert "B could take row" in failed["parallel_publishers"], failed
     if name == "trigger_holds_the_graders_session":  # cancelled after OWN_SECONDS, not after the notebook's budget
         assert "QueryCanceled" in failed["backlog"], failed
 

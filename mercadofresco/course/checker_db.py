@@ -47,6 +47,8 @@ from mercadofresco.runtime.database_relay import Relay
 
 ROLE = "mf_learner"
 READER = "mf_reader"  # the checker's reads: SELECT on the lab's tables, nothing else
+RIVAL = "mf_rival"  # another publisher of the checker's: it asks for rows' locks, past any policy, and writes nothing
+RIVAL_TIMEOUT_MS = 6_000
 SOCKET_DIR = "pg"  # in the grader's folder of the working copy; libpq looks for .s.PGSQL.<port> in it
 MAX_SESSIONS = 16  # the learner's connections at once (the solution holds 4); one more is turned away
 STATEMENT_TIMEOUT_MS = 10_000  # a learner's query that never ends is stopped by the server
@@ -77,11 +79,15 @@ class LabDatabase:
         plain = sql.SQL("LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOINHERIT")
         self.owner.execute(sql.SQL("CREATE ROLE {} {} NOBYPASSRLS").format(learner, plain))
         self.owner.execute(sql.SQL("CREATE ROLE {} {} BYPASSRLS").format(reader, plain))  # no policy runs for it
+        rival = sql.Identifier(RIVAL)
+        self.owner.execute(sql.SQL("CREATE ROLE {} {} BYPASSRLS").format(rival, plain))  # a policy hides nothing
         self.owner.execute(sql.SQL("REVOKE ALL ON SCHEMA public FROM PUBLIC"))
-        for role, timeout in ((learner, STATEMENT_TIMEOUT_MS), (reader, READ_TIMEOUT_MS)):
+        timeouts = ((learner, STATEMENT_TIMEOUT_MS), (reader, READ_TIMEOUT_MS), (rival, RIVAL_TIMEOUT_MS))
+        for role, timeout in timeouts:
             self.owner.execute(sql.SQL("ALTER ROLE {} SET statement_timeout = {}").format(role, sql.Literal(timeout)))
             self.owner.execute(sql.SQL("ALTER ROLE {} SET temp_file_limit = {}").format(role, f"{TEMP_FILE_MB}MB"))
-        self.owner.execute(sql.SQL("ALTER ROLE {} SET search_path = pg_catalog").format(reader))
+        for role in (reader, rival):  # they name the lab's tables with their schema, and nothing of the learner's
+            self.owner.execute(sql.SQL("ALTER ROLE {} SET search_path = pg_catalog").format(role))
         # Learner code a read reaches (an index's function) runs in the reader's transaction: it may write nothing.
         self.owner.execute(sql.SQL("ALTER ROLE {} SET default_transaction_read_only = on").format(reader))
         self.reader = psycopg.connect(self.db.url, user=READER, autocommit=True, prepare_threshold=None)
@@ -99,11 +105,16 @@ class LabDatabase:
         self.owner.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(name))
         self.owner.execute(sql.SQL("CREATE SCHEMA {}").format(name))
         self.owner.execute(sql.SQL("GRANT USAGE, CREATE ON SCHEMA {} TO {}").format(name, sql.Identifier(ROLE)))
-        self.owner.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(name, sql.Identifier(READER)))
+        for role in (READER, RIVAL):
+            self.owner.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(name, sql.Identifier(role)))
 
     def as_learner(self) -> psycopg.Connection:
         """A connection of the checker's as the learner's role (to run the learner's SQL text with its rights)."""
         return psycopg.connect(self.db.url, user=ROLE, autocommit=True, options=f"-c search_path={self.schema}")
+
+    def as_rival(self) -> psycopg.Connection:
+        """A connection as another publisher of the checker's (`RIVAL`), for the admitted tables by their schema."""
+        return psycopg.connect(self.db.url, user=RIVAL, autocommit=True, prepare_threshold=None)
 
     def admit(self, *names: str) -> None:
         """Let the checker read `names`: each must be a plain table of the schema whose columns have built-in types.
@@ -114,6 +125,7 @@ class LabDatabase:
             self._refuse_unless_plain(name)
             table = sql.Identifier(self.schema, name)
             self.owner.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(table, sql.Identifier(READER)))
+            self.owner.execute(sql.SQL("GRANT SELECT, UPDATE ON {} TO {}").format(table, sql.Identifier(RIVAL)))
             self.admitted[name] = table
 
     def read(self, query: str, params: tuple | list = ()) -> list[tuple]:
@@ -139,17 +151,14 @@ class LabDatabase:
 
     def _refuse_unless_plain(self, name: str) -> None:
         kind = self.owner.execute(
-            "SELECT c.relkind, c.relrowsecurity OR c.relforcerowsecurity"
-            " OR EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid)"
-            " FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = %s AND c.relname = %s",
+            "SELECT c.relkind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE n.nspname = %s AND c.relname = %s",
             (self.schema, name),
         ).fetchone()
         if kind is None:
             raise RefusedSchemaError(f"there is no table {name!r}")
         if kind[0] not in ("r", "p"):
             raise RefusedSchemaError(f"{name!r} is not a table (relkind {kind[0]!r})")
-        if kind[1]:  # a policy decides which rows a session sees: another publisher's, or one of the checker's
-            raise RefusedSchemaError(f"{name!r} has row-level security or a policy: the lab's tables have neither")
         own_types = self.owner.execute(
             "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a"
             " JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace"

@@ -24,6 +24,8 @@ import random
 import threading
 from decimal import Decimal
 
+from psycopg import sql
+
 from mercadofresco import orders, world
 from mercadofresco.clock import LESSON_START, VirtualClock
 from mercadofresco.course.boundary import RemoteError
@@ -569,6 +571,7 @@ class GraderOutboxBench:
     def close(self):
         if self.rival is not None:
             self.rival.conn.close()
+            self.rival.watch.close()
         self.own.close()
 
     def fresh(self):
@@ -616,15 +619,17 @@ class GraderOutboxBench:
             self.bus.first_call = None
 
     def publish_beside_a_rival(self, now, batch, refused=()):
-        if self.rival is None:  # the other publisher: the learner's role, straight to the server
-            self.rival = outbox_properties.Rival(self.lab.database.as_learner(), self.own)
+        if self.rival is None:  # the other publisher: the checker's rival role, which no policy blinds
+            database = self.lab.database
+            table = sql.Identifier(database.schema, "outbox")
+            self.rival = outbox_properties.Rival(database.as_rival(), database.as_rival(), table)
         self.bus.on_taken = self.rival.start
         try:
             answer = self.publish(now, batch, refused)
         finally:
             self.bus.on_taken = None
             took = self.rival.finish()
-        self.lab.database.admit("outbox")  # still a plain table without policies: the rival saw what others see
+        self.lab.database.admit("outbox")  # still a plain table of built-in types
         return answer, took
 
     def accepted(self):

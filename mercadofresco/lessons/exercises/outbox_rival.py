@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
+from psycopg import sql
 
 from mercadofresco.lessons import worlds
 from mercadofresco.lessons.exercises.outbox_world import KINDS, OutboxBench, Row, ago, world_now
@@ -34,7 +35,8 @@ from mercadofresco.lessons.exercises.outbox_world import KINDS, OutboxBench, Row
 LOCK_WAIT = "5s"  # the rival's longest wait for the first publisher's locks: its transaction should end sooner
 STATEMENT_LIMIT = "6s"  # and for anything else a statement of its meets
 SETTLE_SECONDS = 2.0  # for the rival to be queued behind those locks before the first publisher goes on
-TAKE = "SELECT id FROM outbox WHERE NOT publicado AND id = ANY(%s) ORDER BY id FOR UPDATE"
+OUTBOX = sql.Identifier("outbox")  # in the notebook's schema, on its search_path
+TAKE = "SELECT id FROM {} WHERE NOT publicado AND id = ANY(%s) ORDER BY id FOR UPDATE"
 
 
 class RivalStopped(Exception):
@@ -42,15 +44,16 @@ class RivalStopped(Exception):
 
 
 class Rival:
-    """A second publisher on `conn` (autocommit, the lab's schema), watched from `watch` (another connection).
+    """A second publisher on `conn` (autocommit), watched from `watch` (another connection of the same role), that
+    asks for the rows of `table` (the grader names it with its schema, for a role that sees past any policy).
 
     `start(entries)` is called with the entries the bus has just taken from the first publisher; `finish()`,
     after that publisher returns, gives the ids the rival could take (empty when every sent row stayed claimed
     until it was marked).
     """
 
-    def __init__(self, conn: Any, watch: Any) -> None:
-        self.conn, self.watch = conn, watch
+    def __init__(self, conn: Any, watch: Any, table: sql.Composable = OUTBOX) -> None:
+        self.conn, self.watch, self.table = conn, watch, table
         self.conn.execute(f"SET lock_timeout = '{LOCK_WAIT}'")
         self.conn.execute(f"SET statement_timeout = '{STATEMENT_LIMIT}'")
         self.took: list[int] = []
@@ -98,7 +101,7 @@ class Rival:
 
     def _take(self, ids: list[int], wait: bool) -> list[int]:
         with self.conn.transaction(force_rollback=True):
-            statement = TAKE if wait else TAKE + " SKIP LOCKED"
+            statement = sql.SQL(TAKE if wait else TAKE + " SKIP LOCKED").format(self.table)
             return [row[0] for row in self.conn.execute(statement, (ids,)).fetchall()]
 
 
