@@ -2,8 +2,8 @@
 
 Lab 2's properties are under way: the inspection, contain and the runbook's rule to act only on what it
 understood are properties (`lessons/exercises/dlq_properties`); classify, the fixed consumer and the redrive are
-still examples. `CAUGHT_BY_LAB2` says what each fresh variant fails when graded (`benchmarks/fresh_variants.py
-lab2`), `NOT_YET_CAUGHT_LAB2` the ones the hidden checks still pass. Here the properties run in this process on
+still examples. `NOT_YET_CAUGHT_LAB2` names the fresh variants the hidden checks still pass when graded
+(`benchmarks/fresh_variants.py lab2`). Here the properties run in this process on
 the variants whose mistake one of them finds, with the public checks' budget and seed.
 """
 
@@ -27,6 +27,17 @@ PROPERTIES = {
         dlq_properties.contain_tells_a_live_incident,
         dlq_runbook.runbook_acts_only_on_what_it_understood,
     )
+}
+# What the hidden checks still pass (benchmarks/fresh_variants.py lab2, 6 December: 27 of 33 caught, the public
+# checks 9): a classify by receive counts or by the version field alone, a contain that never waits for growth,
+# a redrive that deletes before it sends or paces by a running total, and a runbook that redrives before the fix.
+NOT_YET_CAUGHT_LAB2 = {
+    "classify_by_receive_count",
+    "classify_version_field_only",
+    "contain_no_wait_for_growth",
+    "redrive_deletes_before_send",
+    "redrive_paces_every_n_messages",
+    "runbook_redrives_before_deploying_fix",
 }
 FOUND_BY_PROPERTY = {
     "inspect_deletes_and_resends": "inspection_keeps_the_dlq",
@@ -75,6 +86,7 @@ def bench_world():
 def test_every_variant_the_properties_find_is_a_fresh_one_and_each_property_finds_some():
     names = {variant["name"] for variant in fresh_variants.variants("lab2")}
     assert set(FOUND_BY_PROPERTY) <= names and set(FOUND_BY_PROPERTY.values()) == set(PROPERTIES)
+    assert names >= NOT_YET_CAUGHT_LAB2 and not NOT_YET_CAUGHT_LAB2 & set(FOUND_BY_PROPERTY)
 
 
 @pytest.mark.parametrize("name", sorted(FOUND_BY_PROPERTY))
