@@ -168,15 +168,6 @@ def calls_on(lab, actions, url):
     ]
 
 
-def most_in_one_second(timestamps_ms):
-    times, most, left = sorted(timestamps_ms), 0, 0
-    for right, t in enumerate(times):
-        while t - times[left] >= 1000:
-            left += 1
-        most = max(most, right - left + 1)
-    return most
-
-
 def invoke(handler, clock, bodies_by_id):
     """One invocation of a handler the learner's code built, with the checker's Lambda context."""
     context = lambda_poller.Invocation(lambda_poller.Poller(None, "", handler, clock), "grader", 1)
@@ -336,7 +327,7 @@ def check_redrive_rate_limited(lab):
     assert moved == MESSAGES, f"redrive_dlq returned {moved!r}, the DLQ held {MESSAGES}"
     assert sum(left.values()) == 0, f"the DLQ still holds {left} after the redrive"
     assert ids == set(incident.pedido_ids), f"{MESSAGES - len(ids)} orders never reached the source queue"
-    most = most_in_one_second(stamps)
+    most = dlq_properties.most_in_one_second([stamp / 1000 for stamp in stamps])
     assert most <= rate, f"at max_per_second={rate}, {most} messages arrived within one second"
     span = (max(stamps) - min(stamps)) / 1000
     assert span >= MESSAGES / rate - 1 - 1e-6, f"{MESSAGES} messages at {rate}/s arrived within {span:.1f} s"

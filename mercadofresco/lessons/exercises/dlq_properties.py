@@ -96,6 +96,16 @@ def peek(bench: DlqBench) -> dict[str, tuple[int, int]]:
             seen[m["Body"]] = (int(m["Attributes"]["SentTimestamp"]), int(m["Attributes"]["ApproximateReceiveCount"]))
 
 
+def most_in_one_second(seconds: list[float]) -> int:
+    """The most instants (seconds; one a message) that fall within any one second: a redrive's busiest second."""
+    times, most, left = sorted(seconds), 0, 0
+    for right, instant in enumerate(times):
+        while instant - times[left] >= 1:
+            left += 1
+        most = max(most, right - left + 1)
+    return most
+
+
 def _madrid(milliseconds: int) -> dt.datetime:
     return dt.datetime.fromtimestamp(milliseconds / 1000, MADRID)
 

@@ -9,7 +9,6 @@ ran. Played on a `dlq_properties.DlqBench`.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -20,7 +19,7 @@ from hypothesis import strategies as st
 from mercadofresco import orders
 from mercadofresco.lessons import worlds
 from mercadofresco.lessons.dlq import incidents
-from mercadofresco.lessons.exercises.dlq_properties import VISIBLE_AGAIN_SECONDS, DlqBench, peek
+from mercadofresco.lessons.exercises.dlq_properties import VISIBLE_AGAIN_SECONDS, DlqBench, most_in_one_second, peek
 
 REDRIVE_PER_SECOND = 10  # the lesson's redrive rate
 
@@ -104,7 +103,13 @@ def _runbook_play(bench: DlqBench) -> Callable[[Incident], None]:
         if wrong:
             shown = dict(sorted(wrong.items())[:3])
             raise worlds.Broken(f"{len(wrong)} orders not charged exactly once (charges per order: {shown})", lines)
-        most = _most_in_one_second([send for send in bench.sends() if send[0] >= started], bench.source_url)
+        moved = [
+            at.timestamp()
+            for at, url, n in bench.sends()
+            if at >= started and url == bench.source_url
+            for _ in range(n)
+        ]
+        most = most_in_one_second(moved)
         if most > REDRIVE_PER_SECOND:
             raise worlds.Broken(f"{most} messages went back to the source queue within one second", lines)
         record = answer if isinstance(answer, dict) else {}
@@ -113,11 +118,3 @@ def _runbook_play(bench: DlqBench) -> Callable[[Incident], None]:
             raise worlds.Broken(why, lines)
 
     return play
-
-
-def _most_in_one_second(sends: list[tuple[dt.datetime, str, int]], url: str) -> int:
-    stamps = sorted((at, count) for at, where, count in sends if where == url)
-    most = 0
-    for start, _ in stamps:
-        most = max(most, sum(count for at, count in stamps if dt.timedelta(0) <= at - start < dt.timedelta(seconds=1)))
-    return most
