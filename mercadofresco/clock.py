@@ -11,7 +11,9 @@ event's instant, so a simpy process can call moto at the right virtual time.
 other code in that environment: each piece runs alone until it waits, so every
 DynamoDB write and every charge lands at the virtual instant it belongs to, and
 the interleaving is the same on every run. `Stopwatch` only adds up waits, for
-work whose timing nobody else needs to see.
+work whose timing nobody else needs to see. `meanwhile` lets something happen
+at an instant while other code moves the clock (a message that reaches a queue
+while a runbook waits).
 
 Against a server this clock cannot reach (another process, AWS) it keeps a
 real pace instead (`realtime`): every `advance` waits that long for real,
@@ -21,9 +23,10 @@ package goes through `advance`, so one check covers them all.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
@@ -67,6 +70,7 @@ class VirtualClock:
         self._coordinates: time_machine.Coordinates | None = None
         self._keeper: realtime.RealTimeKeeper | None = None
         self._running = False
+        self._meanwhile: list[tuple[dt.datetime, Callable[[], object]]] = []
 
     # -- life cycle ---------------------------------------------------------
     def start(self) -> VirtualClock:
@@ -134,16 +138,40 @@ class VirtualClock:
         Instantly when virtual; with a real pace it first waits that long for
         real, or raises `realtime.RealTimeRefusedError` (before waiting) if the
         real-time budget cannot cover it. An interrupted wait leaves the clock
-        where it was.
+        where it was. What `meanwhile` set to happen on the way happens at its
+        instant.
         """
         self._require_running()
         if seconds < 0:
             raise ClockError(f"the clock only moves forward; got advance({seconds})")
+        until = self.now() + dt.timedelta(seconds=seconds)
+        while due := [event for event in self._meanwhile if event[0] <= until]:
+            event = min(due, key=lambda pending: pending[0])
+            self._meanwhile.remove(event)
+            self._move(max(0.0, (event[0] - self.now()).total_seconds()))
+            event[1]()
+        return self._move(max(0.0, (until - self.now()).total_seconds()))
+
+    def _move(self, seconds: float) -> dt.datetime:
         if self._keeper is not None and seconds > 0:
             self._keeper.wait(seconds, f"advancing the clock {seconds:g} s from {self.now():%a %H:%M:%S}")
         if self._coordinates is not None:
             self._coordinates.shift(seconds)
         return self.now()
+
+    @contextlib.contextmanager
+    def meanwhile(self, instant: dt.datetime, happening: Callable[[], object]) -> Iterator[None]:
+        """Inside the block, `happening()` runs once, at `instant`, if some code moves the clock past it.
+
+        Leaving the block forgets it if it has not happened: nothing set here outlives the block.
+        """
+        event = (instant, happening)
+        self._meanwhile.append(event)
+        try:
+            yield
+        finally:
+            if event in self._meanwhile:
+                self._meanwhile.remove(event)
 
     def advance_to(self, instant: dt.datetime) -> dt.datetime:
         """Move time forward to `instant` (no-op if it is already there)."""

@@ -109,3 +109,17 @@ def test_a_stopped_task_raises_where_it_waits(clock):
     assert task.step() == 10
     task.stop(KeyboardInterrupt("stopped"))
     assert task.done and isinstance(task.error, KeyboardInterrupt) and reached == []
+
+
+def test_meanwhile_happens_at_its_instant_inside_the_block_only(clock):
+    seen = []
+    soon = clock.now() + dt.timedelta(seconds=150)
+    with clock.meanwhile(soon, lambda: seen.append(clock.now())):
+        clock.advance(100)
+        assert seen == []
+        clock.advance(100)  # passes the instant: it happens there, then the clock goes on
+    assert seen == [soon] and clock.now() == soon + dt.timedelta(seconds=50)
+    with clock.meanwhile(clock.now() + dt.timedelta(seconds=10), lambda: seen.append("never")):
+        pass  # nobody moved the clock in the block
+    clock.advance(60)
+    assert seen == [soon]

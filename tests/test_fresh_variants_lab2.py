@@ -17,7 +17,7 @@ import pytest
 
 from mercadofresco import world
 from mercadofresco.clock import VirtualClock
-from mercadofresco.lessons.exercises import dlq_properties, dlq_runbook
+from mercadofresco.lessons.exercises import dlq_content, dlq_properties, dlq_redrive, dlq_runbook
 from mercadofresco.lessons.exercises.dlq_bench import NotebookDlqBench
 
 PROPERTIES = {
@@ -25,20 +25,16 @@ PROPERTIES = {
     for holds in (
         dlq_properties.inspection_keeps_the_dlq,
         dlq_properties.contain_tells_a_live_incident,
+        dlq_content.classify_by_what_the_messages_say,
+        dlq_redrive.redrive_moves_every_message,
+        dlq_redrive.redrive_keeps_its_rate,
         dlq_runbook.runbook_acts_only_on_what_it_understood,
     )
 }
 # What the hidden checks still pass (benchmarks/fresh_variants.py lab2, 6 December: 27 of 33 caught, the public
 # checks 9): a classify by receive counts or by the version field alone, a contain that never waits for growth,
 # a redrive that deletes before it sends or paces by a running total, and a runbook that redrives before the fix.
-NOT_YET_CAUGHT_LAB2 = {
-    "classify_by_receive_count",
-    "classify_version_field_only",
-    "contain_no_wait_for_growth",
-    "redrive_deletes_before_send",
-    "redrive_paces_every_n_messages",
-    "runbook_redrives_before_deploying_fix",
-}
+NOT_YET_CAUGHT_LAB2: set[str] = set()
 FOUND_BY_PROPERTY = {
     "inspect_deletes_and_resends": "inspection_keeps_the_dlq",
     "inspect_long_poll": "inspection_keeps_the_dlq",
@@ -54,6 +50,12 @@ FOUND_BY_PROPERTY = {
     "runbook_redrive_too_fast": "runbook_acts_only_on_what_it_understood",
     "runbook_redrives_data": "runbook_acts_only_on_what_it_understood",
     "runbook_verifies_before_consuming": "runbook_acts_only_on_what_it_understood",
+    "runbook_redrives_before_deploying_fix": "runbook_acts_only_on_what_it_understood",
+    "contain_no_wait_for_growth": "contain_tells_a_live_incident",
+    "classify_by_receive_count": "classify_by_what_the_messages_say",
+    "classify_version_field_only": "classify_by_what_the_messages_say",
+    "redrive_deletes_before_send": "redrive_moves_every_message",
+    "redrive_paces_every_n_messages": "redrive_keeps_its_rate",
 }
 
 

@@ -19,9 +19,9 @@ from decimal import Decimal
 from mercadofresco import alarms, orders, queues, world
 from mercadofresco.clock import MADRID, VirtualClock
 from mercadofresco.course.boundary import RemoteError
-from mercadofresco.course.checker import Check, Failed
+from mercadofresco.course.checker import Check, Failed, ProcessDied
 from mercadofresco.lessons.dlq import incidents
-from mercadofresco.lessons.exercises import dlq_properties, dlq_runbook
+from mercadofresco.lessons.exercises import dlq_content, dlq_properties, dlq_redrive, dlq_runbook
 from mercadofresco.models import gateway, lambda_poller, queue_age
 
 SERVICES = ("sqs",)
@@ -255,6 +255,7 @@ def check_contain_measures(lab):
 
 
 def check_classify_by_content(lab):
+    prove(lab, dlq_content.classify_by_what_the_messages_say)
     with fresh(lab, seed=14) as (clock, aws, _incident):
         poison = lab.call("classify_dlq", aws.sqs, aws.orders.dlq_url)
         # Another DLQ: valid version-1 orders dead-lettered by a 503 burst, Tuesday 18:12-18:41.
@@ -317,6 +318,7 @@ def check_v2_amount(lab):
 
 # -- (d) -----------------------------------------------------------------------------------------
 def check_redrive_rate_limited(lab):
+    prove(lab, dlq_redrive.redrive_keeps_its_rate)
     rate = 5
     with fresh(lab, seed=22) as (clock, aws, incident):
         moved = lab.call("redrive_dlq", aws, clock, rate)
@@ -334,6 +336,7 @@ def check_redrive_rate_limited(lab):
 
 
 def check_redrive_loses_nothing(lab):
+    prove(lab, dlq_redrive.redrive_moves_every_message)
     odd = ["not an order at all", '{"pedido_id": "PED-2026-777101", "version": 2}', '{"importe": "1.00", "version": 3}']
     with fresh(lab, seed=19) as (clock, aws, _incident):
         for body in odd:
@@ -451,6 +454,41 @@ class GraderDlqBench:
 
     def contain(self):
         return self.lab.call("contain", self.aws, self.clock)
+
+    def classify(self):
+        return self.lab.call("classify_dlq", self.sqs, self.dlq_url)
+
+    def redrive(self, max_per_second, dies_at_send):
+        """The learner's redrive; its process dies at the `dies_at_send`-th send to the source queue (the checker
+        sees each request before moto does: that send never reaches it, and nothing after it runs)."""
+        self.dies_at, self.dead = dies_at_send, False
+        self.lab.before_aws = self._watch
+        try:
+            answer = self.lab.call("redrive_dlq", self.aws, self.clock, max_per_second)
+        except (ProcessDied, RemoteError) as error:
+            answer = error
+        finally:
+            self.lab.before_aws = None
+        return answer, self.dead
+
+    def _watch(self, _service, action, request):
+        if self.dead:
+            raise ProcessDied("the process had already died")
+        sending = action in ("SendMessage", "SendMessageBatch") and isinstance(request, dict)
+        if sending and request.get("QueueUrl") == self.source_url and self.dies_at is not None:
+            self.dies_at -= 1
+            if self.dies_at == 0:
+                self.dead = True
+                raise ProcessDied("the redrive's process died at this send")
+
+    def attachments(self):
+        return [
+            (call["at"], call["request"].get("QueueUrl"))
+            for call in self.lab.aws_calls
+            if call["action"] == "GetQueueAttributes"
+            and isinstance(call["request"], dict)
+            and "QueueArn" in (call["request"].get("AttributeNames") or ())
+        ]
 
     def runbook(self):
         provider = gateway.PaymentGateway(self.clock)

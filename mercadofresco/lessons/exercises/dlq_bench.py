@@ -17,6 +17,7 @@ from typing import Any
 from mercadofresco import queues, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.lessons.dlq import incidents
+from mercadofresco.lessons.exercises.dlq_properties import ScriptDied
 from mercadofresco.models import gateway
 from mercadofresco.runtime import endpoints
 
@@ -32,10 +33,20 @@ class NotebookDlqBench:
         self.sqs = endpoints.make_client(aws.session, aws.config.endpoint, "sqs")  # a client of its own to watch
         self.sqs.meta.events.register("before-parameter-build.sqs", self._note)
         self.calls: list[tuple[str, dict, dt.datetime]] = []
+        self.dies_at: int | None = None  # the send to the source queue at which the learner's process dies
+        self.dead = False
         self.source_url = self.dlq_url = ""
         self.aws: world.World | None = None
 
     def _note(self, model: Any, params: dict, **_: Any) -> None:
+        if self.dead:
+            raise ScriptDied("the process had already died")
+        sending = model.name in ("SendMessage", "SendMessageBatch") and params.get("QueueUrl") == self.source_url
+        if sending and self.dies_at is not None:
+            self.dies_at -= 1
+            if self.dies_at == 0:  # this send never reaches SQS
+                self.dead = True
+                raise ScriptDied("the redrive's process died at this send")
         self.calls.append((model.name, dict(params), self.clock.now()))
         if model.name == "ReceiveMessage":  # on a frozen clock moto's long poll never ends: noted, then answered now
             params["WaitTimeSeconds"] = 0
@@ -61,6 +72,19 @@ class NotebookDlqBench:
     def contain(self) -> Any:
         return self.functions["contain"](self.aws, self.clock)
 
+    def classify(self) -> Any:
+        return self.functions["classify_dlq"](self.sqs, self.dlq_url)
+
+    def redrive(self, max_per_second: int, dies_at_send: int | None) -> tuple[Any, bool]:
+        self.dies_at, self.dead = dies_at_send, False
+        try:
+            answer = self.functions["redrive_dlq"](self.aws, self.clock, max_per_second)
+        except (Exception, ScriptDied) as error:  # it raised, or its process died: the world is judged either way
+            answer = error
+        finally:
+            self.dies_at, died, self.dead = None, self.dead, False
+        return answer, died
+
     def runbook(self) -> tuple[Any, dict[str, int]]:
         provider = gateway.PaymentGateway(self.clock)
         try:
@@ -71,6 +95,13 @@ class NotebookDlqBench:
 
     def receives(self) -> list[tuple[str, dict]]:
         return [(params.get("QueueUrl", ""), params) for name, params, _ in self.calls if name == "ReceiveMessage"]
+
+    def attachments(self) -> list[tuple[dt.datetime, str]]:
+        found = []
+        for name, params, at in self.calls:
+            if name == "GetQueueAttributes" and "QueueArn" in (params.get("AttributeNames") or ()):
+                found.append((at, params.get("QueueUrl", "")))
+        return found
 
     def sends(self) -> list[tuple[dt.datetime, str, int]]:
         found = []

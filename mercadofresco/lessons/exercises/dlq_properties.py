@@ -6,8 +6,9 @@
   Madrid time, its receive count and its body; it never waits (no long poll),
   and five seconds later every message is back as it was;
 - `contain_tells_a_live_incident`: the DLQ's count, the source queue's oldest
-  message age, and alive when that age is more than 5 minutes, measured without
-  a receive on the live queue;
+  message age, and alive when that age is more than 5 minutes or the DLQ gains
+  a message within the next 5 minutes, measured without a receive on the live
+  queue;
 - the runbook's own rule, to act only on what it understood, is `dlq_runbook`.
 
 A bench (`DlqBench`) is a queue pair with the lesson's names on a moto and a
@@ -17,6 +18,7 @@ the grader's moto.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,6 +36,10 @@ MAX_RECEIVES = 4  # the lesson's RedrivePolicy
 VISIBLE_AGAIN_SECONDS = 5  # an inspection's visibility: the lab's
 
 
+class ScriptDied(BaseException):
+    """The process running the learner's script died here (a world's event): no `except Exception` of theirs runs."""
+
+
 class DlqBench(Protocol):
     """Where a world is played: an empty source queue and DLQ (the lesson's names), a clock, the learner's code."""
 
@@ -49,6 +55,12 @@ class DlqBench(Protocol):
 
     def contain(self) -> Any: ...
 
+    def classify(self) -> Any: ...
+
+    def redrive(self, max_per_second: int, dies_at_send: int | None) -> tuple[Any, bool]:
+        """The learner's redrive_dlq: what it returned (or raised), and whether its process died at the
+        `dies_at_send`-th send to the source queue (that send never reaches SQS; None: it never dies)."""
+
     def runbook(self) -> tuple[Any, dict[str, int]]:
         """The learner's runbook with a gateway of the bench's: what it returned (or the exception it raised),
         and the charges per order."""
@@ -58,6 +70,10 @@ class DlqBench(Protocol):
 
     def sends(self) -> list[tuple[dt.datetime, str, int]]:
         """(instant, queue URL, messages) of each SendMessage(Batch) the learner's code made since `fresh`."""
+
+    def attachments(self) -> list[tuple[dt.datetime, str]]:
+        """(instant, queue URL) of each consumer the learner's code attached to a queue since `fresh` (a
+        `Poller` created: an event-source mapping reads its queue's QueueArn)."""
 
 
 def dead_letter(bench: DlqBench, bodies: list[str], gaps: list[int], order: list[int]) -> None:
@@ -203,22 +219,40 @@ def _row_wrong(row: Any, before: dict, after: dict) -> str:
 # -- contain -----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Backlog:
-    """Messages in the DLQ, and the age of the source queue's oldest message when contain runs (None: empty)."""
+    """Messages in the DLQ, the age of the source queue's oldest message when contain runs (None: empty), and
+    when one more message reaches the DLQ, in seconds after contain began (None: none does)."""
 
     dead: int
     oldest: int | None
+    grows_at: int | None = None
 
 
-CONTAIN_FIRST = (Backlog(3, 300), Backlog(3, 301), Backlog(1, None), Backlog(2, 12))
+CONTAIN_FIRST = (Backlog(3, 300), Backlog(3, 301), Backlog(1, None), Backlog(2, 12), Backlog(2, None, 150))
 
 
 def contain_tells_a_live_incident(bench: DlqBench, examples: int, seed: int) -> worlds.Counterexample | None:
-    """contain counts the DLQ, measures the source queue's oldest message, and calls it alive past 5 minutes.
+    """contain counts the DLQ and calls the incident alive if the source queue backs up or the DLQ grows.
 
-    Without a receive on the live source queue; a message exactly 300 s old is not more than 5 minutes old.
+    Alive: the source queue's oldest message is more than 5 minutes old, or the DLQ gains a message within the
+    next 5 minutes. Measured without a receive on the live source queue; a message exactly 300 s old is not more
+    than 5 minutes old.
     """
-    backlogs = st.builds(Backlog, st.integers(1, 4), st.none() | st.sampled_from((0, 12, 299, 300, 301, 7_200)))
+    backlogs = st.builds(
+        Backlog,
+        st.integers(1, 4),
+        st.none() | st.sampled_from((0, 12, 299, 300, 301, 7_200)),
+        st.none() | st.sampled_from((1, 150, 299)),
+    )
     return worlds.smallest_counterexample(backlogs, _contain_play(bench), examples, seed, CONTAIN_FIRST)
+
+
+def _one_more_message(bench: DlqBench, after: int | None) -> contextlib.AbstractContextManager:
+    """While inside, one more message reaches the DLQ `after` seconds from now, if the clock gets there."""
+    if after is None:
+        return contextlib.nullcontext()
+    body = incidents.version2_body(orders.order_id(510_999), Decimal("9.90"))
+    arrival = bench.clock.now() + dt.timedelta(seconds=after)
+    return bench.clock.meanwhile(arrival, lambda: bench.sqs.send_message(QueueUrl=bench.dlq_url, MessageBody=body))
 
 
 def _contain_play(bench: DlqBench) -> Callable[[Backlog], None]:
@@ -236,18 +270,24 @@ def _contain_play(bench: DlqBench) -> Callable[[Backlog], None]:
             )
             bench.clock.advance(world_.oldest)
         waits = "no order" if world_.oldest is None else f"an order {world_.oldest} s old"
-        lines = [f"{world_.dead} messages in the DLQ, {waits} in the source queue", "contain(aws, clock)"]
-        answer = bench.contain()
+        lines = [f"{world_.dead} messages in the DLQ, {waits} in the source queue"]
+        if world_.grows_at is not None:
+            lines.append(f"one more message reaches the DLQ {world_.grows_at} s after contain begins")
+        lines.append("contain(aws, clock)")
+        with _one_more_message(bench, world_.grows_at):
+            answer = bench.contain()
         if any(url == bench.source_url for url, _ in bench.receives()):
             raise worlds.Broken("contain received from the live source queue: measure its age with the metric", lines)
         if not isinstance(answer, dict):
             raise worlds.Broken(f"contain returned {answer!r:.60}, not a dict", lines)
-        alive = world_.oldest is not None and world_.oldest > 300
+        alive = (world_.oldest is not None and world_.oldest > 300) or world_.grows_at is not None
         if answer.get("dlq_messages") != world_.dead or answer.get("still_bleeding") is not alive:
             why = (
                 f"contain said dlq_messages={answer.get('dlq_messages')!r}, "
                 f"still_bleeding={answer.get('still_bleeding')!r}; it is {world_.dead} and {alive}"
             )
+            if world_.grows_at is not None and answer.get("still_bleeding") is False:
+                why += ": the DLQ grew while contain looked (wait 5 minutes and look again)"
             raise worlds.Broken(why, lines)
 
     return play

@@ -2,9 +2,10 @@
 
 `runbook_acts_only_on_what_it_understood`: on an incident still bleeding, or
 one that is not poison, the runbook stops and touches nothing; on a contained
-poison incident it charges every order once, moves at most 10 messages a
-second back, and its record says what the DLQ holds after the fixed consumer
-ran. Played on a `dlq_properties.DlqBench`.
+poison incident it attaches the fixed consumer to the source queue before the
+first message goes back (no redrive without a fix first), charges every order
+once, moves at most 10 messages a second back, and its record says what the
+DLQ holds after the fixed consumer ran. Played on a `dlq_properties.DlqBench`.
 """
 
 from __future__ import annotations
@@ -52,8 +53,11 @@ RUNBOOK_FIRST = (
 
 
 def runbook_acts_only_on_what_it_understood(bench: DlqBench, examples: int, seed: int) -> worlds.Counterexample | None:
-    """The runbook stops, touching nothing, unless the incident is contained and poison; then it charges every
-    order once, moves at most 10 messages a second, and records what the DLQ holds after the fixed consumer ran."""
+    """The runbook acts only on a contained poison incident, fix first; otherwise it stops and touches nothing.
+
+    Acting: it attaches the fixed consumer before the first message goes back, charges every order once, moves at
+    most 10 messages a second, and records what the DLQ holds after the fixed consumer ran.
+    """
     return worlds.smallest_counterexample(_incidents(), _runbook_play(bench), examples, seed, RUNBOOK_FIRST)
 
 
@@ -103,6 +107,15 @@ def _runbook_play(bench: DlqBench) -> Callable[[Incident], None]:
         if wrong:
             shown = dict(sorted(wrong.items())[:3])
             raise worlds.Broken(f"{len(wrong)} orders not charged exactly once (charges per order: {shown})", lines)
+        back = [at for at, url, _ in bench.sends() if at >= started and url == bench.source_url]
+        attached = [at for at, url in bench.attachments() if at >= started and url == bench.source_url]
+        if back and (not attached or attached[0] > back[0]):
+            when = f"only at {attached[0]:%H:%M:%S}" if attached else "never"
+            why = (
+                f"messages went back to the source queue at {back[0]:%H:%M:%S}; the fixed consumer was attached to it "
+                f"{when}: the old consumer would fail them again (fix before you redrive)"
+            )
+            raise worlds.Broken(why, lines)
         moved = [
             at.timestamp()
             for at, url, n in bench.sends()
