@@ -15,7 +15,7 @@ import lab_variants
 import nbformat
 import pytest
 
-from mercadofresco.course import checker, checks, grading, labs, nbrun, reports, watch
+from mercadofresco.course import checker, checks, grading, labs, limits, nbrun, reports, watch
 from mercadofresco.course.limits import MIN_MEMORY_MB
 
 CELL_TIMEOUT = "10"  # generous for a slow CI machine; the solution's slowest cell takes about 2 s
@@ -194,12 +194,26 @@ def test_the_checkers_notes_reach_the_report():
     assert report.notes == ["the kernel sent 3 message(s) out of turn"]
 
 
-def test_a_learner_cell_cut_off_by_the_time_limit_fails_every_check_after_it():
-    rows = [_row(0), _row(1, "failed", "Timeout of 5 seconds exceeded executing cell (interrupted)")]
+def test_a_learner_cell_cut_off_by_the_time_limit_is_noted_and_the_checks_still_run():
+    slow = "Timeout of 5 seconds exceeded executing cell (interrupted)"
+    rows = [_row(0), _row(1, "failed", slow), _verdict(0), _verdict(1, False)]
     report = grading.score(rows, PLAN, SPECS, nbrun.Run(rows))
-    assert not any(result.passed for result in report.checks)
-    assert all(result.reason.startswith("not run: grading stopped at your code cell [2]") for result in report.checks)
-    assert report.notes == ["your code cell [2]: Timeout of 5 seconds exceeded executing cell (interrupted)"]
+    assert [result.passed for result in report.checks][:2] == [True, False]
+    assert report.notes == [f"your code cell [2]: {slow}"]
+
+
+def test_a_learner_cell_that_could_not_be_interrupted_or_killed_the_kernel_stops_every_check_after_it():
+    for reason in (
+        "Timeout of 5 seconds exceeded while executing cell. Failed to interrupt kernel in 10 seconds",
+        "Kernel died while running the cell",
+        "MemoryError: the cell ran out of memory (the grader's memory limit)",
+    ):
+        rows = [_row(0), _row(1, "failed", reason)]
+        report = grading.score(rows, PLAN, SPECS, nbrun.Run(rows))
+        assert not any(result.passed for result in report.checks)
+        assert all(
+            result.reason.startswith("not run: grading stopped at your code cell [2]") for result in report.checks
+        )
 
 
 def test_a_file_that_is_not_a_notebook_fails_every_check_and_grading_goes_on(tmp_path):
@@ -306,22 +320,27 @@ def test_the_command_prints_the_expected_score_of_each_learner(graded):
     stdout, _, _, seconds = graded
     table = stdout.split("\n\n")[0].splitlines()
     scores = {line.split()[0]: line.split()[1] for line in table[2:]}
-    expected = {"ana_solution": "14/14", "bea_blank": "0/14", "carla_messageid": "7/14", "dani_loops": "0/14"}
-    assert scores == expected
+    expected = {"ana_solution": "14/14", "bea_blank": "0/14", "carla_messageid": "7/14"}
+    assert {name: score for name, score in scores.items() if name != "dani_loops"} == expected
+    assert int(scores["dani_loops"].split("/")[0]) < 14  # its first function never returns
     assert seconds < 180, f"grading four notebooks took {seconds:.0f} s"
 
 
-def test_the_looping_notebook_is_cut_off_reported_and_scores_zero_after_it(graded):
+def test_the_looping_notebook_is_cut_off_reported_and_only_a_dead_kernel_stops_the_checks(graded):
     stdout, report, _, _ = graded
     dani = next(learner for learner in report["learners"] if learner["learner"] == "dani_loops")
-    assert dani["score"] == 0
     # cut off by the time limit, or by the memory limit if the list fills it first
+    slow = f"your code cell [2]: Timeout of {CELL_TIMEOUT} seconds exceeded executing cell (interrupted)"
     assert dani["notes"][0] in (
-        f"your code cell [2]: Timeout of {CELL_TIMEOUT} seconds exceeded executing cell (interrupted)",
+        slow,
         "your code cell [2]: MemoryError: the cell ran out of memory (the grader's memory limit)",
     )
-    assert all(check["reason"].startswith("not run: grading stopped at your code cell [2]") for check in dani["checks"])
-    assert "dani_loops: 0/14\n  note: your code cell [2]: " in stdout
+    stopped = [check for check in dani["checks"] if check["reason"].startswith("not run: grading stopped at")]
+    if dani["notes"][0] == slow and not any("memory" in note for note in dani["notes"]):  # interrupted: it went on
+        assert stopped == [] and any(not check["passed"] for check in dani["checks"])
+    else:
+        assert dani["score"] == 0 and len(stopped) == len(dani["checks"])
+    assert "dani_loops: " in stdout and "\n  note: your code cell [2]: " in stdout
 
 
 def test_feedback_names_failed_checks_and_hints_but_never_shows_hidden_source(graded):
@@ -438,9 +457,40 @@ def test_the_check_cell_runs_the_saved_lab_when_it_holds_the_cell_run_last(tmp_p
     lab_variants.write(lab, tmp_path / "lab1_double_charge.ipynb")
     first = next(cell.source for cell in lab.cells if cell.cell_type == "code")
     public_only = CHECK_CELL.replace('.ipynb")', '.ipynb", hidden=False)')  # the browser test runs the grader too
-    text, _ = run_in_a_kernel(tmp_path, first, public_only)
-    assert "checking " in text and "as saved" in text
-    assert "  cell [2] (" in text and "NotImplementedError" in text
+    text, displays = run_in_a_kernel(tmp_path, first, public_only)
+    assert "checking lab1_double_charge.ipynb as saved" in text
+    report = displays[-1]
+    assert "  cell [2] (" in report["text/plain"] and "NotImplementedError" in report["text/plain"]
+    html = report["text/html"]
+    assert html.count("<details open>") == 1 and "✗ <b>cell def " in html  # the first failure open, the rest folded
+    assert "✗ <b>public check (a, mechanism 1)</b> failed (cell [4])" in html
+    assert str(tmp_path) not in text + report["text/plain"] + html  # no absolute path
+
+
+def test_selfcheck_runs_cells_as_the_grader_does_a_slow_cell_interrupted_and_the_next_ones_run(tmp_path):
+    from mercadofresco.course import selfcheck
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell("import time\ntime.sleep(30)"),
+        nbformat.v4.new_code_cell("# Public check (a)\nprint('ran')"),
+    ]
+    path = lab_variants.write(notebook, tmp_path / "slow.ipynb")
+    cells, stopped, _ = selfcheck.examine(path, timeout=1)
+    assert cells[0].problem == ("Timeout of 1 seconds exceeded executing cell (interrupted)",)
+    assert cells[1] == selfcheck.Cell(2, "# Public check (a)", "(a)") and stopped == ""
+    assert not limits.stops(cells[0].problem[0])  # the grader goes on after it too
+
+
+def test_selfcheck_stops_where_the_grader_stops_at_a_kernel_that_died(tmp_path):
+    from mercadofresco.course import selfcheck
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in ("x = 1", "import os\nos._exit(1)", "x = 2")]
+    path = lab_variants.write(notebook, tmp_path / "dies.ipynb")
+    cells, stopped, _ = selfcheck.examine(path, timeout=10)
+    assert [cell.number for cell in cells] == [1, 2] and cells[1].problem == (limits.KERNEL_DIED,), (cells, stopped)
+    assert stopped == f"grading stops at cell [2] ({limits.KERNEL_DIED}): no check after it runs"
 
 
 def test_the_check_cell_idles_in_a_whole_notebook_run(tmp_path):

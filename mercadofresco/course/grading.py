@@ -31,10 +31,10 @@ from nbformat import NotebookNode
 from mercadofresco.course import labs, nbrun, reports
 from mercadofresco.course import sandbox as sb
 from mercadofresco.course.checker import Check
+from mercadofresco.course.limits import stops as stops_the_run
 from mercadofresco.course.results import CheckResult, LearnerReport
 
 # As nbplugin's: nbval's and the grader's own words, never a learner's (an exception merely named MemoryError).
-STOPPING_REASONS = ("Timeout of", "Kernel dead", "Kernel died", "Failed to interrupt", "the grader's memory limit")
 # What in a learner's own code deserves the instructor's eyes (named in the report, never scored by itself).
 SUSPICIOUS = {
     r"get_ipython|get_\"|get_'|\bIPython\b|ipykernel": "reaches the IPython shell or kernel",
@@ -83,7 +83,7 @@ def score(rows: list[dict], plan: list[dict], specs: list[Check], run: nbrun.Run
         row = by_cell.get(cell)
         if row and row["outcome"] == "failed":
             notes.append(f"your code cell [{cell + 1}]: {row['reason']}")
-            if stops_grading(row["reason"]):
+            if stops_the_run(row["reason"]):
                 stopped = stopped or f"grading stopped at your code cell [{cell + 1}] ({row['reason']})"
     stopped = stopped or run.stopped
     verdicts = {row["check"]: row for row in rows if row.get("role") == "checker"}
@@ -103,11 +103,6 @@ def score(rows: list[dict], plan: list[dict], specs: list[Check], run: nbrun.Run
         names = ", ".join(run.left_behind[:3]) + (" …" if len(run.left_behind) > 3 else "")
         notes.append(f"{len(run.left_behind)} process(es) you started were still running at the end (killed): {names}")
     return LearnerReport("", results, notes)
-
-
-def stops_grading(reason: str) -> bool:
-    """True if a learner cell that failed for `reason` means the kernel ran out of time or memory, or died."""
-    return any(marker in reason for marker in STOPPING_REASONS)
 
 
 # -- one learner -----------------------------------------------------------------------

@@ -31,6 +31,20 @@ CHECKER_MEMORY_MB = 1_024
 DATABASE_MB = 256  # of it, lab 3's database files (the solution's: about 45 MB, 38 of them PostgreSQL's own)
 
 
+# A cell that failed like this leaves a kernel nobody should trust, so the run stops there, in the grader and in
+# selfcheck alike. These are nbval's and the grader's own words, never the learner's: an exception merely named
+# MemoryError stops nothing. A cell cut off by the time limit and interrupted is not among them: the kernel goes
+# on, the next cells run, and every check that can still run does (a slow cell is not 0 of 13).
+OUT_OF_MEMORY = "the cell ran out of memory (the grader's memory limit)"
+KERNEL_DIED = "Kernel died while running the cell (os._exit, a crash, or killed by the grader's limits)"
+STOPPING_REASONS = ("exceeded waiting for output", "Kernel dead", "Kernel died", "Failed to interrupt", OUT_OF_MEMORY)
+
+
+def stops(reason: str) -> bool:
+    """True if a learner cell that failed for `reason` means the kernel ran out of memory, wedged or died."""
+    return any(marker in reason for marker in STOPPING_REASONS)
+
+
 @dataclass(frozen=True)
 class Limits:
     """How long each cell may run and how much memory the learner's processes may take together."""

@@ -23,24 +23,17 @@ from typing import Any
 
 import pytest
 
-from mercadofresco.course import watch
+from mercadofresco.course import limits, watch
 from mercadofresco.course.reports import learner_name, shown
 
 PLAN_ENV = "MERCADOFRESCO_GRADING_PLAN"
 POLL_SECONDS = 0.2
-KERNEL_DIED = "Kernel died while running the cell (os._exit, a crash, or killed by the grader's limits)"
+KERNEL_DIED = limits.KERNEL_DIED
 STDOUT_KEPT = 4_000  # characters of a learner cell's stdout kept in the record
 REASON_CHARS = 400  # a reason is one line (a public check's hint and the error that stopped it)
 OUTPUT_CHARS = 2_000_000  # of one cell's output kept by the grader; the solutions print a few thousand
 _NBVAL_GET_MESSAGE: Any = None  # nbval's own get_message, wrapped by _get_message
-# A cell that failed like this leaves a kernel nobody should trust: the run stops (grading.STOPPING_REASONS too).
-OUT_OF_MEMORY = "the cell ran out of memory (the grader's memory limit)"
-# nbval's and the grader's own words, never the learner's: an exception merely named MemoryError stops nothing.
-STOPPING_REASONS = ("Timeout of", "Kernel dead", "Kernel died", "Failed to interrupt", OUT_OF_MEMORY)
-
-
-def _stops(reason: str) -> bool:
-    return any(marker in reason for marker in STOPPING_REASONS)
+OUT_OF_MEMORY = limits.OUT_OF_MEMORY
 
 
 def _plan() -> dict | None:
@@ -188,7 +181,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     row["stdout"] = _stdout(item)[:STDOUT_KEPT]
     with open(plan["record"], "a", encoding="utf-8") as record:
         record.write(json.dumps(row) + "\n")
-    if report.failed and _stops(row["reason"]):
+    if report.failed and limits.stops(row["reason"]):
         item.session.shouldstop = f"cell {cell}: {row['reason']}"
 
 

@@ -8,45 +8,119 @@ It reads the notebook as saved (save it in JupyterLab first), runs it in a
 fresh kernel and names each failing cell by the number JupyterLab shows after
 "Restart Kernel and Run All Cells" ([13]) and its first line. It says "public
 checks passed; N hidden checks run at grading" when every cell ran, never "all
-passed", and lists the written answers still blank. With `--hidden`, and only
+passed", and lists the written answers still blank. It runs cells as the
+grader does: the same time limit a cell (`limits.Limits`), a cell past it
+interrupted and the next ones run, and the run stopped where the grader would
+stop (`limits.stops`: a kernel that died or could not be interrupted). Only the
+grader's memory limit is not applied here. With `--hidden`, and only
 where the whole repository is (solutions/ beside labs/), it also runs the
 instructor's hidden checks with the real grader, labelled as such. `here()`
 does the same from the lab's own last cell, after making sure the saved file
-holds the cell run last (otherwise it asks for a save, with a Save button).
+holds the cell run last (otherwise it asks for a save, with a Save button), and
+shows the report as a rich output: the lab's parts with ✓ or ✗, the first
+failure open with what it found (a counterexample's story), the others folded.
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
+from dataclasses import asdict, dataclass
+from html import escape
 from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from nbclient.exceptions import DeadKernelError
 
-from mercadofresco.course import labs
+from mercadofresco.course import labs, limits
 
 
-def run(path: Path, timeout: int = 120) -> tuple[list[str], int]:
-    """The problems found (one line each) and the number of hidden checks the lab announces."""
+@dataclass(frozen=True)
+class Cell:
+    """A code cell as the run left it: its number after Run All, first line, public check part ("" if none), and
+    what went wrong (no lines: it ran)."""
+
+    number: int
+    first_line: str
+    part: str
+    problem: tuple[str, ...] = ()
+
+
+def examine(path: Path, timeout: float | None = None) -> tuple[list[Cell], str, int]:
+    """Run the saved notebook as the grader runs its cells: each code cell, where the run stopped (or ""), and the
+    number of hidden checks the lab announces."""
+    timeout = timeout or limits.Limits().cell_timeout_seconds
     notebook = nbformat.read(path, as_version=4)
     hidden = int(notebook.metadata.get(labs.LAB_METADATA_KEY, {}).get("hidden_checks", 0))
     quiet = ["--IPKernelApp.log_level=ERROR"]  # no warning about the kernel's local TCP transport
-    client = NotebookClient(notebook, timeout=timeout, kernel_name="python3", allow_errors=True, extra_arguments=quiet)
-    client.execute(cwd=str(path.parent), env={**os.environ, labs.WHOLE_RUN_ENV: "1"})  # its here() cell idles
-    problems = []
-    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
-    for number, cell in enumerate(code, start=1):
+    client = NotebookClient(
+        notebook,
+        timeout=timeout,
+        interrupt_on_timeout=True,
+        kernel_name="python3",
+        allow_errors=True,
+        extra_arguments=quiet,
+    )
+    started: list[int] = []  # the notebook's index of each cell as it starts
+    client.on_cell_start = lambda cell, cell_index: started.append(cell_index)
+    stopped = ""
+    try:
+        client.execute(cwd=str(path.parent), env={**os.environ, labs.WHOLE_RUN_ENV: "1"})  # its here() cell idles
+    except DeadKernelError:
+        stopped = limits.KERNEL_DIED
+    cells, died_in = [], None
+    code = [(index, cell) for index, cell in enumerate(notebook.cells) if cell.cell_type == "code"]
+    for number, (index, cell) in enumerate(code, start=1):
+        problem: tuple[str, ...] = ()
         for output in cell.get("outputs", []):
             if output.get("output_type") == "error":
-                first, *more = str(output.get("evalue", "")).strip().splitlines() or [""]
-                problems.append(f"cell [{number}] ({_first_line(cell)}): {output.get('ename')}: {first}")
-                problems += [f"    and: {line}" for line in more]  # every failed check of a public check cell
+                problem = _said(output, timeout)
+        if stopped and started and index == started[-1]:  # the cell the kernel died in
+            died_in, problem = number, (stopped,)
+        cells.append(Cell(number, _first_line(cell), _part_of(cell), problem))
+        if died_in is not None:
+            break
+    for cell in cells:
+        if not stopped and cell.problem and limits.stops(cell.problem[0]):
+            stopped, died_in = cell.problem[0], cell.number
+    if stopped:
+        stopped = f"grading stops at cell [{died_in}] ({stopped}): no check after it runs"
+    return cells, stopped, hidden
+
+
+def run(path: Path, timeout: float | None = None) -> tuple[list[str], int]:
+    """The problems found (one line each) and the number of hidden checks the lab announces."""
+    cells, stopped, hidden = examine(path, timeout)
+    problems = []
+    for cell in cells:
+        if cell.problem:
+            first, *more = cell.problem
+            problems.append(f"cell [{cell.number}] ({cell.first_line}): {first}")
+            problems += [f"    and: {line}" for line in more]  # every failed check of a public check cell
+    if stopped:
+        problems.append(stopped)
     return problems, hidden
+
+
+def _said(output: dict, timeout: float) -> tuple[str, ...]:
+    """An error output in the grader's words: a cell interrupted at the time limit says so."""
+    if output.get("ename") == "KeyboardInterrupt":  # nobody presses Interrupt in this run: the time limit did
+        return (f"Timeout of {timeout:g} seconds exceeded executing cell (interrupted)",)
+    first, *more = str(output.get("evalue", "")).strip().splitlines() or [""]
+    return (f"{output.get('ename')}: {first}", *more)
+
+
+def _part_of(cell: nbformat.NotebookNode) -> str:
+    """The public check a cell holds ("(a, contain)"), from its first line "# Public check (a, contain)"."""
+    found = re.match(r"# Public check (\([^)]*\))", cell.source.lstrip())
+    return found.group(1) if found else ""
 
 
 def blank_answers(path: Path) -> list[str]:
@@ -78,19 +152,31 @@ def here(name: str, hidden: bool = True) -> None:
         return
     path = Path(name).resolve()
     if not path.exists():
-        print(f"⚠ {name} is not in {Path.cwd()}: pass this notebook's file name, e.g. here('{labs.LABS['lab1']}')")
+        print(f"⚠ {name} is not in this notebook's folder: pass its file name, e.g. here('{labs.LABS['lab1']}')")
         return
     unsaved = _unsaved_cell(path)
     if unsaved is not None:
         _ask_for_a_save(unsaved)
         return
-    arguments = [sys.executable, "-m", "mercadofresco.course.selfcheck", str(path)] + (["--hidden"] if hidden else [])
+    arguments = [sys.executable, "-m", "mercadofresco.course.selfcheck", path.name, "--json"]
+    print(f"checking {path.name} as saved: a fresh kernel runs every cell, as the grader will…", flush=True)
     environment = {**os.environ, labs.WHOLE_RUN_ENV: "1"}
-    with subprocess.Popen(
-        arguments, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=environment
-    ) as run:
-        for line in run.stdout or ():
-            print(line, end="", flush=True)  # each line as it comes: a lab takes seconds, the grader a few more
+    done = subprocess.run(
+        arguments + (["--hidden"] if hidden else []),
+        capture_output=True,
+        text=True,
+        env=environment,
+        cwd=path.parent,
+        check=False,
+    )
+    try:
+        report = json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, json.JSONDecodeError):  # the check itself failed: show what it said
+        print(done.stdout + done.stderr)
+        return
+    from IPython.display import display
+
+    display({"text/plain": as_text(report), "text/html": as_html(report)}, raw=True)
 
 
 def _unsaved_cell(path: Path) -> str | None:
@@ -124,31 +210,98 @@ def _lab_of(path: Path) -> str | None:
     return next((name for name, file in labs.LABS.items() if file == path.name), None)
 
 
+def report_of(path: Path, hidden_too: bool) -> dict:
+    """Everything selfcheck found in the saved notebook at `path`, as plain data (what `here` shows)."""
+    cells, stopped, hidden = examine(path)
+    report = {
+        "notebook": path.name,
+        "cells": [asdict(cell) for cell in cells],
+        "stopped": stopped,
+        "hidden_checks": hidden,
+        "blank": blank_answers(path),
+        "hidden": None,
+    }
+    if hidden_too:
+        lab = _lab_of(path)
+        if lab is None or not (labs.SOLUTIONS_DIR / labs.LABS[lab]).exists():
+            report["hidden"] = "the hidden checks are your instructor's: they need solutions/, which is not here"
+        else:
+            report["hidden"] = hidden_report(path, lab)
+    return report
+
+
+def as_text(report: dict) -> str:
+    """The report as lines of text: failing cells first one first, blank answers, the hidden checks if run."""
+    lines = []
+    failing = [cell for cell in report["cells"] if cell["problem"]]
+    if failing or report["stopped"]:
+        lines.append(f"{len(failing)} cell(s) failed; fix them from the first one down:")
+        for cell in failing:
+            first, *more = cell["problem"]
+            lines.append(f"  cell [{cell['number']}] ({cell['first_line']}): {first}")
+            lines += [f"      and: {line}" for line in more]
+        if report["stopped"]:
+            lines.append(f"  {report['stopped']}")
+    else:
+        lines.append(f"public checks passed; {report['hidden_checks']} hidden checks run at grading")
+    if report["blank"]:
+        lines.append(f"{len(report['blank'])} written answer(s) still blank, after: " + "; ".join(report["blank"]))
+    if report["hidden"]:
+        lines += ["", "hidden checks, by the instructor's grader (you have the whole repository):", report["hidden"]]
+    return "\n".join(lines)
+
+
+def as_html(report: dict) -> str:
+    """The report as HTML: each part of the lab with ✓ or ✗ and its cell, the first failure open, the rest folded."""
+    shown = [cell for cell in report["cells"] if cell["part"] or cell["problem"]]
+    failing = [cell for cell in shown if cell["problem"]]
+    items = []
+    for cell in shown:
+        name = f"public check {cell['part']}" if cell["part"] else f"cell {cell['first_line']}"
+        where = f"cell [{cell['number']}]"
+        if not cell["problem"]:
+            items.append(f"<li>✓ <b>{escape(name)}</b> passed ({where})</li>")
+            continue
+        opened = " open" if cell is failing[0] else ""
+        text = "\n".join(cell["problem"])
+        items.append(
+            f"<li><details{opened}><summary>✗ <b>{escape(name)}</b> failed ({where})</summary>"
+            f'<pre style="white-space: pre-wrap">{escape(text)}</pre></details></li>'
+        )
+    if failing or report["stopped"]:
+        head = f"✗ {len(failing)} cell(s) failed: fix them from the first one down (cell numbers as after Run All)."
+    else:
+        head = f"✓ public checks passed; {report['hidden_checks']} hidden checks run at grading."
+    parts = [f"<p><b>{escape(head)}</b></p>", f'<ul style="list-style: none; padding-left: 0">{"".join(items)}</ul>']
+    if report["stopped"]:
+        parts.append(f"<p>⚠ {escape(report['stopped'])}</p>")
+    if report["blank"]:
+        blank = "; ".join(report["blank"])
+        parts.append(f"<p>{len(report['blank'])} written answer(s) still blank, after: {escape(blank)}</p>")
+    if report["hidden"]:
+        parts.append(
+            "<details><summary>hidden checks, by the instructor's grader (you have the whole repository)</summary>"
+            f"<pre>{escape(report['hidden'])}</pre></details>"
+        )
+    label = escape(f"selfcheck of {report['notebook']}")
+    return f'<div role="region" aria-label="{label}">{"".join(parts)}</div>'
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m mercadofresco.course.selfcheck", description=__doc__.split("\n")[0]
     )
     parser.add_argument("notebook", type=Path)
     parser.add_argument("--hidden", action="store_true", help="also run the hidden checks (needs solutions/)")
+    parser.add_argument("--json", action="store_true", help="print the report as one line of JSON (for here())")
     args = parser.parse_args(argv)
-    print(f"checking {args.notebook} as saved (save it in JupyterLab first); [N] is the cell's number after Run All")
-    problems, hidden = run(args.notebook)
-    if problems:
-        print(f"{len(problems)} cell(s) failed; fix them from the first one down:")
-        print("\n".join(f"  {line}" for line in problems))
-    else:
-        print(f"public checks passed; {hidden} hidden checks run at grading")
-    blank = blank_answers(args.notebook)
-    if blank:
-        print(f"{len(blank)} written answer(s) still blank, after: " + "; ".join(blank))
-    if args.hidden:
-        lab = _lab_of(args.notebook)
-        if lab is None or not (labs.SOLUTIONS_DIR / labs.LABS[lab]).exists():
-            print("the hidden checks are your instructor's: they need solutions/, which is not here")
-        else:
-            print("\nhidden checks, by the instructor's grader (you have the whole repository):")
-            print(hidden_report(args.notebook, lab))
-    return 1 if problems else 0
+    if not args.json:
+        print(
+            f"checking {args.notebook} as saved (save it in JupyterLab first); [N] is the cell's number after Run All"
+        )
+    report = report_of(args.notebook, args.hidden)
+    print(json.dumps(report) if args.json else as_text(report))
+    return 1 if report["stopped"] or any(cell["problem"] for cell in report["cells"]) else 0
 
 
 if __name__ == "__main__":
