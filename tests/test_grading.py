@@ -75,7 +75,7 @@ def _in_git(name: str, checkout: Path = labs.ROOT) -> bytes | None:
 def test_labs_in_git_are_what_the_build_makes_from_solutions(tmp_path):
     if not (labs.ROOT / ".git").exists():
         pytest.skip("not a git checkout (a learner's bundle): nothing committed to compare")
-    built = {path.name: path.read_bytes() for path in labs.build(labs.SOLUTIONS_DIR, tmp_path)}
+    built = {path.name: path.read_bytes() for path in labs.build(labs.SOLUTIONS_DIR, tmp_path).written}
     drifted = _drift(built, _in_git)
     assert drifted == [], (
         f"maintainers: labs/ in git differs from what `python -m mercadofresco.course.grading build` makes of "
@@ -86,7 +86,7 @@ def test_labs_in_git_are_what_the_build_makes_from_solutions(tmp_path):
 def test_the_drift_check_ignores_a_learners_edits_in_place_and_still_catches_a_stale_commit(tmp_path):
     if not (labs.ROOT / ".git").exists():
         pytest.skip("not a git checkout (a learner's bundle): nothing committed to compare")
-    built = {path.name: path.read_bytes() for path in labs.build(labs.SOLUTIONS_DIR, tmp_path / "built")}
+    built = {path.name: path.read_bytes() for path in labs.build(labs.SOLUTIONS_DIR, tmp_path / "built").written}
     name = labs.lab_file("lab1")
     # The learner's edit goes in a clone's working tree, not this one's: the browser suite may have the lab open.
     clone = tmp_path / "clone"
@@ -419,7 +419,7 @@ def test_the_learners_own_check_says_how_many_hidden_checks_remain(tmp_path, cap
     assert lines[0].startswith(f"checking {path} as saved (save it in JupyterLab first)")
     assert lines[1:] == ["public checks passed; 12 hidden checks run at grading"]  # no warning, no blank answer
     lab = labs.handed_out("lab1")
-    assert lab.metadata[labs.LAB_METADATA_KEY] == {"hidden_checks": 12}
+    assert lab.metadata[labs.LAB_METADATA_KEY]["hidden_checks"] == 12
 
 
 def run_in_a_kernel(folder: Path, *sources: str) -> tuple[str, list[dict]]:
@@ -601,3 +601,50 @@ def _options(source: str) -> dict[str, str]:
                     ]
                     found[key.value] = " ".join(parts)
     return {key: text for key, text in found.items() if re.fullmatch(r"[a-z0-9]+(?:_[a-z0-9]+)+", key)}
+
+
+def test_the_build_never_writes_over_a_lab_someone_changed_and_says_how_to_get_a_fresh_copy(tmp_path, capsys):
+    from mercadofresco.course import commands
+
+    first = labs.build(labs.SOLUTIONS_DIR, tmp_path)
+    assert len(first.written) == len(labs.LABS) and first.kept == []
+    assert all(labs.untouched(path) for path in first.written)
+    mine = tmp_path / labs.lab_file("lab1")
+    notebook = nbformat.read(mine, as_version=4)
+    next(cell for cell in notebook.cells if "your code here" in cell.source).source = "x = 1  # the learner's work"
+    nbformat.write(notebook, mine)
+    edited = mine.read_text()
+    stale = tmp_path / labs.lab_file("lab2")
+    stale.write_text(stale.read_text().replace("YOUR CODE HERE", "YOUR CODE THERE", 1))
+    stale_text = stale.read_text()
+    assert commands.main(["build", "--labs", str(tmp_path)]) == 0
+    said = capsys.readouterr().out
+    assert mine.read_text() == edited and f"kept {mine}: it is not what the last build wrote" in said
+    assert f"mv {mine} {tmp_path / 'lab1_double_charge.mine.ipynb'}" in said and "build --replace" in said
+    assert stale.read_text() == stale_text  # changed by hand: kept too, whoever changed it
+    untouched = tmp_path / labs.lab_file("lab3")
+    assert f"wrote {untouched}" in said
+    assert commands.main(["build", "--labs", str(tmp_path), "--replace"]) == 0
+    assert mine.read_text() != edited and labs.untouched(mine)
+
+
+def test_the_learner_bundle_holds_the_labs_as_built_never_a_copy_someone_is_working_on(tmp_path):
+    import shutil
+    import zipfile
+
+    from mercadofresco.course import bundle
+
+    root = tmp_path / "repo"
+    for name in (*bundle.INCLUDED, "solutions", "learner"):
+        source = labs.ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, root / name, ignore=shutil.ignore_patterns("__pycache__", ".ipynb_checkpoints"))
+        else:
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(source, root / name)
+    lab = root / "labs" / labs.lab_file("lab1")
+    lab.write_text(lab.read_text().replace("YOUR CODE HERE", "my code", 1))
+    before = lab.read_bytes()
+    archive = zipfile.ZipFile(bundle.write(tmp_path / "b.zip", root))
+    held = archive.read(f"{bundle.PREFIX}/labs/{labs.lab_file('lab1')}").decode()
+    assert held == labs.render(labs.handed_out("lab1")) and lab.read_bytes() == before

@@ -18,6 +18,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+import nbformat
+
 from mercadofresco.course import labs
 
 ROOT = labs.ROOT
@@ -64,18 +66,28 @@ def files(root: Path = ROOT) -> list[Path]:
     return list(sources(root))
 
 
+def content(member: Path, source: Path, root: Path = ROOT) -> bytes:
+    """What the bundle holds for `member`: a lab as the build makes it from its solution (never the copy in labs/,
+    where someone may be working), any other file as it is."""
+    solution = root / "solutions" / member.name
+    if member.parts[0] == "labs" and member.suffix == ".ipynb" and solution.exists():
+        built = labs.lab_notebook(nbformat.read(solution, as_version=4), root / "solutions")
+        return labs.render(built).encode("utf-8")
+    return source.read_bytes()
+
+
 def write(target: Path, root: Path = ROOT) -> Path:
     """Write the zip; raise LeakError if a solution or hidden check would go into it."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    members = sources(root)
-    for member, source in members.items():  # not the package: it names the markers it strips
-        text = source.read_text(encoding="utf-8")
+    members = {member: content(member, source, root) for member, source in sources(root).items()}
+    for member, data in members.items():  # not the package: it names the markers it strips
+        text = data.decode("utf-8")
         found = labs.leaks(text) if member.suffix == ".ipynb" or member.as_posix() in LEARNER else []
         if found or member.parts[0] == "solutions":
             raise LeakError(f"{member} carries {found or 'a solution'}: rebuild labs/ (grading build)")
     with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as archive:
-        for member, source in members.items():
-            archive.write(source, f"{PREFIX}/{member}")
+        for member, data in members.items():
+            archive.writestr(f"{PREFIX}/{member}", data)
     return target
 
 

@@ -67,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     build = commands.add_parser("build", help="write labs/ from solutions/")
     build.add_argument("--solutions", type=Path, default=labs.SOLUTIONS_DIR)
     build.add_argument("--labs", type=Path, default=labs.LABS_DIR)
+    build.add_argument("--replace", action="store_true", help="write over labs that were changed since their build")
     grade_ = commands.add_parser("grade", help="grade a folder of learner notebooks (or one shard of it)")
     grade_.add_argument("submissions", type=Path)
     grade_.add_argument("--out", type=Path, help="where the reports go (default grading-report-LAB)")
@@ -97,8 +98,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "build":
-        for path in labs.build(args.solutions, args.labs):
+        built = labs.build(args.solutions, args.labs, args.replace)
+        for path in built.written:
             print(f"wrote {path}")
+        for path in built.kept:
+            mine = path.with_name(f"{path.stem}.mine{path.suffix}")
+            print(
+                f"kept {path}: it is not what the last build wrote (someone's work is in it). For a fresh copy, move "
+                f"it aside (mv {path} {mine}) and build again, or build --replace to write over it."
+            )
         return 0
     if args.command == "merge":
         return _merge(parser, args)

@@ -10,11 +10,17 @@ them (`solutions/checks/labN.py`, notebook metadata `mercadofresco.checks`),
 which the grader runs in its own process (`course.checker`).
 
     python -m mercadofresco.course.grading build        # writes labs/ from solutions/
+
+No build writes over a learner's work: each lab records the digest of what the
+build wrote (`course_lab.built`), and a lab in labs/ that no longer matches its
+record (edited, run, saved) is kept as it is and named, unless `--replace`.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,7 +48,9 @@ ANSWER_CHARS = 20_000  # of one written answer in the reports (5 MB once went in
 # Set for a whole-notebook run (selfcheck's own, the grader's, a maintainer's refresh): a lab's
 # `selfcheck.here()` cell then does nothing instead of starting a run of its own notebook.
 WHOLE_RUN_ENV = "MERCADOFRESCO_WHOLE_RUN"
-LAB_METADATA_KEY = "course_lab"  # notebook metadata of a built lab: {"hidden_checks": n}, for the public self-check
+# Notebook metadata of a built lab: {"hidden_checks": n} for the public self-check, and "built", the digest of the
+# notebook as the build wrote it (`untouched`).
+LAB_METADATA_KEY = "course_lab"
 # What must never appear in labs/: the delimiters, the grader's metadata.
 LEAK_MARKERS = (BEGIN_SOLUTION, END_SOLUTION, f'"{METADATA_KEY}"')
 
@@ -117,7 +125,25 @@ def lab_notebook(solution: NotebookNode, solutions_dir: Path = SOLUTIONS_DIR) ->
     lab.metadata.pop("widgets", None)
     lab.metadata.pop(METADATA_KEY, None)
     lab.metadata[LAB_METADATA_KEY] = {"hidden_checks": len(check_specs(solution, solutions_dir))}
+    lab.metadata[LAB_METADATA_KEY]["built"] = built_digest(lab)
     return lab
+
+
+def built_digest(notebook: NotebookNode) -> str:
+    """A digest of a lab's content (its own record of the digest left out): what the build wrote, recorded in it."""
+    plain = copy.deepcopy(notebook)
+    plain.metadata.get(LAB_METADATA_KEY, {}).pop("built", None)
+    return hashlib.sha256(nbformat.writes(plain).encode("utf-8")).hexdigest()[:16]
+
+
+def untouched(path: Path) -> bool:
+    """True if the lab at `path` is still what a build wrote: no learner's work in it, safe to write over."""
+    try:
+        notebook = nbformat.read(path, as_version=4)
+    except Exception:  # not a notebook the build wrote (or not one at all): never ours to overwrite
+        return False
+    recorded = notebook.metadata.get(LAB_METADATA_KEY, {}).get("built")
+    return recorded == built_digest(notebook)
 
 
 def handed_out(lab: str, solutions_dir: Path = SOLUTIONS_DIR) -> NotebookNode:
@@ -170,9 +196,17 @@ def render(notebook: NotebookNode) -> str:
     return nbformat.writes(notebook) + "\n"
 
 
-def build(solutions_dir: Path = SOLUTIONS_DIR, labs_dir: Path = LABS_DIR) -> list[Path]:
-    """Write one lab per solution notebook; return the paths written."""
-    written = []
+@dataclass(frozen=True)
+class Built:
+    """What a build did: the labs it wrote, and those it kept because someone's work is in them."""
+
+    written: list[Path]
+    kept: list[Path]
+
+
+def build(solutions_dir: Path = SOLUTIONS_DIR, labs_dir: Path = LABS_DIR, replace: bool = False) -> Built:
+    """Write one lab per solution notebook, except over a lab someone changed since its build (unless `replace`)."""
+    written, kept = [], []
     labs_dir.mkdir(parents=True, exist_ok=True)
     for path in sorted(solutions_dir.glob("*.ipynb")):
         solution = nbformat.read(path, as_version=4)
@@ -182,6 +216,9 @@ def build(solutions_dir: Path = SOLUTIONS_DIR, labs_dir: Path = LABS_DIR) -> lis
         if found:
             raise SolutionFormatError(f"{path.name}: the lab would still contain {found}")
         target = labs_dir / path.name
+        if target.exists() and not replace and not untouched(target) and target.read_text(encoding="utf-8") != text:
+            kept.append(target)
+            continue
         target.write_text(text, encoding="utf-8")
         written.append(target)
-    return written
+    return Built(written, kept)
