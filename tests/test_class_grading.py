@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -158,7 +159,7 @@ def test_regrading_one_check_for_one_learner_changes_that_outcome_only(graded, t
     }
     merged = command("merge", str(kept), "--lab", "lab1", "--solutions", str(solutions), "--out", str(tmp_path / "r"))
     assert merged.returncode == 0, merged.stderr
-    assert "bruno: ['x_plus_one']" in (tmp_path / "r" / "regraded.txt").read_text()
+    assert "bruno: x_plus_one regraded with checks " in (tmp_path / "r" / "regraded.txt").read_text()
 
 
 def test_a_regrade_refuses_a_submission_that_changed_since_it_was_graded(graded, tmp_path):
@@ -185,10 +186,43 @@ def filled(whole: Path, tmp_path: Path, edit) -> Path:
     return path
 
 
-def merge(whole: Path, solutions: Path, out: Path, *more: str) -> subprocess.CompletedProcess:
-    return command(
-        "merge", str(whole / "results"), "--lab", "lab1", "--solutions", str(solutions), "--out", str(out), *more
-    )
+def merge(whole: Path, solutions: Path, out: Path, *more: str, kept: Path | None = None) -> subprocess.CompletedProcess:
+    """`merge` of a copy of the class's results (`kept`, made once: a merge records the marks in it)."""
+    kept = kept or out.parent / "results"
+    if not kept.exists():
+        shutil.copytree(whole / "results", kept)
+    return command("merge", str(kept), "--lab", "lab1", "--solutions", str(solutions), "--out", str(out), *more)
+
+
+def rows_of(path: Path) -> list[dict]:
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        return list(csv.DictReader(handle))
+
+
+def totals_of(out: Path) -> dict[str, str]:
+    return {row["learner"]: row["points"] for row in rows_of(out / "report.csv") if row["check"] == "TOTAL"}
+
+
+def test_marks_filled_in_the_report_folder_survive_merging_into_it_and_every_later_merge(graded, tmp_path):
+    _, whole, _, _, solutions = graded
+    out = tmp_path / "report"
+    assert merge(whole, solutions, out).returncode == 0
+    rows = rows_of(out / "answers.csv")  # the instructor fills the report folder's own answers.csv, and saves it
+    for row in rows:
+        if row["learner"] == "ana_0":
+            row["points"], row["comment"] = "1.5", "Half of it."
+    with (out / "answers.csv").open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=gradebook.ANSWER_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    done = merge(whole, solutions, out)  # into the same folder, no --answers
+    assert done.returncode == 0, done.stderr
+    ana = next(row for row in rows_of(out / "answers.csv") if row["learner"] == "ana_0")
+    assert (ana["points"], ana["comment"]) == ("1.5", "Half of it.") and totals_of(out)["ana_0"] == "3.5"
+    later = tmp_path / "after-a-regrade"  # a merge elsewhere, told nothing: the results folder carries the marks
+    assert merge(whole, solutions, later).returncode == 0
+    assert totals_of(later)["ana_0"] == "3.5"
+    assert "1.5" in (tmp_path / "results" / gradebook.MARKS_FILE).read_text()
 
 
 def test_answers_csv_leaves_points_and_comments_to_the_instructor_with_each_questions_maximum(graded):

@@ -162,6 +162,7 @@ def _merge(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             getattr(args, "roster", None),
             policy,
             getattr(args, "assignment", None),
+            args.results,
         )
     except (ValueError, results.ResultError) as exc:  # GradebookError is a ValueError
         parser.error(str(exc))

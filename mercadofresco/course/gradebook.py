@@ -5,14 +5,20 @@
         [--roster roster.csv]                        # learner -> LMS ids, and when each handed in
         [--deadline 2026-12-10T23:59+01:00 --late-penalty 10 --late-cap 50]
 
-The written answers are graded by a person: `answers.csv` comes out with empty `points` and `comment`
-columns and the maximum of each question (the lab's metadata, `answer_points`); filled in and given
-back to `merge`, it is checked row by row (a learner or a question that is not in the results, points
-that are not a number or are over the maximum, an answer whose text changed) and its points join
-the totals, its comments the feedback. The late policy takes a percentage of the total per day late
-(each day begun counts), up to a cap. `canvas.csv` follows Canvas's gradebook import (Student, ID,
-SIS User ID, SIS Login ID, Section, then the assignment, with a Points Possible row); `moodle.csv`
-Moodle's CSV grade import (an identifier column to map, the grade, and its feedback).
+The written answers are graded by a person: `answers.csv` comes out with `points` and `comment`
+columns to fill and the maximum of each question (the lab's metadata, `answer_points`); filled in
+(in the report folder itself, or a copy given to `merge --answers`), it is checked row by row (a
+learner or a question that is not in the results, points that are not a number or are over the
+maximum, an answer whose text changed) and its points join the totals, its comments the feedback.
+Marks are data, never output: every merge records them in the results folder (`marks.csv`, which
+grading never writes) and carries them into every later merge, a regrade's included, without being
+told again; the `answers.csv` a merge writes holds every mark known, so merging into the folder
+that holds the marks cannot erase them. Where two give a mark for one answer, `--answers` wins over
+the report folder's `answers.csv`, which wins over `marks.csv`. The late policy takes a percentage of
+the total per day late (each day begun counts), up to a cap. `canvas.csv` follows Canvas's gradebook
+import (Student, ID, SIS User ID, SIS Login ID, Section, then the assignment, with a Points Possible
+row); `moodle.csv` Moodle's CSV grade import (an identifier column to map, the grade, and its
+feedback).
 """
 
 from __future__ import annotations
@@ -100,23 +106,41 @@ def answer_maxima(solution_metadata: dict, questions: int) -> list[float]:
     return maxima
 
 
-def answer_rows(results: list[dict], maxima: list[float]) -> list[list[object]]:
-    """The rows of answers.csv, points and comments left for the instructor."""
+MARKS_FILE = "marks.csv"  # in the results folder: the marks every merge carries (grading never writes it)
+
+
+def answer_rows(
+    results: list[dict], maxima: list[float], marks: dict[tuple[str, int], Mark] | None = None
+) -> list[list[object]]:
+    """The rows of answers.csv, with the marks known so far (the rest left for the instructor)."""
     rows = []
     for data in results:
         for number, item in enumerate(data["answers"], start=1):
             top = maxima[number - 1] if number <= len(maxima) else 0
-            rows.append([data["learner"], number, item["question"], item["answer"], _number(top), "", ""])
+            mark = (marks or {}).get((data["learner"], number))
+            points, comment = (_number(mark.points), mark.comment) if mark else ("", "")
+            rows.append([data["learner"], number, item["question"], item["answer"], _number(top), points, comment])
     return rows
 
 
-def write_answers(path: Path, results: list[dict], maxima: list[float]) -> Path:
+def write_answers(
+    path: Path, results: list[dict], maxima: list[float], marks: dict[tuple[str, int], Mark] | None = None
+) -> Path:
     with path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(ANSWER_COLUMNS)
-        for row in answer_rows(results, maxima):
+        for row in answer_rows(results, maxima, marks):
             writer.writerow([spreadsheet_safe(value) for value in row])
     return path
+
+
+def known_marks(results: list[dict], maxima: list[float], sources: list[Path]) -> dict[tuple[str, int], Mark]:
+    """The marks of every file in `sources` that exists, each checked row by row; a later file's mark wins."""
+    marks: dict[tuple[str, int], Mark] = {}
+    for source in sources:
+        if source.exists():
+            marks |= read_marks(source, results, maxima)
+    return marks
 
 
 def read_marks(path: Path, results: list[dict], maxima: list[float]) -> dict[tuple[str, int], Mark]:
@@ -148,7 +172,7 @@ def read_marks(path: Path, results: list[dict], maxima: list[float]) -> dict[tup
                 raise GradebookError(f"{where}: question {number} of {learner} is marked twice")
             seen.add(key)
             if not row["points"].strip():
-                continue  # not marked yet: no written points
+                continue  # not marked yet: no written points (an empty row never erases a mark found elsewhere)
             try:
                 points = float(row["points"].replace(",", "."))
             except ValueError:
@@ -265,23 +289,32 @@ def merge(
     roster_file: Path | None = None,
     policy: LatePolicy | None = None,
     assignment: str | None = None,
+    results_dir: Path | None = None,
 ) -> list[Path]:
-    """Every file an instructor reads, from a list of results: reports, answers.csv, canvas.csv, moodle.csv."""
-    marks = read_marks(marked, found, maxima) if marked else {}
+    """Every file an instructor reads, from a list of results: reports, answers.csv, canvas.csv, moodle.csv.
+
+    The marks: those recorded in `results_dir`, those filled in `out`'s answers.csv, then `marked`'s; all of them
+    are recorded again in `results_dir` and written into the new answers.csv.
+    """
+    recorded = results_dir / MARKS_FILE if results_dir is not None else None
+    sources = [path for path in (recorded, out / "answers.csv", marked) if path is not None]
+    marks = known_marks(found, maxima, sources)
     roster = read_roster(roster_file) if roster_file else {}
     unknown = sorted(set(roster) - {data["learner"] for data in found})
     if roster and unknown:
         raise GradebookError(f"{roster_file.name} lists learners with no result: {unknown[:5]}")
     lines = totals(found, maxima, marks, roster, policy)
     written = reports.write_all([results.report_of(d) for d in found], lab, out, {t.learner: t for t in lines})
-    written.append(write_answers(out / "answers.csv", found, maxima))
+    written.append(write_answers(out / "answers.csv", found, maxima, marks))
+    if recorded is not None and (marks or recorded.exists()):
+        write_answers(recorded, found, maxima, marks)  # the marks, for every later merge
     name = assignment or lab
     written.append(write_canvas(out / "canvas.csv", lines, roster, name))
     written.append(write_moodle(out / "moodle.csv", lines, roster, name))
     regraded = [d["learner"] for d in found if d.get("regraded")]
     if regraded:
         lines_ = [
-            f"{d['learner']}: {r['checks']} with checks {r['checks_sha256'][:12]}"
+            f"{d['learner']}: {', '.join(r['checks'])} regraded with checks {r['checks_sha256'][:12]}"
             for d in found
             for r in d.get("regraded", [])
         ]
