@@ -456,28 +456,32 @@ def test_the_learners_exception_is_never_taken_for_one_the_checker_threw():
 def test_a_request_for_anything_but_the_labs_services_is_refused_whatever_its_host_starts_with(url, target):
     lab = checker.Lab(("sqs", "dynamodb"))
     with checker.world_of_the_checker(), pytest.raises(PermissionError):
-        lab.serve_aws("POST", url, {"X-Amz-Target": target}, b"{}")
+        lab.serve_aws("POST", url, {"X-Amz-Target": target, "Content-Type": "application/x-amz-json-1.0"}, b"{}")
     assert lab.aws_calls == []
 
 
 def test_a_request_of_a_labs_service_at_its_own_host_is_served():
     lab = checker.Lab(("sqs",))
     with checker.world_of_the_checker():
-        status, _, _ = lab.serve_aws(
-            "POST", "https://sqs.eu-south-2.checker.invalid/", {"X-Amz-Target": "AmazonSQS.ListQueues"}, b"{}"
-        )
+        headers = {"X-Amz-Target": "AmazonSQS.ListQueues", "Content-Type": "application/x-amz-json-1.0"}
+        status, _, _ = lab.serve_aws("POST", "https://sqs.eu-south-2.checker.invalid/", headers, b"{}")
     assert status == 200 and lab.aws_calls[0]["action"] == "ListQueues"
 
 
 def test_a_long_poll_on_an_empty_queue_is_answered_at_once_and_kept_as_the_learner_sent_it():
     lab = checker.Lab(("sqs",))
     host, target = "https://sqs.eu-south-2.checker.invalid/", "AmazonSQS."
+    json_type = {"Content-Type": "application/x-amz-json-1.0"}
     with checker.world_of_the_checker(), VirtualClock():  # frozen: moto's own long poll would never end
-        created = lab.serve_aws("POST", host, {"X-Amz-Target": target + "CreateQueue"}, b'{"QueueName": "q"}')
+        created = lab.serve_aws(
+            "POST", host, json_type | {"X-Amz-Target": target + "CreateQueue"}, b'{"QueueName": "q"}'
+        )
         url = json.loads(created[2])["QueueUrl"]
         started = time.monotonic()
         request = json.dumps({"QueueUrl": url, "WaitTimeSeconds": 20}).encode()
-        status, _, answer = lab.serve_aws("POST", host, {"X-Amz-Target": target + "ReceiveMessage"}, request)
+        status, _, answer = lab.serve_aws(
+            "POST", host, json_type | {"X-Amz-Target": target + "ReceiveMessage"}, request
+        )
     assert status == 200 and not json.loads(answer).get("Messages") and time.monotonic() - started < 1
     assert lab.aws_calls[-1]["request"]["WaitTimeSeconds"] == 20
 
@@ -485,7 +489,7 @@ def test_a_long_poll_on_an_empty_queue_is_answered_at_once_and_kept_as_the_learn
 def test_the_checker_stops_a_kernel_that_sends_more_than_its_limit_to_aws():
     lab = checker.Lab(("dynamodb",))
     item = json.dumps({"TableName": "t", "Item": {"clave": {"S": "x" * 390_000}}}).encode()
-    target = {"X-Amz-Target": "DynamoDB_20120810.PutItem"}
+    target = {"X-Amz-Target": "DynamoDB_20120810.PutItem", "Content-Type": "application/x-amz-json-1.0"}
     with checker.world_of_the_checker(), pytest.raises(boundary.BoundaryError, match="more than 16 MB"):
         for _ in range(1_000):
             lab.serve_aws("POST", "https://dynamodb.eu-south-2.checker.invalid/", target, item)
@@ -497,3 +501,48 @@ def test_a_name_the_learner_chose_reaches_a_report_cut_short_and_only_as_a_name(
     assert reports.learner_name("NameError") == "NameError"
     assert len(reports.learner_name("E" * 80)) == reports.NAME_CHARS
     assert reports.learner_name("Error\x1b[2J; rm -rf /") == "an exception"
+
+
+def test_a_kernel_that_keeps_calling_past_a_checks_time_is_interrupted_then_hung_up_on():
+    lab = checker.Lab(("sqs",))
+    interrupted = []
+    lab.interrupt = lambda: interrupted.append(True)
+    lab.deadline = time.monotonic() - 0.1  # the check's time is up: its wire never went silent (clock.now() calls)
+    with pytest.raises(TimeoutError, match="past its time limit"):
+        lab.handle("method", [None, "now", [], {}])
+    with pytest.raises(TimeoutError):
+        lab.handle("method", [None, "now", [], {}])
+    assert interrupted == [True]  # once
+    lab.deadline = time.monotonic() - checker.GRACE_SECONDS - 0.1
+    with pytest.raises(boundary.BoundaryError, match="kept a check running past its time limit"):
+        lab.handle("method", [None, "now", [], {}])
+    assert lab.stopped.startswith("your code kept a check running")
+
+
+def test_a_request_in_any_protocol_but_awss_json_is_refused_before_moto_sees_it():
+    lab = checker.Lab(("sqs",))
+    host, target = "https://sqs.eu-south-2.checker.invalid/", {"X-Amz-Target": "AmazonSQS.ReceiveMessage"}
+    form = b"Action=ReceiveMessage&Version=2012-11-05&WaitTimeSeconds=20&QueueUrl=q"  # moto would read this first
+    with checker.world_of_the_checker(), VirtualClock():
+        for headers, body in (
+            (target | {"Content-Type": "application/x-www-form-urlencoded"}, form),
+            (target | {"Content-Type": "application/x-amz-json-1.0"}, form),
+            (target | {"Content-Type": "application/x-amz-json-1.0"}, b"[1]"),
+        ):
+            with pytest.raises(PermissionError, match="JSON protocol only"):
+                lab.serve_aws("POST", host, headers, body)
+    assert lab.aws_calls == []
+
+
+def test_a_queue_named_by_its_last_part_alone_is_noted_under_its_one_url():
+    lab = checker.Lab(("sqs",))
+    host, json_type = "https://sqs.eu-south-2.checker.invalid/", {"Content-Type": "application/x-amz-json-1.0"}
+    with checker.world_of_the_checker(), VirtualClock():
+        created = lab.serve_aws(
+            "POST", host, json_type | {"X-Amz-Target": "AmazonSQS.CreateQueue"}, b'{"QueueName": "cola-x"}'
+        )
+        url = json.loads(created[2])["QueueUrl"]
+        for alias in ("cola-x", "https://elsewhere.example/1/cola-x"):
+            request = json.dumps({"QueueUrl": alias, "MessageBody": "m"}).encode()
+            status, _, _ = lab.serve_aws("POST", host, json_type | {"X-Amz-Target": "AmazonSQS.SendMessage"}, request)
+            assert status == 200 and lab.aws_calls[-1]["request"]["QueueUrl"] == url

@@ -227,13 +227,17 @@ def test_a_file_that_is_not_a_notebook_fails_every_check_and_grading_goes_on(tmp
 
 
 def test_spreadsheet_formulas_are_escaped_and_file_names_made_safe():
-    assert [reports.spreadsheet_safe(v) for v in ("=cmd", "+1", "-2", "@x", "ok", 3)] == [
+    values = ("=cmd", "+1+cmd", "-2-x", "@x", "ok", 3, "-20%", "+1", "'=ana")
+    assert [reports.spreadsheet_safe(v) for v in values] == [
         "'=cmd",
-        "'+1",
-        "'-2",
+        "'+1+cmd",
+        "'-2-x",
         "'@x",
         "ok",
         3,
+        "-20%",  # a plain number is no formula: shown as it is, not as '-20%
+        "+1",
+        "''=ana",  # a spreadsheet hides one leading apostrophe: '=ana and =ana stay two names
     ]
     taken = set()
     assert [reports.file_name(n, taken) for n in ("bea[2]", "bea_2_", "=cmd", "../x")] == [

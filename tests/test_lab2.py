@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import background
+import lab2_attacks
 import lab2_variants
 import lab_variants
 import pytest
@@ -21,8 +22,11 @@ def grade_lab2(folder: Path) -> dict:
     lab_variants.write(labs.handed_out("lab2"), folder / "blank.ipynb")
     for name in lab2_variants.EDITS:
         lab_variants.write(lab2_variants.variant(name), folder / f"{name}.ipynb")
+    for name in lab2_attacks.ATTACKS:
+        lab_variants.write(lab2_attacks.attack(name), folder / f"{name}.ipynb")
     limits = nbrun.Limits(cell_timeout_seconds=CELL_TIMEOUT)
-    return lab_variants.grade_against_aimed_checks(folder, "lab2", limits, lab2_variants.EXPECTED_FAILURES)
+    aimed = lab2_variants.EXPECTED_FAILURES | lab2_attacks.AIMED
+    return lab_variants.grade_against_aimed_checks(folder, "lab2", limits, aimed)
 
 
 STARTED_EARLY = REPORTS = background.Later(grade_lab2)  # graded while the one-core tests run (tests/conftest.py)
@@ -80,3 +84,14 @@ def test_there_are_at_least_four_mistakes_and_each_edit_changes_the_solution():
 def test_the_public_checks_fail_the_runbooks_classic_mistakes_and_say_what_they_saw(reports, name):
     notes = reports[name].notes  # the learner's cells as the grader ran them: the public checks among them
     assert any("CheckFailed" in note and "seen:" in note for note in notes), notes
+
+
+@pytest.mark.parametrize("name", sorted(set(lab2_attacks.AIMED) - {"attack_form_body_long_poll"}))
+def test_each_attack_on_lab2s_grader_fails_the_checks_it_got_past(reports, name):
+    failed = {result.check for result in reports[name].checks if not result.passed}
+    assert failed == lab2_attacks.AIMED[name], [(r.check, r.reason) for r in reports[name].checks]
+
+
+def test_a_long_poll_smuggled_in_a_form_body_is_refused_at_once_and_holds_nothing(reports):
+    (result,) = reports["attack_form_body_long_poll"].checks
+    assert result.passed, result.reason  # not cut off by the time limit: the checker answered at once

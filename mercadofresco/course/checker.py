@@ -51,6 +51,10 @@ CONNECT_POLL_SECONDS = 0.2  # how often the wait for that answer looks whether t
 FORWARDED_DOMAINS = ("checker.invalid", "amazonaws.com")  # https://<service>.<region>.<domain>/, nothing else
 REASON_CHARS = 200
 STORY_LINES, STORY_CHARS = 30, 160  # of a counterexample's story in a report
+# A check's whole time, at least (the solutions' longest: a few seconds), and how long after it a kernel that still
+# calls is hung up on.
+CHECK_SECONDS, GRACE_SECONDS = 30.0, 2.0
+MOTO_ACCOUNT = "123456789012"  # moto's account: the queue URLs it writes
 AWS_MB = 16  # what the learner's code may send to the checker's moto in all (the solutions: 0.08-0.26 MB)
 # What the kernel may call on each kind of the checker's objects (anything else is refused).
 EXPOSED = {
@@ -226,6 +230,11 @@ class Lab:
         self._session: Any = None
         self._clients: dict[str, Any] = {}
         self.interrupt: Callable[[], None] = lambda: None  # how to interrupt the kernel (set by the grader)
+        # A check's whole time (run_checks): the wire's timeout counts silence only, and a kernel that keeps calling
+        # (clock.now() in a loop) is never silent. Past it the kernel is interrupted; past it and GRACE_SECONDS,
+        # hung up on.
+        self.deadline: float | None = None
+        self._interrupted_at_deadline = False
 
     # -- the checker's own world ------------------------------------------------------
     def reset_world(self) -> None:
@@ -386,6 +395,7 @@ class Lab:
 
     # -- serving the kernel ------------------------------------------------------------
     def handle(self, name: str, args: list) -> Any:
+        self._within_the_deadline()
         if name == "aws":
             return self.serve_aws(*args)
         if name == "method":
@@ -394,6 +404,18 @@ class Lab:
         if name == "model" and args and args[0] in self.models:  # a model reading this process's moto
             return self.models[args[0]](*args[1:])
         raise PermissionError(f"the checker serves aws, method and model calls; not {name!r}")
+
+    def _within_the_deadline(self) -> None:
+        """Refuse a kernel's call once the check has run past its time; past the grace too, hang up."""
+        if self.deadline is None or time.monotonic() <= self.deadline:
+            return
+        if time.monotonic() > self.deadline + GRACE_SECONDS:
+            self.stop("your code kept a check running past its time limit (calls after an interrupt)")
+            raise BoundaryError(self.stopped)
+        if not self._interrupted_at_deadline:
+            self._interrupted_at_deadline = True
+            self.interrupt()
+        raise TimeoutError("the check has run past its time limit: your code was interrupted")
 
     def _method(self, target: Any, method: Any, positional: Any, keywords: Any) -> Any:
         kind = next((k for k, obj in self.codec.refs.values() if obj is target), None)
@@ -416,6 +438,12 @@ class Lab:
         headers = {str(key): str(value) for key, value in headers.items()}
         target = headers.get("X-Amz-Target", "")
         service = self._service_of(url, target)
+        content_type = next((value for key, value in headers.items() if key.lower() == "content-type"), "")
+        if not content_type.startswith("application/x-amz-json-") or not isinstance(_parsed(body), dict):
+            # moto would read an Action= form body before X-Amz-Target: another action than the one noted
+            raise PermissionError("the checker serves AWS's JSON protocol only (a JSON object, X-Amz-Target)")
+        if service == "sqs":
+            body = _canonical_queue_url(body, self.region)
         self.aws_bytes += len(body) + sum(len(key) + len(value) for key, value in headers.items())
         if self.aws_bytes > AWS_MB << 20:
             self.stop(f"your code sent more than {AWS_MB} MB to AWS (the checker's limit)")
@@ -542,6 +570,18 @@ def _without_long_poll(target: str, body: bytes) -> bytes:
     return json.dumps(dict(request, WaitTimeSeconds=0)).encode()
 
 
+def _canonical_queue_url(body: bytes, region: str) -> bytes:
+    """The request with its QueueUrl as SQS writes it: moto resolves a queue by the URL's last part alone, so
+    `cola-x` and `https://elsewhere/1/cola-x` reach the queue `https://sqs.<region>.amazonaws.com/<account>/cola-x`
+    is; the checks, which compare URLs, see every request to one queue under that one URL."""
+    request = _parsed(body)
+    url = request.get("QueueUrl") if isinstance(request, dict) else None
+    if type(url) is not str:
+        return body
+    canonical = f"https://sqs.{region}.amazonaws.com/{MOTO_ACCOUNT}/{url.rstrip('/').rsplit('/', 1)[-1]}"
+    return body if url == canonical else json.dumps(dict(request, QueueUrl=canonical)).encode()
+
+
 def _parsed(data: bytes) -> Any:
     try:
         return json.loads(data) if data else None
@@ -578,9 +618,13 @@ def run_checks(module: Any, lab: Lab, seconds_each: float, only: tuple[str, ...]
             continue
         started = time.monotonic()
         lab.wire.timeout_seconds = seconds_each
+        cap = max(CHECK_SECONDS, 1.5 * seconds_each)
+        lab.deadline, lab._interrupted_at_deadline = started + cap, False
         lab.aws_calls.clear()
         try:
             getattr(module, f"check_{check.check}")(lab)
+            if lab._interrupted_at_deadline:  # whatever it answered after that, it answered too late
+                raise AssertionError(f"the check ran past its {cap:g} s: your code was interrupted")
             row["verdict"] = True
         except AssertionError as exc:
             row["reason"] = shown(f"AssertionError: {exc or 'a check did not hold'}", REASON_CHARS)
@@ -603,6 +647,8 @@ def run_checks(module: Any, lab: Lab, seconds_each: float, only: tuple[str, ...]
             row["reason"] = shown(f"{type(exc).__name__}: the check could not run on it ({exc})", REASON_CHARS)
         except BaseException as exc:  # a ConsumerCrash or the like that escaped: the check fails, grading goes on
             row["reason"] = shown(f"{type(exc).__name__}: the check was stopped by it", REASON_CHARS)
+        finally:
+            lab.deadline = None
         row["seconds"] = round(time.monotonic() - started, 3)
         yield row
 

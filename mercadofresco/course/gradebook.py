@@ -15,10 +15,7 @@ grading never writes) and carries them into every later merge, a regrade's inclu
 told again; the `answers.csv` a merge writes holds every mark known, so merging into the folder
 that holds the marks cannot erase them. Where two give a mark for one answer, `--answers` wins over
 the report folder's `answers.csv`, which wins over `marks.csv`. The late policy takes a percentage of
-the total per day late (each day begun counts), up to a cap. `canvas.csv` follows Canvas's gradebook
-import (Student, ID, SIS User ID, SIS Login ID, Section, then the assignment, with a Points Possible
-row); `moodle.csv` Moodle's CSV grade import (an identifier column to map, the grade, and its
-feedback).
+the total per day late (each day begun counts), up to a cap. The LMS files are `lms`'s.
 """
 
 from __future__ import annotations
@@ -29,7 +26,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mercadofresco.course import reports, results
+from mercadofresco.course import lms, reports, results
 from mercadofresco.course.reports import spreadsheet_safe
 
 ANSWER_COLUMNS = ["learner", "question_number", "question", "answer", "max_points", "points", "comment"]
@@ -241,43 +238,13 @@ def totals(
     return found
 
 
-def write_canvas(path: Path, found: list[Total], roster: dict[str, dict[str, str]], assignment: str) -> Path:
-    """Canvas's gradebook import: the identity columns, then the assignment; a Points Possible row first."""
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", assignment])
-        writer.writerow(["Points Possible", "", "", "", "", _number(found[0].maximum if found else 0)])
-        for total in found:
-            row = roster.get(total.learner, {})
-            identity = [row.get("name") or reports.display_name(total.learner), row.get("lms_id", "")]
-            identity += [row.get("sis_user_id", "")]
-            identity += [row.get("sis_login_id", ""), row.get("section", "")]
-            writer.writerow([spreadsheet_safe(value) for value in [*identity, _number(total.final)]])
-    return path
-
-
-def write_moodle(path: Path, found: list[Total], roster: dict[str, dict[str, str]], item: str) -> Path:
-    """Moodle's CSV grade import: map "Email address" (or "ID number") to the user, the grade to the grade item."""
-    with path.open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["ID number", "Email address", "Full name", f"{item} (Real)", f"{item} (Feedback)"])
-        for total in found:
-            row = roster.get(total.learner, {})
-            feedback = f"{_number(total.final)}/{_number(total.maximum)}" + (
-                f", {total.penalty_percent:g} % off for {total.days_late} day(s) late" if total.days_late else ""
-            )
-            line = [row.get("lms_id", ""), row.get("email", ""), row.get("name") or reports.display_name(total.learner)]
-            writer.writerow([spreadsheet_safe(value) for value in [*line, _number(total.final), feedback]])
-    return path
-
-
 def _number(value: float) -> str:
     return f"{value:g}"
 
 
 def _unsafe(text: str) -> str:
     """A cell as written before spreadsheet_safe added its apostrophe."""
-    return text[1:] if text.startswith("'") and text[1:].startswith(reports.FORMULA_START) else text
+    return text[1:] if reports.spreadsheet_safe(text[1:]) == text else text
 
 
 def merge(
@@ -309,8 +276,8 @@ def merge(
     if recorded is not None and (marks or recorded.exists()):
         write_answers(recorded, found, maxima, marks)  # the marks, for every later merge
     name = assignment or lab
-    written.append(write_canvas(out / "canvas.csv", lines, roster, name))
-    written.append(write_moodle(out / "moodle.csv", lines, roster, name))
+    written.append(lms.write_canvas(out / "canvas.csv", lines, roster, name))
+    written.append(lms.write_moodle(out / "moodle.csv", lines, roster, name))
     regraded = [d["learner"] for d in found if d.get("regraded")]
     if regraded:
         lines_ = [

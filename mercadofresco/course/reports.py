@@ -59,8 +59,11 @@ def shown(text: str, limit: int = 40) -> str:
 
 
 def spreadsheet_safe(value: Any) -> Any:
-    """`value`, with a leading apostrophe if a spreadsheet would read it as a formula (after any blank)."""
-    if isinstance(value, str) and re.sub(r"^[\s\x00-\x1f\x7f]+", "", value).startswith(FORMULA_START):
+    """`value`, with a leading apostrophe if a spreadsheet would read it as a formula (after any blank), or would
+    hide its own leading apostrophe (so `'=ana` and `=ana` stay two names); a plain number (-20%) stays as it is."""
+    if not isinstance(value, str) or re.fullmatch(r"[+-]?\d+(?:[.,]\d+)?%?", value):
+        return value
+    if re.sub(r"^[\s\x00-\x1f\x7f]+", "", value).startswith(FORMULA_START) or value.startswith("'"):
         return "'" + value
     return value
 

@@ -23,12 +23,9 @@ timeout exceeds the queue's visibility timeout. The poller allows it, so it can
 also stand for a worker that polls the queue itself (exercise 1's consumer waits
 up to 180 s on a 120 s queue).
 
-Creating a `Poller` is deploying the consumer on its queue: an event-source
-mapping names its queue by ARN, so the model reads it then (GetQueueAttributes,
-QueueArn; Lambda's execution role needs sqs:GetQueueAttributes,
-https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html). A
-check sees in that call when a consumer was attached (lab 2: the fix before
-the redrive).
+Creating a `Poller` deploys the consumer on its queue: like an event-source
+mapping it reads the queue's ARN then (GetQueueAttributes), which tells a check
+when a consumer was attached (lab 2: the fix before the redrive).
 
 `CrashPlan` kills a consumer at a named step ("after_charge", "before_delete"…),
 the way a process dies between two lines of code. Notebooks 01 and 04 use it.

@@ -200,6 +200,8 @@ def check_inspection_deletes_nothing(lab):
     assert all(isinstance(row, dict) and {"sent", "receive_count", "body"} <= set(row) for row in rows), (
         "rows lack sent/receive_count/body"
     )
+    returned = [row["body"] for row in rows]
+    assert len(set(returned)) == 10 and set(returned) <= set(before), "the rows are not 10 messages of the DLQ"
     sent = [row["sent"] for row in rows]
     assert all(isinstance(each, dt.datetime) for each in sent), "each row's sent must be a datetime"
     assert sent == sorted(sent), "rows are not oldest first"

@@ -3,9 +3,10 @@
 `runbook_acts_only_on_what_it_understood`: on an incident still bleeding, or
 one that is not poison, the runbook stops and touches nothing; on a contained
 poison incident it attaches the fixed consumer to the source queue before the
-first message goes back (no redrive without a fix first), charges every order
-once, moves at most 10 messages a second back, and its record says what the
-DLQ holds after the fixed consumer ran. Played on a `dlq_properties.DlqBench`.
+first message goes back (no redrive without a fix first), redrives every
+message to the queue that consumer reads, charges every order once, moves at
+most 10 messages a second back, and its record says what the DLQ holds after
+the fixed consumer ran. Played on a `dlq_properties.DlqBench`.
 """
 
 from __future__ import annotations
@@ -108,6 +109,13 @@ def _runbook_play(bench: DlqBench) -> Callable[[Incident], None]:
             shown = dict(sorted(wrong.items())[:3])
             raise worlds.Broken(f"{len(wrong)} orders not charged exactly once (charges per order: {shown})", lines)
         back = [at for at, url, _ in bench.sends() if at >= started and url == bench.source_url]
+        sent_back = sum(n for at, url, n in bench.sends() if at >= started and url == bench.source_url)
+        if sent_back < len(bodies):
+            why = (
+                f"{sent_back} of the DLQ's {len(bodies)} messages went back to the source queue: the runbook"
+                " reprocesses by redriving them to the queue the fixed consumer reads, not around it"
+            )
+            raise worlds.Broken(why, lines)
         attached = [at for at, url in bench.attachments() if at >= started and url == bench.source_url]
         if back and (not attached or attached[0] > back[0]):
             when = f"only at {attached[0]:%H:%M:%S}" if attached else "never"
