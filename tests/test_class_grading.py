@@ -97,7 +97,7 @@ def graded(tmp_path_factory):
 def test_twelve_notebooks_graded_whole_or_as_three_shards_give_the_same_gradebook(graded):
     _, whole, shards, outputs, _ = graded
     assert sum(out.count(" result(s) in ") for out, _ in outputs) == 3
-    for name in ("report.csv", "report.json", "answers.csv", "canvas.csv", "moodle.csv"):
+    for name in ("report.csv", "report.json", "answers.csv", "canvas.DRAFT.csv", "moodle.DRAFT.csv"):
         assert (whole / name).read_bytes() == (shards / name).read_bytes(), name
     feedback = sorted(p.name for p in (whole / "feedback").iterdir())
     assert len(feedback) == 12 and feedback == sorted(p.name for p in (shards / "feedback").iterdir())
@@ -148,6 +148,7 @@ def test_regrading_one_check_for_one_learner_changes_that_outcome_only(graded, t
     done = command("regrade", str(folder), *tiny, "--check", "x_plus_one", "--learner", "bruno")
     assert done.returncode == 0, done.stderr
     assert "regraded bruno: x_plus_one" in done.stdout
+    assert "bruno (regraded): 0/1" in done.stderr  # the progress bar: the check run again, not 0 of the whole lab
     after = {d["learner"]: d for d in results.read_folder(kept)}
     assert {n: d for n, d in after.items() if n != "bruno"} == {n: d for n, d in before.items() if n != "bruno"}
     old, new = before["bruno"], after["bruno"]
@@ -289,7 +290,8 @@ def test_canvas_and_moodle_files_follow_their_import_formats_with_late_days_take
     learners = [d["learner"] for d in results.read_folder(whole / "results", "lab1")]
     rows = [
         {"learner": name, "name": f"Learner {n}", "lms_id": str(1000 + n), "sis_user_id": f"SIS{n}"}
-        | {"sis_login_id": f"l{n}", "section": "A", "email": f"l{n}@example.org", "submitted_at": ""}
+        | {"sis_login_id": f"l{n}", "section": "A", "email": f"l{n}@example.org"}
+        | {"submitted_at": "2026-12-10T18:00:00+01:00"}
         for n, name in enumerate(learners)
     ]
     n = learners.index("ana_1")
@@ -297,10 +299,13 @@ def test_canvas_and_moodle_files_follow_their_import_formats_with_late_days_take
     late = ["--deadline", "2026-12-11T09:50:00+01:00", "--late-penalty", "10", "--late-cap", "30"]
     out = tmp_path / "report"
     roster = write_roster(tmp_path / "roster.csv", rows)
-    done = merge(whole, solutions, out, "--roster", str(roster), *late, "--assignment", "Lab 1: the double charge")
+    marked = filled(whole, tmp_path, lambda answers: [row.update(points="0") for row in answers])  # all marked
+    lms = ["--assignment", "Lab 1: the double charge", "--assignment-id", "4411", "--answers", str(marked)]
+    done = merge(whole, solutions, out, "--roster", str(roster), *late, *lms)
     assert done.returncode == 0, done.stderr
+    assert "DRAFT" not in done.stdout and not (out / "canvas.DRAFT.csv").exists()  # identified, marked: final
     canvas = list(csv.reader((out / "canvas.csv").open()))
-    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Lab 1: the double charge"]
+    assert canvas[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Lab 1: the double charge (4411)"]
     assert canvas[1] == ["Points Possible", "", "", "", "", "4"] and len(canvas) == 2 + 12
     assert canvas[2 + n] == [f"Learner {n}", str(1000 + n), f"SIS{n}", f"l{n}", "A", "1.6"]  # 2 points less 20 %
     moodle = list(csv.reader((out / "moodle.csv").open()))
@@ -315,6 +320,31 @@ def test_canvas_and_moodle_files_follow_their_import_formats_with_late_days_take
     ]
     assert "20 % off for 2 day(s) late" in (out / "feedback" / "ana_1.md").read_text()
     assert [row[5] for row in canvas[2:]].count("2") == 6  # the other five who passed, and elena: on time
+
+
+def test_lms_files_are_drafts_that_say_whom_they_cannot_identify_and_every_total_says_provisional(graded, tmp_path):
+    _, whole, _, _, solutions = graded
+    out = tmp_path / "report"
+    partial = write_roster(tmp_path / "roster.csv", [{"learner": "ana_0", "lms_id": "1000", "email": "a@example.org"}])
+    late = ["--deadline", "2026-12-11T09:50:00+01:00"]
+    done = merge(whole, solutions, out, "--roster", str(partial), *late)
+    assert done.returncode == 0, done.stderr
+    said = done.stdout
+    assert "Canvas cannot match" in said and "Moodle cannot match" in said and "ana_1" in said
+    assert "no submitted_at in the roster, so no late penalty, for =formula, ana_0, ana_1" in said
+    assert "canvas.DRAFT.csv and moodle.DRAFT.csv: not to import as they are" in said
+    assert not (out / "canvas.csv").exists() and (out / "canvas.DRAFT.csv").exists()
+    provisional = "provisional: 2 points of written answers not marked yet"
+    assert re.search(rf"\nana_0 +2/4  {provisional}\n", said)  # the screen's total is the reports' total
+    totals = [row for row in rows_of(out / "report.csv") if row["check"] == "TOTAL"]
+    assert {(row["points"], row["max_points"]) for row in totals if row["learner"] == "ana_0"} == {("2", "4")}
+    assert all(row["passed"] == "" and row["reason"].startswith(provisional) for row in totals)
+    assert (
+        f"**Score: 2/4** (checks 2/2, written answers 0/2); {provisional}"
+        in (out / "feedback" / "ana_0.md").read_text()
+    )
+    moodle = rows_of(out / "moodle.DRAFT.csv")
+    assert all(provisional in row[f"{'lab1'} (Feedback)"] for row in moodle)
 
 
 def test_a_roster_naming_a_learner_without_a_result_or_a_time_without_zone_is_refused(graded, tmp_path):

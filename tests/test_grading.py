@@ -407,6 +407,8 @@ def test_the_learners_own_check_names_a_cell_as_jupyterlab_numbers_it_and_the_an
     assert selfcheck.main([str(path)]) == 1
     out = capsys.readouterr().out
     assert "  cell [2] (" in out and "NotImplementedError" in out  # [N]: the number after Run All
+    said = int(re.search(r"(\d+) cell\(s\) failed", out).group(1))
+    assert said == out.count("\n  cell [")  # the cells it lists, not its lines (a check cell's are several)
     assert "2 written answer(s) still blank" in out
     assert "WARNING" not in out
 

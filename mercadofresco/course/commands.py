@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     merge_.add_argument("--answers", type=Path, help="answers.csv with the points and comments filled in")
     merge_.add_argument("--roster", type=Path, help="CSV: learner, name, lms_id, sis_user_id, …, submitted_at")
     merge_.add_argument("--assignment", help="the assignment's name in the LMS (default: the lab's id)")
+    merge_.add_argument("--assignment-id", help="Canvas's id of the assignment: its column fills it, not a new one")
     merge_.add_argument("--deadline", help="ISO time with zone, e.g. 2026-12-10T23:59+01:00: late days count after it")
     merge_.add_argument("--late-penalty", type=float, default=10.0, help="percent of the total per day late")
     merge_.add_argument("--late-cap", type=float, default=100.0, help="the most percent a late penalty takes")
@@ -163,10 +164,18 @@ def _merge(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             policy,
             getattr(args, "assignment", None),
             args.results,
+            getattr(args, "assignment_id", None),
         )
     except (ValueError, results.ResultError) as exc:  # GradebookError is a ValueError
         parser.error(str(exc))
     if args.command == "merge":
         print(reports.summary_table([results.report_of(d) for d in found]))
-    print(f"\nwrote {', '.join(str(path) for path in written[:6])}" + (" …" if len(written) > 6 else ""))
+    print("\ntotals (checks, written answers, late penalty), as every report and LMS file says them:")
+    print(reports.totals_table(written.totals))
+    for warning in written.warnings:
+        print(f"note: {warning}")
+    if written.warnings:
+        print("so the LMS files are canvas.DRAFT.csv and moodle.DRAFT.csv: not to import as they are")
+    paths = written.written
+    print(f"\nwrote {', '.join(str(path) for path in paths[:6])}" + (" …" if len(paths) > 6 else ""))
     return 0

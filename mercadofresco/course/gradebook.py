@@ -15,7 +15,10 @@ grading never writes) and carries them into every later merge, a regrade's inclu
 told again; the `answers.csv` a merge writes holds every mark known, so merging into the folder
 that holds the marks cannot erase them. Where two give a mark for one answer, `--answers` wins over
 the report folder's `answers.csv`, which wins over `marks.csv`. The late policy takes a percentage of
-the total per day late (each day begun counts), up to a cap. The LMS files are `lms`'s.
+the total per day late (each day begun counts), up to a cap. The LMS files are `lms`'s:
+`canvas.csv` and `moodle.csv` once every learner has an identity in the roster, a submission time
+under a deadline, and every answer marked; until then `canvas.DRAFT.csv` and `moodle.DRAFT.csv`,
+and the merge says what is missing, for whom.
 """
 
 from __future__ import annotations
@@ -80,6 +83,12 @@ class Total:
     days_late: int = 0
     penalty_percent: float = 0.0
     comments: list[tuple[str, str]] = field(default_factory=list)  # (question, comment)
+    unmarked: float = 0.0  # points of written answers nobody has marked yet: the total is provisional
+
+    @property
+    def provisional(self) -> str:
+        """What every report says of a total that may still grow: "" once every written answer is marked."""
+        return f"provisional: {self.unmarked:g} points of written answers not marked yet" if self.unmarked else ""
 
     @property
     def before_penalty(self) -> float:
@@ -231,6 +240,8 @@ def totals(
                 total.written += mark.points
                 if mark.comment:
                     total.comments.append((item["question"], mark.comment))
+            elif number <= len(maxima):
+                total.unmarked += maxima[number - 1]
         if policy is not None:
             when = submitted_at(roster.get(learner, {}))
             total.days_late, total.penalty_percent = policy.days_late(when), policy.penalty_percent(when)
@@ -257,7 +268,8 @@ def merge(
     policy: LatePolicy | None = None,
     assignment: str | None = None,
     results_dir: Path | None = None,
-) -> list[Path]:
+    assignment_id: str | None = None,
+) -> Merged:
     """Every file an instructor reads, from a list of results: reports, answers.csv, canvas.csv, moodle.csv.
 
     The marks: those recorded in `results_dir`, those filled in `out`'s answers.csv, then `marked`'s; all of them
@@ -276,8 +288,18 @@ def merge(
     if recorded is not None and (marks or recorded.exists()):
         write_answers(recorded, found, maxima, marks)  # the marks, for every later merge
     name = assignment or lab
-    written.append(lms.write_canvas(out / "canvas.csv", lines, roster, name))
-    written.append(lms.write_moodle(out / "moodle.csv", lines, roster, name))
+    warnings = lms.unidentified(lines, roster)
+    if policy is not None:
+        missing = [t.learner for t in lines if submitted_at(roster.get(t.learner, {})) is None]
+        if missing:
+            warnings.append(f"no submitted_at in the roster, so no late penalty, for {lms.named(missing)}")
+    unmarked = [t.learner for t in lines if t.unmarked]
+    if unmarked:
+        warnings.append(f"written answers not marked yet for {lms.named(unmarked)}: every total says provisional")
+    final = not warnings  # the LMS files are named draft until every learner is identified and fully marked
+    canvas, moodle = ("canvas.csv", "moodle.csv") if final else ("canvas.DRAFT.csv", "moodle.DRAFT.csv")
+    written.append(lms.write_canvas(out / canvas, lines, roster, lms.canvas_column(name, assignment_id)))
+    written.append(lms.write_moodle(out / moodle, lines, roster, name))
     regraded = [d["learner"] for d in found if d.get("regraded")]
     if regraded:
         lines_ = [
@@ -287,4 +309,13 @@ def merge(
         ]
         (out / "regraded.txt").write_text("\n".join(lines_) + "\n", encoding="utf-8")
         written.append(out / "regraded.txt")
-    return written
+    return Merged(written, lines, warnings)
+
+
+@dataclass(frozen=True)
+class Merged:
+    """What a merge wrote, each learner's total, and what keeps the LMS files a draft (none: they are final)."""
+
+    written: list[Path]
+    totals: list[Total]
+    warnings: list[str]

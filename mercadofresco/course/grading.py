@@ -231,7 +231,12 @@ def grade(
             futures = {pool.submit(grade_notebook, path, setting): path for path in paths}
             for future in as_completed(futures):
                 by_path[futures[future]] = report = _result(future, futures[future], specs)
-                progress.advance(report.learner, report.score, report.max_score)
+                if only:  # a regrade: the checks run again, not a score the learner's other checks are missing from
+                    ran = [result for result in report.checks if result.check in only]
+                    score, top = sum(r.points for r in ran if r.passed), sum(r.points for r in ran)
+                    progress.advance(f"{report.learner} (regraded)", score, top)
+                else:
+                    progress.advance(report.learner, report.score, report.max_score)
         progress.finish()
         return [by_path[path] for path in paths]
 

@@ -18,6 +18,33 @@ if TYPE_CHECKING:
     from mercadofresco.course.gradebook import Total
 
 
+def canvas_column(assignment: str, assignment_id: str | None) -> str:
+    """The assignment's column as Canvas matches it: "Name (id)" fills that assignment; a bare name makes a new one."""
+    return f"{assignment} ({assignment_id})" if assignment_id else assignment
+
+
+def unidentified(found: list[Total], roster: dict[str, dict[str, str]]) -> list[str]:
+    """What the LMS files cannot tell, in words: the learners with no identity Canvas or Moodle can match."""
+    canvas = [t.learner for t in found if not _any(roster.get(t.learner, {}), "lms_id", "sis_user_id", "sis_login_id")]
+    moodle = [t.learner for t in found if not _any(roster.get(t.learner, {}), "lms_id", "email")]
+    said = []
+    if canvas:
+        said.append(f"no lms_id, sis_user_id or sis_login_id in a roster for {named(canvas)}: Canvas cannot match")
+    if moodle:
+        said.append(f"no lms_id or email in a roster for {named(moodle)}: Moodle cannot match")
+    return said
+
+
+def _any(row: dict[str, str], *keys: str) -> bool:
+    return any(row.get(key, "").strip() for key in keys)
+
+
+def named(learners: list[str]) -> str:
+    """Learners as a report names them: the first five, and how many more."""
+    shown = ", ".join(reports.display_name(name) for name in learners[:5])
+    return shown + (f" and {len(learners) - 5} more" if len(learners) > 5 else "")
+
+
 def write_canvas(path: Path, found: list[Total], roster: dict[str, dict[str, str]], assignment: str) -> Path:
     """Canvas's gradebook import: the identity columns, then the assignment; a Points Possible row first."""
     with path.open("w", newline="", encoding="utf-8") as handle:
@@ -43,6 +70,7 @@ def write_moodle(path: Path, found: list[Total], roster: dict[str, dict[str, str
             feedback = f"{_number(total.final)}/{_number(total.maximum)}" + (
                 f", {total.penalty_percent:g} % off for {total.days_late} day(s) late" if total.days_late else ""
             )
+            feedback += f" ({total.provisional})" if total.provisional else ""
             line = [row.get("lms_id", ""), row.get("email", ""), row.get("name") or reports.display_name(total.learner)]
             writer.writerow([spreadsheet_safe(value) for value in [*line, _number(total.final), feedback]])
     return path

@@ -133,6 +133,21 @@ def summary_table(reports: list) -> str:
 GRADER_WORDS = ("not run", "not trusted", "the check did not finish", "the grader could not confirm")
 
 
+def totals_table(totals: list) -> str:
+    """Each learner's total as every report gives it (checks, written answers, a late penalty), provisional or not."""
+    if not totals:
+        return ""
+    width = max(len("learner"), *(len(shown(t.learner)) for t in totals))
+    lines = [f"{'learner':{width}}  total", "-" * (width + 14)]
+    for t in totals:
+        late = f", {t.penalty_percent:g} % off late" if t.days_late else ""
+        lines.append(
+            f"{shown(t.learner):{width}}  {t.final:g}/{t.maximum:g}{late}"
+            + (f"  {t.provisional}" * bool(t.provisional))
+        )
+    return "\n".join(lines)
+
+
 def feedback_reason(reason: str) -> str:
     """What the learner is told of a failed hidden check: the grader's own words, or the kind of error only.
 
@@ -157,6 +172,7 @@ def feedback(report: Any, lab: str, total: Any = None) -> str:
         lines[-2] = f"**Score: {total.final:g}/{total.maximum:g}** (checks {total.checks}/{total.checks_max}"
         lines[-2] += f", written answers {total.written:g}/{total.written_max:g}"
         lines[-2] += f", {total.penalty_percent:g} % off for {total.days_late} day(s) late)" if total.days_late else ")"
+        lines[-2] += f"; {total.provisional}" if total.provisional else ""
     for result in report.checks:
         if result.passed:
             lines.append(f"- passed: `{result.check}` ({result.points} point{'s' * (result.points != 1)})")
@@ -171,7 +187,7 @@ def feedback(report: Any, lab: str, total: Any = None) -> str:
                 lines += [f"    {shown(line, 160).replace('`', chr(39))}" for line in result.story] + ["    ```"]
     if total is not None and total.comments:
         lines += ["", "## Your written answers", ""]
-        lines += [f"- *{shown(question, 120)}*: {comment}" for question, comment in total.comments]
+        lines += [f"- *{markdown_text(shown(question, 120))}*: {comment}" for question, comment in total.comments]
     if report.notes:
         lines += ["", "## Notes", "", *(f"- {markdown_text(note)}" for note in kept_notes(report.notes))]
     return "\n".join(lines) + "\n"
@@ -214,7 +230,8 @@ def write_all(reports: list, lab: str, out_dir: Path, totals: dict[str, Any] | N
                 row = [name, "LATE", f"-{total.penalty_percent:g}%", "", "", why, ""]
                 writer.writerow([spreadsheet_safe(value) for value in row])
             score, top = (f"{total.final:g}", f"{total.maximum:g}") if total else (r.score, r.max_score)
-            row = [name, "TOTAL", score, top, int(str(score) == str(top)), "; ".join(kept_notes(r.notes)), ""]
+            said = ([total.provisional] if total is not None and total.provisional else []) + kept_notes(r.notes)
+            row = [name, "TOTAL", score, top, "", "; ".join(said), ""]  # passed: a check's word, never a total's
             writer.writerow([spreadsheet_safe(value) for value in row])
     folder = out_dir / "feedback"
     folder.mkdir(exist_ok=True)
@@ -231,4 +248,5 @@ def _total_fields(total: Any) -> dict:
     if total is None:
         return {}
     fields = {"written": total.written, "written_max": total.written_max, "days_late": total.days_late}
-    return fields | {"penalty_percent": total.penalty_percent, "total": total.final, "total_max": total.maximum}
+    fields |= {"penalty_percent": total.penalty_percent, "total": total.final, "total_max": total.maximum}
+    return fields | {"provisional": total.provisional}
