@@ -62,6 +62,6 @@ def test_a_learner_saves_then_checks_a_wrong_lab_from_its_last_cell(lab_server):
         page.screenshot(path=str(FOLDER / "loop.png"), full_page=True)
         browser.close()
     assert "as saved" in text and "cell(s) failed" in text, text
-    assert "(# Public check (d)): CheckFailed:" in text and "seen:" in text, text  # what the check saw
+    assert "✗ public check (d) failed (cell [" in text and "CheckFailed:" in text and "seen:" in text, text
     assert "hidden checks, by the instructor's grader" in text, text
     assert "Traceback" not in text and "WARNING" not in text, text
