@@ -243,12 +243,17 @@ def as_text(report: dict) -> str:
         if report["stopped"]:
             lines.append(f"  {report['stopped']}")
     else:
-        lines.append(f"public checks passed; {report['hidden_checks']} hidden checks run at grading")
+        lines.append(f"public checks passed; {_hidden(report)} run at grading")
     if report["blank"]:
         lines.append(f"{len(report['blank'])} written answer(s) still blank, after: " + "; ".join(report["blank"]))
     if report["hidden"]:
         lines += ["", "hidden checks, by the instructor's grader (you have the whole repository):", report["hidden"]]
     return "\n".join(lines)
+
+
+def _hidden(report: dict) -> str:
+    """How many hidden checks the lab announces; a notebook that does not say (not one the build wrote): no number."""
+    return f"{report['hidden_checks']} hidden checks" if report["hidden_checks"] else "the hidden checks"
 
 
 def as_html(report: dict) -> str:
@@ -271,7 +276,7 @@ def as_html(report: dict) -> str:
     if failing or report["stopped"]:
         head = f"✗ {len(failing)} cell(s) failed: fix them from the first one down (cell numbers as after Run All)."
     else:
-        head = f"✓ public checks passed; {report['hidden_checks']} hidden checks run at grading."
+        head = f"✓ public checks passed; {_hidden(report)} run at grading."
     parts = [f"<p><b>{escape(head)}</b></p>", f'<ul style="list-style: none; padding-left: 0">{"".join(items)}</ul>']
     if report["stopped"]:
         parts.append(f"<p>⚠ {escape(report['stopped'])}</p>")
