@@ -22,7 +22,7 @@ from pathlib import Path
 
 import nbformat
 
-from mercadofresco.course import checker, gradebook, grading, labs, nbrun, results
+from mercadofresco.course import checker, gradebook, grading, labs, marks, nbrun, results
 
 CALLS = 300
 KERNEL_CELL = """import time
@@ -67,7 +67,7 @@ def boundary_cost() -> tuple[float, float]:
 def merge_cost(report: grading.LearnerReport, lab: str, learners: int = 1_000) -> float:
     """Seconds to merge `learners` results (copies of `report` under other names) into every gradebook file."""
     solution = nbformat.read(labs.SOLUTIONS_DIR / labs.lab_file(lab), as_version=4)
-    maxima = gradebook.answer_maxima(solution.metadata, len(labs.answer_questions(solution)))
+    maxima = marks.answer_maxima(solution.metadata, len(labs.answer_questions(solution)))
     with tempfile.TemporaryDirectory() as folder:
         for number in range(learners):
             report.learner = f"learner{number:04d}"

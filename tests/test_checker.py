@@ -25,7 +25,7 @@ import nbformat
 import pytest
 
 from mercadofresco.clock import VirtualClock
-from mercadofresco.course import boundary, checker, gradebook, grading, labs, reports, results
+from mercadofresco.course import boundary, checker, grading, labs, marks, reports, results
 
 ROOT = labs.ROOT
 CHECKS = ROOT / "solutions" / "checks" / "lab1.py"
@@ -344,7 +344,7 @@ def test_text_the_learner_chose_reaches_every_report_cut_short_and_shown_literal
     assert all(len(note) <= reports.NOTE_CHARS for note in injected.notes)
     assert all(len(answer) <= labs.ANSWER_CHARS + 60 for _, answer in injected.answers)
     reports.write_all(list(reports_by_name.values()), lab, tmp_path)
-    gradebook.write_answers(tmp_path / "answers.csv", [results.to_data(r, lab, None, "t") for r in [injected]], [1])
+    marks.write_answers(tmp_path / "answers.csv", [results.to_data(r, lab, None, "t") for r in [injected]], [1])
     for path in [tmp_path / "report.csv", tmp_path / "answers.csv", *tmp_path.glob("feedback/*.md")]:
         text = path.read_text(encoding="utf-8")
         assert not any(ord(ch) < 32 and ch not in "\n\r\t" for ch in text), path.name

@@ -19,7 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from mercadofresco.course import commands, gradebook, grading, labs, results
+from mercadofresco.course import commands, gradebook, grading, labs, marks, results
 
 GRADING = [sys.executable, "-m", "mercadofresco.course.grading"]
 QUESTION = "**In your words**, why is x one?"
@@ -181,7 +181,7 @@ def filled(whole: Path, tmp_path: Path, edit) -> Path:
     edit(rows)
     path = tmp_path / "answers-marked.csv"
     with path.open("w", newline="", encoding="utf-8-sig") as handle:  # a spreadsheet's byte-order mark
-        writer = csv.DictWriter(handle, fieldnames=gradebook.ANSWER_COLUMNS)
+        writer = csv.DictWriter(handle, fieldnames=marks.ANSWER_COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
     return path
@@ -213,7 +213,7 @@ def test_marks_filled_in_the_report_folder_survive_merging_into_it_and_every_lat
         if row["learner"] == "ana_0":
             row["points"], row["comment"] = "1.5", "Half of it."
     with (out / "answers.csv").open("w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=gradebook.ANSWER_COLUMNS)
+        writer = csv.DictWriter(handle, fieldnames=marks.ANSWER_COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
     done = merge(whole, solutions, out)  # into the same folder, no --answers
@@ -223,14 +223,14 @@ def test_marks_filled_in_the_report_folder_survive_merging_into_it_and_every_lat
     later = tmp_path / "after-a-regrade"  # a merge elsewhere, told nothing: the results folder carries the marks
     assert merge(whole, solutions, later).returncode == 0
     assert totals_of(later)["ana_0"] == "3.5"
-    assert "1.5" in (tmp_path / "results" / gradebook.MARKS_FILE).read_text()
+    assert "1.5" in (tmp_path / "results" / marks.MARKS_FILE).read_text()
 
 
 def test_answers_csv_leaves_points_and_comments_to_the_instructor_with_each_questions_maximum(graded):
     _, whole, _, _, _ = graded
     with (whole / "answers.csv").open(newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    assert list(rows[0]) == gradebook.ANSWER_COLUMNS and len(rows) == 12
+    assert list(rows[0]) == marks.ANSWER_COLUMNS and len(rows) == 12
     assert {row["max_points"] for row in rows} == {"2"} and {row["points"] + row["comment"] for row in rows} == {""}
     formula = next(row for row in rows if row["learner"] == "'=formula")  # what a spreadsheet would run, escaped
     assert formula["answer"] == "'=SUM(A1)"

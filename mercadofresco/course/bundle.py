@@ -40,7 +40,7 @@ LEARNER = {"README.md": "learner/README.md", "Makefile": "learner/Makefile"}
 SKIPPED_PARTS = ("__pycache__", ".ipynb_checkpoints")
 # The grader's own modules stay with the instructor: a learner needs checks, labs and selfcheck from course/.
 GRADER = ("grading", "commands", "results", "gradebook", "sandbox", "watch", "nbplugin", "nbrun", "reports", "bundle")
-GRADER += ("checker", "checker_db", "lms")
+GRADER += ("checker", "checker_db", "lms", "marks")
 GRADER_ONLY = {f"mercadofresco/course/{name}.py" for name in (*GRADER, "boundary", "learner_side")}
 PREFIX = "mercadofresco-workbook"
 

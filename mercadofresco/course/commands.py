@@ -143,13 +143,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _merge(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from mercadofresco.course import gradebook
+    from mercadofresco.course import gradebook, marks
 
     out = args.out or Path(f"grading-report-{args.lab}")
     try:
         found = results.read_folder(args.results, args.lab)
         solution = nbformat.read(args.solutions / labs.lab_file(args.lab), as_version=4)
-        maxima = gradebook.answer_maxima(solution.metadata, len(labs.answer_questions(solution)))
+        maxima = marks.answer_maxima(solution.metadata, len(labs.answer_questions(solution)))
         deadline = getattr(args, "deadline", None)
         policy = None
         if deadline:
