@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import background
+import fresh_variants
 import lab2_attacks
 import lab2_variants
 import lab_variants
 import pytest
+import test_fresh_variants_lab2 as fresh
 
 from mercadofresco.course import labs, nbrun
 
@@ -24,11 +26,16 @@ def grade_lab2(folder: Path) -> dict:
         lab_variants.write(lab2_variants.variant(name), folder / f"{name}.ipynb")
     for name in lab2_attacks.ATTACKS:
         lab_variants.write(lab2_attacks.attack(name), folder / f"{name}.ipynb")
+    twice = next(v for v in fresh_variants.variants("lab2") if v["name"] == fresh.GRADED_TWICE)
+    for name in (fresh.GRADED_TWICE, AGAIN):  # a fresh wrong answer (tests/fresh/lab2.json), graded twice
+        lab_variants.write(fresh_variants.notebook("lab2", twice), folder / f"{name}.ipynb")
     limits = nbrun.Limits(cell_timeout_seconds=CELL_TIMEOUT)
-    aimed = lab2_variants.EXPECTED_FAILURES | lab2_attacks.AIMED
+    caught = fresh.CAUGHT_BY_LAB2[fresh.GRADED_TWICE]
+    aimed = lab2_variants.EXPECTED_FAILURES | lab2_attacks.AIMED | {fresh.GRADED_TWICE: caught, AGAIN: caught}
     return lab_variants.grade_against_aimed_checks(folder, "lab2", limits, aimed)
 
 
+AGAIN = "zz_the_same_again"
 STARTED_EARLY = REPORTS = background.Later(grade_lab2)  # graded while the one-core tests run (tests/conftest.py)
 
 
@@ -95,3 +102,12 @@ def test_each_attack_on_lab2s_grader_fails_the_checks_it_got_past(reports, name)
 def test_a_long_poll_smuggled_in_a_form_body_is_refused_at_once_and_holds_nothing(reports):
     (result,) = reports["attack_form_body_long_poll"].checks
     assert result.passed, result.reason  # not cut off by the time limit: the checker answered at once
+
+
+def test_the_grader_catches_a_fresh_wrong_answer_and_grading_it_twice_gives_the_same_counterexample(reports):
+    first, again = reports[fresh.GRADED_TWICE], reports[AGAIN]
+    assert fresh.CAUGHT_BY_LAB2[fresh.GRADED_TWICE] <= {r.check for r in first.checks if not r.passed}
+    assert (first.score, [r.reason for r in first.checks]) == (again.score, [r.reason for r in again.checks])
+    assert [r.story for r in first.checks] == [r.story for r in again.checks]
+    story = next(r.story for r in first.checks if r.check == "redrive_loses_nothing")
+    assert "its process dies at its send number 1" in " ".join(story)
