@@ -69,13 +69,14 @@ CAUGHT_BY_LAB1 = {
 }
 # In the learner's own notebook `clock` is the invocations' clock too: only the grader's world tells them apart.
 NOTEBOOK_CANNOT_TELL = {"d_timestamps_from_the_notebook_clock"}
-# Through the real grader: variants of checks that are not properties (the FIFO experiment's and mechanism 2's
-# are graded among tests/lab_variants.py's), and one property's, graded twice.
+# Through the real grader: one variant a check that is not a property, and one property's, graded twice.
 GRADED_SAMPLE = (
     "b_blames_the_sdk",
     "c_more_receives_before_dlq",
     "d_ttl_in_milliseconds",
+    "e_resend_at_the_window_edge",
     "mech1_sdk_retries_left_on",
+    "mech2_two_sdk_attempts",
     "d_two_states_read_then_write",
 )
 
