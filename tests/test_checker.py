@@ -503,20 +503,20 @@ def test_a_name_the_learner_chose_reaches_a_report_cut_short_and_only_as_a_name(
     assert reports.learner_name("Error\x1b[2J; rm -rf /") == "an exception"
 
 
-def test_a_kernel_that_keeps_calling_past_a_checks_time_is_interrupted_then_hung_up_on():
+def test_a_kernel_that_keeps_calling_past_a_checks_budget_is_interrupted_then_hung_up_on():
     lab = checker.Lab(("sqs",))
     interrupted = []
     lab.interrupt = lambda: interrupted.append(True)
-    lab.deadline = time.monotonic() - 0.1  # the check's time is up: its wire never went silent (clock.now() calls)
-    with pytest.raises(TimeoutError, match="past its time limit"):
+    lab.call_budget, lab.calls_this_check = 10, 10  # spent: the wire never went silent (clock.now() in a loop)
+    with pytest.raises(TimeoutError, match="more than 10 calls during one check"):
         lab.handle("method", [None, "now", [], {}])
     with pytest.raises(TimeoutError):
         lab.handle("method", [None, "now", [], {}])
     assert interrupted == [True]  # once
-    lab.deadline = time.monotonic() - checker.GRACE_SECONDS - 0.1
-    with pytest.raises(boundary.BoundaryError, match="kept a check running past its time limit"):
+    lab.calls_this_check = 10 + checker.GRACE_CALLS
+    with pytest.raises(boundary.BoundaryError, match="kept calling the checker past a check's 10 calls"):
         lab.handle("method", [None, "now", [], {}])
-    assert lab.stopped.startswith("your code kept a check running")
+    assert lab.stopped.startswith("your code kept calling the checker")
 
 
 def test_a_request_in_any_protocol_but_awss_json_is_refused_before_moto_sees_it():

@@ -51,9 +51,10 @@ CONNECT_POLL_SECONDS = 0.2  # how often the wait for that answer looks whether t
 FORWARDED_DOMAINS = ("checker.invalid", "amazonaws.com")  # https://<service>.<region>.<domain>/, nothing else
 REASON_CHARS = 200
 STORY_LINES, STORY_CHARS = 30, 160  # of a counterexample's story in a report
-# A check's whole time, at least (the solutions' longest: a few seconds alone, over 30 s in a loaded CI), and how
-# long after it a kernel that still calls is hung up on.
-CHECK_SECONDS, GRACE_SECONDS = 120.0, 2.0
+# What the kernel may ask of the checker during one check: the solutions' most is 1,502 calls (lab 1's
+# mechanism_visibility, 7 December). A count, not a time: a loaded grader must not cut a slow correct check off
+# (120 s of wall time once did, in CI). Past it the kernel is interrupted; past it and GRACE_CALLS, hung up on.
+CALLS_PER_CHECK, GRACE_CALLS = 100_000, 1_000
 MOTO_ACCOUNT = "123456789012"  # moto's account: the queue URLs it writes
 AWS_MB = 16  # what the learner's code may send to the checker's moto in all (the solutions: 0.08-0.26 MB)
 # What the kernel may call on each kind of the checker's objects (anything else is refused).
@@ -230,11 +231,11 @@ class Lab:
         self._session: Any = None
         self._clients: dict[str, Any] = {}
         self.interrupt: Callable[[], None] = lambda: None  # how to interrupt the kernel (set by the grader)
-        # A check's whole time (run_checks): the wire's timeout counts silence only, and a kernel that keeps calling
-        # (clock.now() in a loop) is never silent. Past it the kernel is interrupted; past it and GRACE_SECONDS,
-        # hung up on.
-        self.deadline: float | None = None
-        self._interrupted_at_deadline = False
+        # The calls the kernel may make during one check (run_checks): the wire's timeout counts silence only, and
+        # a kernel that keeps calling (clock.now() in a loop) is never silent.
+        self.call_budget: int | None = None
+        self.calls_this_check = 0
+        self._interrupted_at_budget = False
 
     # -- the checker's own world ------------------------------------------------------
     def reset_world(self) -> None:
@@ -395,7 +396,7 @@ class Lab:
 
     # -- serving the kernel ------------------------------------------------------------
     def handle(self, name: str, args: list) -> Any:
-        self._within_the_deadline()
+        self._within_the_budget()
         if name == "aws":
             return self.serve_aws(*args)
         if name == "method":
@@ -405,17 +406,18 @@ class Lab:
             return self.models[args[0]](*args[1:])
         raise PermissionError(f"the checker serves aws, method and model calls; not {name!r}")
 
-    def _within_the_deadline(self) -> None:
-        """Refuse a kernel's call once the check has run past its time; past the grace too, hang up."""
-        if self.deadline is None or time.monotonic() <= self.deadline:
+    def _within_the_budget(self) -> None:
+        """Refuse a kernel's call once the check's budget of calls is spent; past the grace too, hang up."""
+        self.calls_this_check += 1
+        if self.call_budget is None or self.calls_this_check <= self.call_budget:
             return
-        if time.monotonic() > self.deadline + GRACE_SECONDS:
-            self.stop("your code kept a check running past its time limit (calls after an interrupt)")
+        if self.calls_this_check > self.call_budget + GRACE_CALLS:
+            self.stop(f"your code kept calling the checker past a check's {self.call_budget:,} calls, interrupted")
             raise BoundaryError(self.stopped)
-        if not self._interrupted_at_deadline:
-            self._interrupted_at_deadline = True
+        if not self._interrupted_at_budget:
+            self._interrupted_at_budget = True
             self.interrupt()
-        raise TimeoutError("the check has run past its time limit: your code was interrupted")
+        raise TimeoutError(f"your code made more than {self.call_budget:,} calls during one check: interrupted")
 
     def _method(self, target: Any, method: Any, positional: Any, keywords: Any) -> Any:
         kind = next((k for k, obj in self.codec.refs.values() if obj is target), None)
@@ -618,13 +620,12 @@ def run_checks(module: Any, lab: Lab, seconds_each: float, only: tuple[str, ...]
             continue
         started = time.monotonic()
         lab.wire.timeout_seconds = seconds_each
-        cap = max(CHECK_SECONDS, 1.5 * seconds_each)
-        lab.deadline, lab._interrupted_at_deadline = started + cap, False
+        lab.call_budget, lab.calls_this_check, lab._interrupted_at_budget = CALLS_PER_CHECK, 0, False
         lab.aws_calls.clear()
         try:
             getattr(module, f"check_{check.check}")(lab)
-            if lab._interrupted_at_deadline:  # whatever it answered after that, it answered too late
-                raise AssertionError(f"the check ran past its {cap:g} s: your code was interrupted")
+            if lab._interrupted_at_budget:  # whatever it answered after that, it answered past its budget
+                raise AssertionError(f"your code made more than {CALLS_PER_CHECK:,} calls during this check")
             row["verdict"] = True
         except AssertionError as exc:
             row["reason"] = shown(f"AssertionError: {exc or 'a check did not hold'}", REASON_CHARS)
@@ -648,7 +649,7 @@ def run_checks(module: Any, lab: Lab, seconds_each: float, only: tuple[str, ...]
         except BaseException as exc:  # a ConsumerCrash or the like that escaped: the check fails, grading goes on
             row["reason"] = shown(f"{type(exc).__name__}: the check was stopped by it", REASON_CHARS)
         finally:
-            lab.deadline = None
+            lab.call_budget = None
         row["seconds"] = round(time.monotonic() - started, 3)
         yield row
 
