@@ -7,7 +7,7 @@ Its folders are its layers; each imports only from the ones below it:
     shop/ sims/ MercadoFresco's handlers; simpy simulations at the lesson's scale
     models/     labelled stand-ins for what AWS or moto lacks (gateway, Lambda poller, alarms, move task)
     patterns/   what the lesson teaches and a team would copy (idempotency, retry, breaker, DLQ…)
-    (top level) what everything shares: clock, world, queues, endpoints, orders, alarms, errors
+    (top level) what everything shares: clock, world, queues, orders, alarms, errors, names; moved (old names)
 
 Import modules, not their names, so every notebook cell shows where a function lives:
 
@@ -15,4 +15,10 @@ Import modules, not their names, so every notebook cell shows where a function l
     from mercadofresco.patterns import idempotency
 """
 
+from mercadofresco import moved
+
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:  # names that moved away keep working a while (mercadofresco.moved)
+    return moved.attribute(__name__, name)

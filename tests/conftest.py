@@ -18,7 +18,8 @@ import nbtools  # noqa: E402
 
 nbtools.quiet_environment()  # kernels started by nbval inherit it: nothing is written to $HOME
 logging.getLogger("werkzeug").setLevel(logging.ERROR)
-collect_ignore_glob = ["fixtures/*", "browser/artifacts/*"]  # learner notebooks the tests use or write, not to test
+# learner notebooks the tests use or write, not to test
+collect_ignore_glob = ["fixtures/*", "browser/artifacts/*", "old_labs/*"]
 _EARLY: list = []  # the STARTED_EARLY objects of this session's test modules (tests/background.py)
 _STARTED: list[Path] = []  # the folder they were given, once they are started
 

@@ -298,7 +298,16 @@ class Lab:
             raise AssertionError(f"`{name}` is not a function")
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            result = function(*args, **kwargs)
+            try:
+                result = function(*args, **kwargs)
+            except RemoteError as error:
+                if error.error.get("type") != "ArgumentsDiffer":
+                    raise
+                given = f"{len(args)} positional" + "".join(f", {key}=" for key in kwargs)
+                raise AssertionError(
+                    f"`{name}` cannot take the checks' arguments ({given}): its parameters differ from the lab's"
+                    " cell (an earlier release's lab?): copy its def line from a fresh lab"
+                ) from None
             if isinstance(result, Opaque):
                 raise AssertionError(
                     f"what {name} returns is a {learner_name(result.type_name)} object, not plain data"

@@ -28,6 +28,7 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
+from mercadofresco import moved
 from mercadofresco.course import labs, nbrun, reports
 from mercadofresco.course import sandbox as sb
 from mercadofresco.course.checker import Check
@@ -72,6 +73,12 @@ def suspicious(learner: NotebookNode) -> list[str]:
         if found:
             notes.append(f"look at your code cell [{number}]: it {'; '.join(found)}")
     return notes
+
+
+def moved_names(learner: NotebookNode) -> list[str]:
+    """Notes on the package's names the learner's code calls that have moved since (mercadofresco.moved)."""
+    code = "\n".join(cell.source for cell in learner.cells if cell.cell_type == "code")
+    return [f"your code calls a name that moved: {moved.message(old)}" for old in moved.used_in(code)]
 
 
 def score(rows: list[dict], plan: list[dict], specs: list[Check], run: nbrun.Run) -> LearnerReport:
@@ -137,7 +144,7 @@ def grade_notebook(path: Path, setting: Setting) -> LearnerReport:
         run = _run(graded, plan, learner, setting, user)
     report = score(run.rows, plan, specs, run)
     report.learner = path.stem
-    report.notes = reports.kept_notes(report.notes + suspicious(learner))
+    report.notes = reports.kept_notes(report.notes + moved_names(learner) + suspicious(learner))
     report.answers = labs.written_answers(learner, setting.solution)
     if not setting.isolated:
         report.notes.append(

@@ -31,6 +31,7 @@ import dataclasses
 import datetime as dt
 import enum
 import importlib
+import inspect
 import socket
 import threading
 from collections import Counter
@@ -279,7 +280,9 @@ class LearnerSide:
             return self.namespace[key]
         if name == "call":
             number, positional, keywords = args
-            return self.codec.functions[number](*positional, **keywords)
+            function = self.codec.functions[number]
+            _takes(function, positional, keywords)
+            return function(*positional, **keywords)
         if name == "waiter":  # the checker's gateway waits in the caller's time (a task of the kernel's poller)
             number, method, positional = args
             if method not in ("now", "wait"):
@@ -360,6 +363,22 @@ class LearnerSide:
         headers = {key: (v.decode() if isinstance(v, bytes) else str(v)) for key, v in request.headers.items()}
         status, answer_headers, answer = self.call_checker("aws", request.method, request.url, headers, body)
         return AWSResponse(request.url, status, HTTPHeaders(answer_headers), MockRawResponse(answer))
+
+
+class ArgumentsDiffer(TypeError):
+    """The learner's function cannot take what the check gives it: its parameters are not the lab's."""
+
+
+def _takes(function: Callable[..., Any], positional: list, keywords: dict) -> None:
+    """Raise ArgumentsDiffer if `function`'s parameters cannot take these arguments (before it runs at all)."""
+    try:
+        signature = inspect.signature(function)
+    except (TypeError, ValueError):  # no signature to read: the call itself will say
+        return
+    try:
+        signature.bind(*positional, **keywords)
+    except TypeError as exc:
+        raise ArgumentsDiffer(str(exc)) from None
 
 
 def _is_waiter(value: Any) -> bool:

@@ -15,6 +15,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from mercadofresco import moved
+
 if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn: a notebook that only prints stays light
     from matplotlib.figure import Figure
 
@@ -266,3 +268,7 @@ def bars(
     if group:
         ax.legend(fontsize=8)
     return figure
+
+
+def __getattr__(name: str) -> object:  # names that moved away keep working a while (mercadofresco.moved)
+    return moved.attribute(__name__, name)
