@@ -62,7 +62,9 @@ class Hub:
 
     def start_server(self, user: str, timeout: float = 90) -> None:
         """Ask the hub for the learner's server (POST /hub/api/users/NAME/server) and wait until it is ready."""
-        self.request("POST", f"/hub/api/users/{user}/server")
+        servers = (self.request("GET", f"/hub/api/users/{user}") or {}).get("servers", {})
+        if "" not in servers:  # started already (or starting): asking again is HTTP 400, "already running"
+            self.request("POST", f"/hub/api/users/{user}/server")
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             server = (self.request("GET", f"/hub/api/users/{user}") or {}).get("servers", {}).get("", {})
@@ -99,13 +101,13 @@ class Hub:
         body = {"path": path, "type": "notebook", "name": Path(path).name, "kernel": {"name": "python3"}}
         session = self.request("POST", f"/user/{user}/api/sessions", body)
         ws_url = self.url.replace("http://", "ws://") + f"/user/{user}/api/kernels/{session['kernel']['id']}/channels"
-        return Kernel(self, user, session["id"], ws_url)
+        return Kernel(self, user, session["id"], ws_url, session["kernel"]["id"])
 
 
 def login(hub_url: str, user: str, password: str) -> bool:
     """Log in at the hub's own login form, as a learner does; True when the hub accepted the password."""
     jar = http.cookiejar.CookieJar()
-    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), _Stay())
     with opener.open(f"{hub_url}/hub/login", timeout=30) as page:
         form = page.read().decode()
     xsrf = re.search(r'name="_xsrf" value="([^"]+)"', form)
@@ -116,15 +118,25 @@ def login(hub_url: str, user: str, password: str) -> bool:
     except urllib.error.HTTPError as exc:
         if exc.code == 403:
             return False
-        raise
+        if exc.code != 302:  # the hub's answer to a good password: a redirect, not followed (see _Stay)
+            raise
     return any(cookie.name.startswith("jupyterhub-") and "session" in cookie.name for cookie in jar)
+
+
+class _Stay(urllib.request.HTTPRedirectHandler):
+    """Follow no redirect. After a login the hub sends the browser on to /hub/spawn, which starts the learner's
+    server: a login that followed it started a server the test had not asked for, and the test's own start then
+    met "already running" (HTTP 400), 1 run in 4."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
 
 
 class Kernel:
     """One notebook's kernel in a learner's server, reached through the hub's proxy by its websocket."""
 
-    def __init__(self, hub: Hub, user: str, session_id: str, ws_url: str) -> None:
-        self.hub, self.user, self.session_id = hub, user, session_id
+    def __init__(self, hub: Hub, user: str, session_id: str, ws_url: str, kernel_id: str = "") -> None:
+        self.hub, self.user, self.session_id, self.kernel_id = hub, user, session_id, kernel_id
         self.session = uuid.uuid4().hex
         self.socket = websocket.create_connection(ws_url, header=[f"Authorization: token {hub.token}"], timeout=120)
 

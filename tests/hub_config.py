@@ -62,3 +62,6 @@ c.Spawner.start_timeout = 120
 c.Spawner.http_timeout = 120
 c.Spawner.env_keep = ["PATH", "LANG"]  # not PYTHONPATH or the test run's JUPYTER_* folders
 c.Spawner.environment = {"PYDEVD_DISABLE_FILE_VALIDATION": "1"}
+# The image's Jupyter configuration (binder/postBuild puts binder/jupyter_server_config.json in the environment's
+# etc/jupyter): the test's copy of it, in a folder every learner can read, as the first place a server looks.
+c.Spawner.environment["JUPYTER_CONFIG_PATH"] = setting["jupyter_config"]

@@ -4,6 +4,7 @@ the learner bundle, from `jupyter-repo2docker --no-build` (no Docker engine need
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -73,3 +74,16 @@ def test_a_hub_image_from_the_learner_bundle_has_no_solutions_and_lives_outside_
     _key_lines(text)
     assert "ARG REPO_DIR=${HOME}" in text  # what --target-repo-dir sets, as a build argument (not in the text)
     assert not (unpacked / "solutions").exists() and (unpacked / "binder" / "postBuild").is_file()
+
+
+def test_postbuild_merges_the_kernels_transport_into_the_images_server_config_and_keeps_the_rest(tmp_path):
+    """binder/postBuild's settings reach the file a learner's server reads (tests/test_hub.py shows they work)."""
+    script = (ROOT / "binder" / "postBuild").read_text()
+    merge = script.split("<<'PY'\n", 1)[1].split("\nPY\n", 1)[0]
+    config = tmp_path / "etc" / "jupyter" / "jupyter_server_config.json"
+    config.parent.mkdir(parents=True)
+    config.write_text('{"ServerApp": {"root_dir": "/srv"}, "KernelManager": {"shutdown_wait_time": 3}}')
+    run = f"import sys; sys.prefix = {str(tmp_path)!r}\n{merge}"
+    subprocess.run([sys.executable, "-c", run], cwd=ROOT, check=True)
+    merged = json.loads(config.read_text())
+    assert merged == {"ServerApp": {"root_dir": "/srv"}, "KernelManager": {"shutdown_wait_time": 3, "transport": "ipc"}}
