@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -372,3 +373,55 @@ def test_a_variant_graded_against_its_aimed_check_alone_still_fails_or_passes_on
     assert seen["right"] == [("x_is_one", True, "")]
     assert seen["wrong"] == [("x_is_one", False, "AssertionError: x is 2")]
     assert [check for check, _, _ in seen["everything"]] == ["x_is_one", "x_plus_one"]  # not aimed: every check
+
+
+# -- the README's instructor steps, as written and in their order ---------------------------------------------
+README = Path(__file__).resolve().parents[1] / "README.md"
+STEPS = ["grade", "merge --answers", "merge --roster", "regrade", "merge --roster"]
+
+
+def readme_commands() -> list[list[str]]:
+    """The grading commands of the README's "For instructors" steps, in order, each as its words."""
+    section = README.read_text().split("## For instructors", 1)[1].split("\n**A class across machines.**", 1)[0]
+    blocks = re.findall(r"```bash\n(.*?)```", section, re.DOTALL)
+    lines = "\n".join(blocks).replace("\\\n", " ").splitlines()
+    return [shlex.split(line) for line in lines if "mercadofresco.course.grading " in line.split("#")[0]]
+
+
+def step_of(words: list[str]) -> str:
+    verb = words[words.index("mercadofresco.course.grading") + 1]
+    return verb + next((f" {flag}" for flag in ("--answers", "--roster") if flag in words), "")
+
+
+def test_the_readmes_instructor_steps_run_as_written_in_their_order(tmp_path):
+    """Steps 4-8 (grade, mark the answers, hand the grades to the LMS, regrade, merge again) as the README has
+    them: only the interpreter's path, the tiny lab's solutions and its check's name are put in."""
+    commands = readme_commands()
+    assert [step_of(words) for words in commands] == STEPS, "the README's instructor steps changed: update STEPS"
+    solutions = tiny_lab(tmp_path / "solutions")
+    (tmp_path / "entregas").mkdir()
+    for name, x in [("ana", "1"), ("bea", "2"), ("carlos", "1")]:
+        learner(tmp_path / "entregas", name, x, f"Because {name} says so.")
+    names = ["ana", "bea", "carlos"]
+    write_roster(tmp_path / "roster.csv", [{"learner": name, "lms_id": str(n)} for n, name in enumerate(names)])
+    for words in commands:
+        words = [word for word in words if word != "sudo"]
+        words = [sys.executable if word.endswith("bin/python") else word for word in words]
+        words = ["--learner" if word == "[--learner" else "bea" if word == "bea]" else word for word in words]
+        if "--check" in words:
+            words[words.index("--check") + 1] = "x_plus_one"  # the tiny lab's check in place of lab 1's
+        words[words.index("--lab") + 2 : words.index("--lab") + 2] = ["--solutions", str(solutions)]
+        if "--answers" in words:  # step 6: the instructor's spreadsheet, marked
+            rows = rows_of(tmp_path / "grading-report-lab1" / "answers.csv")
+            for row in rows:
+                row["points"], row["comment"] = "1.5", "Half of it."
+            with (tmp_path / words[words.index("--answers") + 1]).open("w", newline="", encoding="utf-8") as out:
+                writer = csv.DictWriter(out, fieldnames=list(rows[0]))
+                writer.writeheader()
+                writer.writerows(rows)
+        done = subprocess.run(words, cwd=tmp_path, capture_output=True, text=True, check=False)
+        assert done.returncode == 0, (step_of(words), done.stderr[-2000:])
+    out = tmp_path / "grading-report-lab1"
+    assert totals_of(out) == {"ana": "3.5", "bea": "1.5", "carlos": "3.5"}  # the marks kept through the regrade
+    assert (out / "canvas.csv").exists() and (out / "moodle.csv").exists()  # everyone identified and marked
+    assert "bea: x_plus_one regraded" in (out / "regraded.txt").read_text()
