@@ -207,7 +207,8 @@ def compare(committed: list, ran: list) -> str | None:
     """None when the outputs agree as strict nbval sees them; else what differs first."""
     wanted, got = _flattened(committed), _flattened(ran)
     if set(wanted) != set(got):
-        return f"output fields {sorted(wanted)} were committed, the run gave {sorted(got)}"
+        extra = {key: got[key] for key in set(got) - set(wanted)}
+        return f"output fields {sorted(wanted)} were committed, the run gave {sorted(got)} (new: {extra!r:.300})"
     for key, values in wanted.items():
         if values != got[key]:
             return f"{key}: committed {values!r:.400}, the run gave {got[key]!r:.400}"
