@@ -104,3 +104,12 @@ def test_lab1_filled_two_releases_ago_scores_full_marks_and_one_filled_before_th
     assert set(failed) == {"mechanism_visibility", "mechanism_sdk_retries", "fifo_experiment"}, failed
     for reason in failed.values():
         assert "cannot take the checks' arguments" in reason and "def line" in reason, reason
+
+
+def test_the_checker_knows_the_kernels_word_for_parameters_that_differ():
+    from mercadofresco.course import checker, learner_side
+
+    assert (learner_side.ArgumentsDiffer.__module__, learner_side.ArgumentsDiffer.__name__) == checker.ARGUMENTS_DIFFER
+    with pytest.raises(learner_side.ArgumentsDiffer):
+        learner_side._takes(lambda aws, clock: None, [1, 2, 3], {})
+    learner_side._takes(lambda aws, clock, provider=None: None, [1, 2, 3], {})  # the lab's parameters: no word

@@ -50,6 +50,8 @@ SERVE_CELL_ENDED = (
 CONNECT_POLL_SECONDS = 0.2  # how often the wait for that answer looks whether the serve cell has ended
 FORWARDED_DOMAINS = ("checker.invalid", "amazonaws.com")  # https://<service>.<region>.<domain>/, nothing else
 REASON_CHARS = 200
+# The kernel's word for a learner function whose parameters cannot take a check's arguments (learner_side._takes)
+ARGUMENTS_DIFFER = ("mercadofresco.course.learner_side", "ArgumentsDiffer")
 STORY_LINES, STORY_CHARS = 30, 160  # of a counterexample's story in a report
 # What the kernel may ask of the checker during one check: the solutions' most is 1,502 calls (lab 1's
 # mechanism_visibility, 7 December). A count, not a time: a loaded grader must not cut a slow correct check off
@@ -301,7 +303,7 @@ class Lab:
             try:
                 result = function(*args, **kwargs)
             except RemoteError as error:
-                if error.error.get("type") != "ArgumentsDiffer":
+                if (error.error.get("module"), error.error.get("type")) != ARGUMENTS_DIFFER:
                     raise
                 given = f"{len(args)} positional" + "".join(f", {key}=" for key in kwargs)
                 raise AssertionError(
