@@ -34,7 +34,9 @@ from mercadofresco.lessons.exercises.outbox_world import KINDS, OutboxBench, Row
 
 LOCK_WAIT = "5s"  # the rival's longest wait for the first publisher's locks: its transaction should end sooner
 STATEMENT_LIMIT = "6s"  # and for anything else a statement of its meets
-SETTLE_SECONDS = 2.0  # for the rival to be queued behind those locks before the first publisher goes on
+# The longest the first publisher is held for the rival to queue behind its locks (it takes milliseconds). Under a
+# loaded CI, 2 s was once not enough: the rival came after the mark and a wrong publisher escaped one world.
+SETTLE_SECONDS = 6.0
 OUTBOX = sql.Identifier("outbox")  # in the notebook's schema, on its search_path
 TAKE = "SELECT id FROM {} WHERE NOT publicado AND id = ANY(%s) ORDER BY id FOR UPDATE"
 
