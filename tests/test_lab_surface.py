@@ -119,3 +119,18 @@ def test_the_checker_knows_the_kernels_word_for_parameters_that_differ():
     with pytest.raises(learner_side.ArgumentsDiffer):
         learner_side._takes(lambda aws, clock: None, [1, 2, 3], {})
     learner_side._takes(lambda aws, clock, provider=None: None, [1, 2, 3], {})  # the lab's parameters: no word
+
+
+def test_a_decorated_function_is_judged_by_what_its_wrapper_takes():
+    import functools
+
+    from mercadofresco.course import learner_side
+
+    def adapting(function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):  # takes anything, passes on what the wrapped function wants
+            return function(*args[:2])
+
+        return wrapper
+
+    learner_side._takes(adapting(lambda aws, clock: None), [1, 2, 3], {})

@@ -372,7 +372,7 @@ class ArgumentsDiffer(TypeError):
 def _takes(function: Callable[..., Any], positional: list, keywords: dict) -> None:
     """Raise ArgumentsDiffer if `function`'s parameters cannot take these arguments (before it runs at all)."""
     try:
-        signature = inspect.signature(function)
+        signature = inspect.signature(function, follow_wrapped=False)  # a decorator's own parameters are what it takes
     except (TypeError, ValueError):  # no signature to read: the call itself will say
         return
     try:
