@@ -134,3 +134,13 @@ def test_a_decorated_function_is_judged_by_what_its_wrapper_takes():
         return wrapper
 
     learner_side._takes(adapting(lambda aws, clock: None), [1, 2, 3], {})
+
+
+def test_code_made_to_break_or_slow_the_parser_gets_a_note_not_the_graders_time():
+    """helper-7's attacks: an expression too deep for the parser (MemoryError) once made the grader drop the whole
+    report ("grade it by hand"); 60,000 attribute lines took 40 s of the grader's own process."""
+    assert moved.names_in("x = " + "-" * 100_000 + "1") == []
+    assert moved.names_in("import mercadofresco as m\nm" + ".a" * 5_000) == []  # too deep: nothing, no error
+    huge = nbformat.v4.new_code_cell("import mercadofresco as m\n" + "m.a\n" * (grading.MOVED_SCAN_CHARS // 4))
+    notes = grading.moved_names(nbformat.v4.new_notebook(cells=[huge]))
+    assert notes == [f"your code was not read for moved names: it is over {grading.MOVED_SCAN_CHARS:,} characters"]

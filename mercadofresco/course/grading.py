@@ -37,6 +37,7 @@ from mercadofresco.course.results import CheckResult, LearnerReport
 
 # As nbplugin's: nbval's and the grader's own words, never a learner's (an exception merely named MemoryError).
 # What in a learner's own code deserves the instructor's eyes (named in the report, never scored by itself).
+MOVED_SCAN_CHARS = 200_000  # of a learner's code, read for moved names (grading.moved_names)
 SUSPICIOUS = {
     r"get_ipython|get_\"|get_'|\bIPython\b|ipykernel": "reaches the IPython shell or kernel",
     r"transformer|ast_parse|\bimport ast\b|linecache": "touches how cells are compiled",
@@ -76,8 +77,14 @@ def suspicious(learner: NotebookNode) -> list[str]:
 
 
 def moved_names(learner: NotebookNode) -> list[str]:
-    """Notes on the package's names the learner's code calls that have moved since (mercadofresco.moved)."""
+    """Notes on the package's names the learner's code calls that have moved since (mercadofresco.moved).
+
+    The code is read as data in the grader's own process, so only up to MOVED_SCAN_CHARS of it (a lab's code is
+    about 20,000 characters): a notebook made to be slow to parse gets a note, not the grader's time.
+    """
     code = "\n".join(cell.source for cell in learner.cells if cell.cell_type == "code")
+    if len(code) > MOVED_SCAN_CHARS:
+        return [f"your code was not read for moved names: it is over {MOVED_SCAN_CHARS:,} characters"]
     return [f"your code calls a name that moved: {moved.message(old)}" for old in moved.used_in(code)]
 
 
