@@ -534,17 +534,21 @@ def test_a_request_in_any_protocol_but_awss_json_is_refused_before_moto_sees_it(
     assert lab.aws_calls == []
 
 
+SQS_HOST, JSON_TYPE = "https://sqs.eu-south-2.checker.invalid/", {"Content-Type": "application/x-amz-json-1.0"}
+
+
+def _sqs(lab: checker.Lab, action: str, request: dict) -> list:
+    """One SQS request of the kernel's, served by the checker: [status, headers, answer]."""
+    headers = JSON_TYPE | {"X-Amz-Target": f"AmazonSQS.{action}"}
+    return lab.serve_aws("POST", SQS_HOST, headers, json.dumps(request).encode())
+
+
 def test_a_queue_named_by_its_last_part_alone_is_noted_under_its_one_url():
     lab = checker.Lab(("sqs",))
-    host, json_type = "https://sqs.eu-south-2.checker.invalid/", {"Content-Type": "application/x-amz-json-1.0"}
     with checker.world_of_the_checker(), VirtualClock():
-        created = lab.serve_aws(
-            "POST", host, json_type | {"X-Amz-Target": "AmazonSQS.CreateQueue"}, b'{"QueueName": "cola-x"}'
-        )
-        url = json.loads(created[2])["QueueUrl"]
+        url = json.loads(_sqs(lab, "CreateQueue", {"QueueName": "cola-x"})[2])["QueueUrl"]
         for alias in ("cola-x", "https://elsewhere.example/1/cola-x"):
-            request = json.dumps({"QueueUrl": alias, "MessageBody": "m"}).encode()
-            status, _, _ = lab.serve_aws("POST", host, json_type | {"X-Amz-Target": "AmazonSQS.SendMessage"}, request)
+            status, _, _ = _sqs(lab, "SendMessage", {"QueueUrl": alias, "MessageBody": "m"})
             assert status == 200 and lab.aws_calls[-1]["request"]["QueueUrl"] == url
 
 
@@ -552,29 +556,15 @@ def test_an_action_written_as_a_form_inside_a_json_string_runs_nothing_but_the_t
     """helper-7's attack: moto reads every body as a form too, and ran the Action= found inside a JSON string (a
     long poll on a frozen clock) under an X-Amz-Target of GetQueueAttributes, which the checker had noted."""
     lab = checker.Lab(("sqs",))
-    host, json_type = "https://sqs.eu-south-2.checker.invalid/", {"Content-Type": "application/x-amz-json-1.0"}
     with checker.world_of_the_checker(), VirtualClock():
-        created = lab.serve_aws(
-            "POST", host, json_type | {"X-Amz-Target": "AmazonSQS.CreateQueue"}, b'{"QueueName": "cola-x"}'
-        )
-        url = json.loads(created[2])["QueueUrl"]
-        lab.serve_aws(
-            "POST",
-            host,
-            json_type | {"X-Amz-Target": "AmazonSQS.SendMessage"},
-            json.dumps({"QueueUrl": url, "MessageBody": "m"}).encode(),
-        )
-        request = {
-            "QueueUrl": "cola-x",
-            "AttributeNames": ["All"],
-            "MessageAttributeNames": ["&Action=ReceiveMessage&"],
-        }
-        request |= {"WaitTimeSeconds": 20}
+        url = json.loads(_sqs(lab, "CreateQueue", {"QueueName": "cola-x"})[2])["QueueUrl"]
+        _sqs(lab, "SendMessage", {"QueueUrl": url, "MessageBody": "m"})
+        form = ["&Action=ReceiveMessage&"]
         started = time.monotonic()
-        _, _, answer = lab.serve_aws(
-            "POST", host, json_type | {"X-Amz-Target": "AmazonSQS.GetQueueAttributes"}, json.dumps(request).encode()
-        )
+        request = {"QueueUrl": "cola-x", "AttributeNames": ["All"], "MessageAttributeNames": form}
+        request["WaitTimeSeconds"] = 20
+        _, _, answer = _sqs(lab, "GetQueueAttributes", request)
     assert time.monotonic() - started < 5
     assert "Messages" not in json.loads(answer or b"{}")  # GetQueueAttributes answered, or refused: no receive
     assert lab.aws_calls[-1]["action"] == "GetQueueAttributes"
-    assert lab.aws_calls[-1]["request"]["MessageAttributeNames"] == ["&Action=ReceiveMessage&"]  # kept as sent
+    assert lab.aws_calls[-1]["request"]["MessageAttributeNames"] == form  # kept as the learner sent it
