@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import socket
 import subprocess
@@ -41,8 +42,9 @@ def _answers(url: str, process: subprocess.Popen) -> bool:
     """Wait until moto answers (True) or its process ends (False).
 
     The port was free when it was chosen, but moto binds it only after its imports: another server started
-    meanwhile (a JupyterLab of the browser suite, which answers 403) may hold it. So the answer must be moto's
-    own (`/moto-api/data.json`), and moto's process must still be running after it.
+    meanwhile (a JupyterLab of the browser suite, which answers 403, or a kernel's ZMQ socket, whose greeting is
+    no HTTP at all) may hold it. So the answer must be moto's own (`/moto-api/data.json`), and moto's process must
+    still be running after it.
     """
     deadline = time.monotonic() + 90  # a loaded machine imports moto slowly
     while process.poll() is None and time.monotonic() < deadline:
@@ -50,6 +52,6 @@ def _answers(url: str, process: subprocess.Popen) -> bool:
             with urllib.request.urlopen(f"{url}/moto-api/data.json", timeout=2) as answer:
                 json.load(answer)
             return process.poll() is None
-        except (OSError, ValueError):
+        except (OSError, ValueError, http.client.HTTPException):  # a kernel's ZMQ port answers with bytes
             threading.Event().wait(0.1)  # not time.sleep, which the project's hook flags
     return False
