@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import statistics
 import time
 import warnings
 from pathlib import Path
@@ -155,25 +154,35 @@ def test_attribute_view_equals_moto_property() -> None:
 
 
 def _cycle_seconds(aws: world.World) -> float:
-    started = time.perf_counter()
+    """CPU seconds of one receive+delete+send: this process's own time, so a loaded machine does not count."""
+    started = time.process_time()
     messages = aws.sqs.receive_message(QueueUrl=aws.orders.url, MaxNumberOfMessages=10, WaitTimeSeconds=0)["Messages"]
     entries = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(messages)]
     aws.sqs.delete_message_batch(QueueUrl=aws.orders.url, Entries=entries)
     aws.sqs.send_message(QueueUrl=aws.orders.url, MessageBody="PED-nuevo")
-    return time.perf_counter() - started
+    return time.process_time() - started
 
 
-def _median_cycle(depth: int) -> float:
-    with VirtualClock(), world.build(world.WorldConfig()) as aws:
-        for start in range(0, depth, 10):
-            entries = [{"Id": str(i), "MessageBody": f"PED-{start + i}"} for i in range(10)]
-            aws.sqs.send_message_batch(QueueUrl=aws.orders.url, Entries=entries)
-        _cycle_seconds(aws)  # warm up
-        return statistics.median(_cycle_seconds(aws) for _ in range(7))
+def _fill(aws: world.World, start: int, stop: int) -> None:
+    for first in range(start, stop, 10):
+        entries = [{"Id": str(i), "MessageBody": f"PED-{first + i}"} for i in range(10)]
+        aws.sqs.send_message_batch(QueueUrl=aws.orders.url, Entries=entries)
+
+
+def _fastest_cycle(aws: world.World) -> float:
+    _cycle_seconds(aws)  # warm up
+    return min(_cycle_seconds(aws) for _ in range(9))
 
 
 def test_cost_per_call_is_flat_from_100_to_5000_messages() -> None:
-    shallow, deep = _median_cycle(100), _median_cycle(5000)
+    # One queue, measured at 100 messages and again at 5,000; the fastest of nine cycles in CPU time, since a
+    # wall-clock median beside the suite's background gradings once read 4.6 ms against 15.3 ms (a clean-clone
+    # run). Without the fix the same cycle costs about 64 ms at 100 and 5 s at 5,000 here.
+    with VirtualClock(), world.build(world.WorldConfig()) as aws:
+        _fill(aws, 0, 100)
+        shallow = _fastest_cycle(aws)
+        _fill(aws, 100, 5000)
+        deep = _fastest_cycle(aws)
     assert deep <= 3 * shallow, f"receive+delete+send: {shallow * 1000:.1f} ms at 100, {deep * 1000:.1f} ms at 5,000"
 
 
