@@ -34,4 +34,4 @@ clean:
 # as its README and Makefile; nothing of solutions/).
 learner-bundle: $(STAMP)
 	$(BIN)/python -m mercadofresco.course.grading build
-	$(BIN)/python -m mercadofresco.course.bundle dist/mercadofresco-learner.zip
+	$(BIN)/python -m mercadofresco.course.handout.bundle dist/mercadofresco-learner.zip

@@ -18,7 +18,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from mercadofresco.course import grading, labs, nbrun, reports
+from mercadofresco.course import grading
+from mercadofresco.course.grading import reports
+from mercadofresco.course.handout import labs
+from mercadofresco.course.run import nbrun
 
 ROOT = labs.ROOT
 sys.path.insert(0, str(ROOT / "tests"))  # the fresh variants and their loader live with the tests

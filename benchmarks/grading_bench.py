@@ -22,7 +22,10 @@ from pathlib import Path
 
 import nbformat
 
-from mercadofresco.course import checker, gradebook, grading, labs, marks, nbrun, results
+from mercadofresco.course import checker, grading
+from mercadofresco.course.grading import gradebook, marks, results
+from mercadofresco.course.handout import labs
+from mercadofresco.course.run import nbrun
 
 CALLS = 300
 KERNEL_CELL = """import time

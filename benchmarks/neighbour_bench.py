@@ -21,7 +21,9 @@ from pathlib import Path
 
 import nbformat
 
-from mercadofresco.course import grading, labs, reports
+from mercadofresco.course import grading
+from mercadofresco.course.grading import reports
+from mercadofresco.course.handout import labs
 
 HOSTILE = labs.ROOT / "tests" / "hostile.py"
 

@@ -1,13 +1,16 @@
 """MercadoFresco reliability workbook: the package behind the lesson 07-05 notebooks.
 
-Its folders are its layers; each imports only from the ones below it:
+Its folders are its layers; each imports only from the ones below it (pyproject.toml's import contracts):
 
-    course/     lab build, grading, checks, the notebook runner (not the shop's code)
+    course/     the labs: what a learner is handed, its checks, and the instructor's tools (in rooms of its own)
     lessons/    the per-section experiments and figures the notebooks call
     shop/ sims/ MercadoFresco's handlers; simpy simulations at the lesson's scale
     models/     labelled stand-ins for what AWS or moto lacks (gateway, Lambda poller, alarms, move task)
     patterns/   what the lesson teaches and a team would copy (idempotency, retry, breaker, DLQ…)
-    (top level) what everything shares: clock, world, queues, orders, alarms, errors, names; moved (old names)
+    world       the lesson's AWS resources in one of three modes
+    clock, queues, orders, alarms, bus   what the world is built on
+    runtime/    the plumbing: clients, moto's fixes, the database, the settings
+    errors, names, moved                 what everything shares (moved: old names and where they went)
 
 Import modules, not their names, so every notebook cell shows where a function lives:
 

@@ -52,7 +52,7 @@ class MovedName(FutureWarning):
 
 
 def message(old: str) -> str:
-    """What the warning (and the grader's note) says of `old`."""
+    """What the warning (and a report's note) says of `old`."""
     move = MOVES[old]
     return (
         f"{old} moved to {move.new} in the release of {move.since}; the old name still works for now: use the new one"

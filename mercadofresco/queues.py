@@ -90,7 +90,7 @@ def queue_counts(sqs: Any, queue_url: str) -> dict[str, int]:
 
 def is_empty(sqs: Any, queue_url: str) -> bool:
     """No message visible, in flight or delayed: moto tells without a call (as in `nothing_to_receive`), or SQS."""
-    ask = endpoints.elsewhere(sqs)
+    ask = endpoints.moto_elsewhere(sqs)
     empty = ask("queue_is_empty", queue_url) if ask is not None else moto_speedups.is_empty(sqs, queue_url)
     return not any(queue_counts(sqs, queue_url).values()) if type(empty) is not bool else empty
 
@@ -99,10 +99,10 @@ def nothing_to_receive(sqs: Any, queue_url: str) -> bool:
     """A receive on `queue_url` would return nothing and change nothing, known without one (moto only).
 
     This process's moto tells directly (`moto_speedups.nothing_to_receive`). A moto that another process keeps
-    and answers models for (`endpoints.elsewhere`: the grader's checker, for the learner's kernel) is asked
-    there, one round trip instead of a whole ReceiveMessage through it. Anything else: False, so receive.
+    and answers models for (`endpoints.moto_elsewhere`) is asked there, one round trip instead of a whole
+    ReceiveMessage through it. Anything else: False, so receive.
     """
-    ask = endpoints.elsewhere(sqs)
+    ask = endpoints.moto_elsewhere(sqs)
     if ask is not None:
         return ask("nothing_to_receive", queue_url) is True
     return moto_speedups.nothing_to_receive(sqs, queue_url)

@@ -96,7 +96,7 @@ def unpacked(tmp_path_factory) -> Path:
     """The learner bundle built from this repository, unzipped in a fresh folder: the folder a learner works in."""
     import zipfile
 
-    from mercadofresco.course import bundle
+    from mercadofresco.course.handout import bundle
 
     archive = bundle.write(tmp_path_factory.mktemp("dist") / "mercadofresco-learner.zip")
     folder = tmp_path_factory.mktemp("learner")

@@ -15,7 +15,7 @@ from pathlib import Path
 import lab_variants
 import nbformat
 
-from mercadofresco.course import labs
+from mercadofresco.course.handout import labs
 
 FOLDER = Path(__file__).parent / "fresh"
 

@@ -36,7 +36,8 @@ def send(self, stream, msg_or_type, content=None, *args, **kwargs):
 Session.send = send
 ipykernel.kernelbase.Kernel.send_response = lambda self, *args, **kwargs: None""",
     "objects_rewritten": """import ctypes, gc
-from mercadofresco.course import boundary, checker
+from mercadofresco.course import checker
+from mercadofresco.course.checker import boundary
 from mercadofresco.models import gateway
 boundary.encode.__code__ = (lambda value, codec, depth=0: True).__code__  # every answer becomes true
 for obj in gc.get_objects():
@@ -59,7 +60,7 @@ threading.Thread(target=_forge, daemon=True).start()
 signal.signal(signal.SIGALRM, lambda *args: print("verdict: passed"))
 signal.setitimer(signal.ITIMER_REAL, 0.05, 0.05)""",
     "forged_kernel": """import json, socket
-from mercadofresco.course import learner_side
+from mercadofresco.course.checker import learner_side
 def _forged(namespace, path):
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(path)
@@ -134,7 +135,7 @@ fifo_would_have = {"dropped_the_producer_resend": True, "prevented_the_double_ch
 # A reply nested 200,000 deep raised RecursionError in the checker's reader thread, which died without closing the
 # connection: every check after it waited out its timeout (314 s for one learner).
 NESTED_REPLY = r"""import socket
-from mercadofresco.course import learner_side
+from mercadofresco.course.checker import learner_side
 
 def _deep(namespace, path):
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -149,7 +150,7 @@ learner_side.serve = _deep"""
 # Lanes the checker must serve at once: each call makes the grader's gateway wait for a waiter of the kernel's,
 # which never answers. 3,000 lanes once gave the checker 2,954 threads.
 MANY_LANES = r"""import json, socket
-from mercadofresco.course import learner_side
+from mercadofresco.course.checker import learner_side
 
 def _lanes(namespace, path):
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

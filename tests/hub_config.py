@@ -6,7 +6,7 @@ that learner's system user, in their home. The test passes its ports, token and 
 
 One addition to the spawner, for this machine only: its Python sits under /root (mode 700), where a learner's
 user cannot reach it, so each learner's server starts in a mount namespace of its own in which the interpreter's
-folders are mounted back (course.sandbox's way, as the grader does for a learner's kernel). A hub's Python lives
+folders are mounted back (course.run.sandbox's way, as the grader does for a learner's kernel). A hub's Python lives
 in /usr or /opt, where none of this is needed.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from jupyterhub.spawner import LocalProcessSpawner
 
-from mercadofresco.course import sandbox
+from mercadofresco.course.run import sandbox
 
 c = get_config()  # noqa: F821 (JupyterHub's config loader defines it)
 setting = json.loads(os.environ["MF_HUB_SETTINGS"])

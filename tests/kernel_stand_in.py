@@ -12,7 +12,7 @@ import sys
 import matplotlib
 import nbformat
 
-from mercadofresco.course import boundary, learner_side
+from mercadofresco.course.checker import boundary, learner_side
 
 matplotlib.use("Agg")
 notebook = nbformat.read(sys.argv[1], as_version=4)

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import nbformat
 
-from mercadofresco.course import grading, nbrun, reports
-from mercadofresco.course.results import LearnerReport
+from mercadofresco.course import grading
+from mercadofresco.course.grading import reports
+from mercadofresco.course.grading.results import LearnerReport
+from mercadofresco.course.run import nbrun
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "solutions" / "lab1_double_charge.ipynb"

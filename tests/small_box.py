@@ -3,7 +3,7 @@
 A user of its own, not root, whose home holds a copy of the workbook and is, with /tmp, /var/tmp, /dev/shm and
 /run/lock (fresh and empty), the only place it can write; /dev/shm of 64 MB, as Docker and Binder give; 2 GB of
 memory for everything it starts (a memory cgroup where the machine has one, and each process's address space).
-The confinement is the grader's own (`course.sandbox.enter`): beside the system's folders the box sees only the
+The confinement is the grader's own (`course.run.sandbox.enter`): beside the system's folders the box sees only the
 interpreter, the home and, read-only, the package this Python was installed with. The copy in the home is the one
 that runs: it comes first on PYTHONPATH, as `make start` in the learner's copy would install it.
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from mercadofresco.course import sandbox, watch  # noqa: E402
+from mercadofresco.course.run import sandbox, watch  # noqa: E402
 
 USER = "mercadofresco-box"
 COPY = "mercadofresco-workbook"  # the workbook's folder in the learner's home

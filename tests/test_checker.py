@@ -25,7 +25,10 @@ import nbformat
 import pytest
 
 from mercadofresco.clock import VirtualClock
-from mercadofresco.course import boundary, checker, grading, labs, marks, reports, results
+from mercadofresco.course import checker, grading, protocol
+from mercadofresco.course.checker import boundary
+from mercadofresco.course.grading import marks, reports, results
+from mercadofresco.course.handout import labs
 
 ROOT = labs.ROOT
 CHECKS = ROOT / "solutions" / "checks" / "lab1.py"
@@ -128,7 +131,7 @@ def _checks_against(notebook: Path, tmp_path: Path, record: Path | None = None, 
     try:
         with checker.world_of_the_checker():
             lab.connect(listener, None)
-            rows = {row["check"]: row for row in checker.run_checks(module, lab, 20)}
+            rows = {row.check: row.to_json() for row in checker.run_checks(module, lab, 20)}
             lab.hang_up()
     finally:
         listener.close()
@@ -498,9 +501,9 @@ def test_the_checker_stops_a_kernel_that_sends_more_than_its_limit_to_aws():
 
 
 def test_a_name_the_learner_chose_reaches_a_report_cut_short_and_only_as_a_name():
-    assert reports.learner_name("NameError") == "NameError"
-    assert len(reports.learner_name("E" * 80)) == reports.NAME_CHARS
-    assert reports.learner_name("Error\x1b[2J; rm -rf /") == "an exception"
+    assert protocol.learner_name("NameError") == "NameError"
+    assert len(protocol.learner_name("E" * 80)) == protocol.NAME_CHARS
+    assert protocol.learner_name("Error\x1b[2J; rm -rf /") == "an exception"
 
 
 def test_a_kernel_that_keeps_calling_past_a_checks_budget_is_interrupted_then_hung_up_on():

@@ -15,7 +15,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from mercadofresco.course import checker_db, sandbox
+from mercadofresco.course.checker import folder, lab_database
 from mercadofresco.runtime import database_relay
 
 PRIVILEGED_GROUPS = ("root", "sudo", "adm", "wheel", "shadow", "disk", "docker", "staff")
@@ -31,7 +31,7 @@ def _group_exists(name):
 
 @pytest.fixture(scope="module")
 def database(tmp_path_factory):
-    db = checker_db.LabDatabase("lab3_test")
+    db = lab_database.LabDatabase("lab3_test")
     db.serve(tmp_path_factory.mktemp("work"), None)
     yield db
     db.close()
@@ -47,9 +47,9 @@ def learner(database):
 
 def test_the_relay_admits_the_learners_role_in_the_labs_schema_only(database, learner):
     user, path = learner.execute("SELECT current_user, current_setting('search_path')").fetchone()
-    assert (user, path) == (checker_db.ROLE, "lab3_test")
+    assert (user, path) == (lab_database.ROLE, "lab3_test")
     with pytest.raises(psycopg.OperationalError, match="only the role mf_learner may connect here"):
-        psycopg.connect(database.conninfo().replace(f"user={checker_db.ROLE}", "user=postgres"))
+        psycopg.connect(database.conninfo().replace(f"user={lab_database.ROLE}", "user=postgres"))
     assert "only the role mf_learner may connect here" in database.relay.refused
 
 
@@ -72,7 +72,7 @@ def test_a_trigger_of_the_learners_runs_with_the_learners_rights_when_the_checke
     learner.execute("CREATE TRIGGER up BEFORE INSERT ON outbox FOR EACH ROW EXECUTE FUNCTION up()")
     with database.as_learner() as seeding, pytest.raises(psycopg.errors.InsufficientPrivilege):
         seeding.execute("INSERT INTO outbox VALUES (1)")
-    superuser = database.owner.execute("SELECT rolsuper FROM pg_roles WHERE rolname = %s", (checker_db.ROLE,))
+    superuser = database.owner.execute("SELECT rolsuper FROM pg_roles WHERE rolname = %s", (lab_database.ROLE,))
     assert superuser.fetchone() == (False,)
 
 
@@ -89,8 +89,8 @@ def test_the_checker_refuses_to_read_a_view_posing_as_a_table(database, learner)
 # rights (or the reader's) nothing changes, and where it ran with the owner's the role would be a superuser.
 ESCALATE = f"""CREATE FUNCTION escala(anyelement) RETURNS boolean LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
-    BEGIN ALTER ROLE {checker_db.ROLE} SUPERUSER; EXCEPTION WHEN OTHERS THEN NULL; END;
-    BEGIN GRANT pg_execute_server_program TO {checker_db.ROLE}; EXCEPTION WHEN OTHERS THEN NULL; END;
+    BEGIN ALTER ROLE {lab_database.ROLE} SUPERUSER; EXCEPTION WHEN OTHERS THEN NULL; END;
+    BEGIN GRANT pg_execute_server_program TO {lab_database.ROLE}; EXCEPTION WHEN OTHERS THEN NULL; END;
     BEGIN COPY (SELECT 1) TO PROGRAM 'touch /tmp/mf-escala-%%'; EXCEPTION WHEN OTHERS THEN NULL; END;
     BEGIN PERFORM pg_read_file('/etc/hostname'); EXCEPTION WHEN OTHERS THEN NULL; END;
     RETURN true;
@@ -118,11 +118,11 @@ def test_a_column_of_the_learners_own_type_is_refused_and_its_cast_never_runs_as
     learner.execute("CREATE CAST (sino AS boolean) WITH FUNCTION sino_bool(sino) AS IMPLICIT")
     learner.execute("CREATE TABLE outbox (id int, publicado sino)")
     learner.execute("INSERT INTO outbox VALUES (1, 'no')")
-    with pytest.raises(checker_db.RefusedSchemaError, match=r"outbox\.publicado has the type .*sino"):
+    with pytest.raises(lab_database.RefusedSchemaError, match=r"outbox\.publicado has the type .*sino"):
         database.admit("outbox")
     learner.execute("CREATE DOMAIN booleano AS boolean CHECK (escala(VALUE))")
     learner.execute("CREATE TABLE pedidos (pedido_id text, pagado booleano)")
-    with pytest.raises(checker_db.RefusedSchemaError, match=r"pedidos\.pagado has the type .*booleano"):
+    with pytest.raises(lab_database.RefusedSchemaError, match=r"pedidos\.pagado has the type .*booleano"):
         database.admit("pedidos")
     _unchanged(database)
 
@@ -133,7 +133,7 @@ def test_a_table_altered_after_it_was_admitted_is_refused_at_the_next_read(datab
     assert database.read("SELECT count(*) FROM {outbox} WHERE NOT publicado") == [(0,)]
     learner.execute("CREATE TYPE sino AS ENUM ('si', 'no')")
     learner.execute("ALTER TABLE outbox ALTER COLUMN publicado TYPE sino USING 'no'")
-    with pytest.raises(checker_db.RefusedSchemaError, match=r"outbox\.publicado"):
+    with pytest.raises(lab_database.RefusedSchemaError, match=r"outbox\.publicado"):
         database.read("SELECT count(*) FROM {outbox} WHERE NOT publicado")
 
 
@@ -298,8 +298,8 @@ def test_the_relay_serves_a_few_connections_at_once_and_closes_one_that_never_sp
         connection.connect(str(path))
         silent.append(connection)
     time.sleep(0.1)
-    assert threading.active_count() - before <= checker_db.MAX_SESSIONS + 2
-    assert f"more than {checker_db.MAX_SESSIONS} connections at once" in database.relay.refused
+    assert threading.active_count() - before <= lab_database.MAX_SESSIONS + 2
+    assert f"more than {lab_database.MAX_SESSIONS} connections at once" in database.relay.refused
     time.sleep(1.0)  # the silent ones are closed after STARTUP_SECONDS: the learner's role connects again
     for connection in silent:
         connection.close()
@@ -320,6 +320,6 @@ def _unix_pair():
 
 
 def test_the_grader_refuses_a_working_copy_whose_folder_of_sockets_is_not_its_own(tmp_path):
-    (tmp_path / sandbox.GRADER_FOLDER).symlink_to(tmp_path)
-    with pytest.raises(sandbox.SandboxError, match="not the grader's folder"):
-        sandbox.grader_folder(tmp_path)
+    (tmp_path / folder.GRADER_FOLDER).symlink_to(tmp_path)
+    with pytest.raises(folder.GraderFolderError, match="not the grader's folder"):
+        folder.grader_folder(tmp_path)

@@ -20,7 +20,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from mercadofresco.course import commands, gradebook, grading, labs, marks, results
+from mercadofresco.course import grading
+from mercadofresco.course.grading import commands, gradebook, marks, results
+from mercadofresco.course.handout import labs
 
 GRADING = [sys.executable, "-m", "mercadofresco.course.grading"]
 QUESTION = "**In your words**, why is x one?"

@@ -15,7 +15,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from mercadofresco.course import commands, nbrun
+from mercadofresco.course.grading import commands
+from mercadofresco.course.run import nbrun
 
 ROOT = Path(__file__).resolve().parents[1]
 JOB = ROOT / "deploy" / "grading-job.yaml"

@@ -64,7 +64,8 @@ def test_a_scripted_bus_fails_the_positions_it_is_told_in_each_call_and_keeps_wh
 def test_the_graders_bus_refuses_what_eventbridge_refuses_and_fails_part_of_a_call():
     from types import SimpleNamespace
 
-    from mercadofresco.course import checker, labs
+    from mercadofresco.course import checker
+    from mercadofresco.course.handout import labs
 
     bus_class = checker.load_checks(labs.SOLUTIONS_DIR / "checks" / "lab3.py").Bus
     lab = SimpleNamespace(aws_hooks={}, database=SimpleNamespace(dead=False))

@@ -18,7 +18,7 @@ import pytest
 
 from mercadofresco import world
 from mercadofresco.clock import VirtualClock
-from mercadofresco.course import nbrun
+from mercadofresco.course.run import nbrun
 from mercadofresco.lessons.exercises import consumer_properties
 
 PROPERTIES = {holds.__name__: holds for holds in consumer_properties.PROPERTIES}

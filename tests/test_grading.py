@@ -15,8 +15,11 @@ import lab_variants
 import nbformat
 import pytest
 
-from mercadofresco.course import checker, checks, grading, labs, limits, nbrun, reports, watch
-from mercadofresco.course.limits import MIN_MEMORY_MB
+from mercadofresco.course import checker, checks, grading, protocol
+from mercadofresco.course.grading import reports
+from mercadofresco.course.handout import labs
+from mercadofresco.course.run import nbrun, watch
+from mercadofresco.course.run.limits import MIN_MEMORY_MB
 
 CELL_TIMEOUT = "10"  # generous for a slow CI machine; the solution's slowest cell takes about 2 s
 
@@ -168,20 +171,21 @@ def test_run_limits_refuse_values_out_of_range(name, value):
 
 
 SPECS = [checker.Check(f"check_{i}", f"hint {i}") for i in range(3)]
-PLAN = [{"role": "learner"}, {"role": "learner"}, {"role": "end"}]
+PLAN = (protocol.Cell(protocol.LEARNER), protocol.Cell(protocol.LEARNER), protocol.Cell(protocol.END))
 
 
 def _row(cell, outcome="passed", reason=""):
-    return {"cell": cell, "role": PLAN[cell]["role"], "outcome": outcome, "reason": reason}
+    return protocol.CellRow(cell, PLAN[cell].role, outcome, reason, stops=protocol.stops(reason))
 
 
 def _verdict(number, verdict=True, reason=""):
-    return {"role": "checker", "check": f"check_{number}", "verdict": verdict, "reason": reason}
+    return protocol.CheckRow(f"check_{number}", verdict, reason)
 
 
 def test_a_check_passes_only_on_the_checkers_own_row():
     rows = [_row(0), _row(1), _row(2), _verdict(0), _verdict(1, False, "AssertionError: 2 charges")]
-    rows.append({"cell": 5, "role": "check", "check": "check_2", "verdict": True})  # not the checker's: no verdict
+    forged = {"kind": "cell", "cell": 5, "role": "learner", "outcome": "passed", "reason": "", "check": "check_2"}
+    rows.append(protocol.row_from_json(forged | {"verdict": True}))  # not the checker's: no verdict
     report = grading.score(rows, PLAN, SPECS, nbrun.Run(rows))
     assert [result.passed for result in report.checks] == [True, False, False]
     assert report.checks[1].reason == "AssertionError: 2 charges"
@@ -189,7 +193,7 @@ def test_a_check_passes_only_on_the_checkers_own_row():
 
 
 def test_the_checkers_notes_reach_the_report():
-    rows = [_row(0), _row(1), _verdict(0), {"role": "note", "note": "the kernel sent 3 message(s) out of turn"}]
+    rows = [_row(0), _row(1), _verdict(0), protocol.NoteRow("the kernel sent 3 message(s) out of turn")]
     report = grading.score(rows, PLAN, SPECS, nbrun.Run(rows))
     assert report.notes == ["the kernel sent 3 message(s) out of turn"]
 
@@ -280,7 +284,7 @@ def test_multiple_choice_options_are_in_alphabetical_order_and_no_ranking_is_sho
 def test_the_learner_bundle_has_no_solutions(tmp_path):
     import zipfile
 
-    from mercadofresco.course import bundle
+    from mercadofresco.course.handout import bundle
 
     names = zipfile.ZipFile(bundle.write(tmp_path / "b.zip")).namelist()
     assert any(name.endswith("labs/lab1_double_charge.ipynb") for name in names)
@@ -485,7 +489,7 @@ def test_selfcheck_runs_cells_as_the_grader_does_a_slow_cell_interrupted_and_the
     cells, stopped, _ = selfcheck.examine(path, timeout=1)
     assert cells[0].problem == ("Timeout of 1 seconds exceeded executing cell (interrupted)",)
     assert cells[1] == selfcheck.Cell(2, "# Public check (a)", "(a)") and stopped == ""
-    assert not limits.stops(cells[0].problem[0])  # the grader goes on after it too
+    assert not protocol.stops(cells[0].problem[0])  # the grader goes on after it too
 
 
 def test_selfcheck_stops_where_the_grader_stops_at_a_kernel_that_died(tmp_path):
@@ -495,8 +499,8 @@ def test_selfcheck_stops_where_the_grader_stops_at_a_kernel_that_died(tmp_path):
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in ("x = 1", "import os\nos._exit(1)", "x = 2")]
     path = lab_variants.write(notebook, tmp_path / "dies.ipynb")
     cells, stopped, _ = selfcheck.examine(path, timeout=10)
-    assert [cell.number for cell in cells] == [1, 2] and cells[1].problem == (limits.KERNEL_DIED,), (cells, stopped)
-    assert stopped == f"grading stops at cell [2] ({limits.KERNEL_DIED}): no check after it runs"
+    assert [cell.number for cell in cells] == [1, 2] and cells[1].problem == (protocol.KERNEL_DIED,), (cells, stopped)
+    assert stopped == f"grading stops at cell [2] ({protocol.KERNEL_DIED}): no check after it runs"
 
 
 def test_the_check_cell_idles_in_a_whole_notebook_run(tmp_path):
@@ -532,13 +536,13 @@ def test_the_readme_instructor_section_matches_the_grader():
 
 
 def sandbox_user_prefix() -> str:
-    from mercadofresco.course import sandbox
+    from mercadofresco.course.run import sandbox
 
     return sandbox.USER_PREFIX
 
 
 def test_the_grader_keeps_at_most_output_chars_of_a_cell(monkeypatch):
-    from mercadofresco.course import nbplugin
+    from mercadofresco.course.run import nbplugin
 
     chunk = "y" * 1_000_000
     sent = [{"msg_type": "stream", "parent_header": {"msg_id": "m1"}, "content": {"name": "stdout", "text": chunk}}]
@@ -610,7 +614,7 @@ def _options(source: str) -> dict[str, str]:
 
 
 def test_the_build_never_writes_over_a_lab_someone_changed_and_says_how_to_get_a_fresh_copy(tmp_path, capsys):
-    from mercadofresco.course import commands
+    from mercadofresco.course.grading import commands
 
     first = labs.build(labs.SOLUTIONS_DIR, tmp_path)
     assert len(first.written) == len(labs.LABS) and first.kept == []
@@ -638,7 +642,7 @@ def test_the_learner_bundle_holds_the_labs_as_built_never_a_copy_someone_is_work
     import shutil
     import zipfile
 
-    from mercadofresco.course import bundle
+    from mercadofresco.course.handout import bundle
 
     root = tmp_path / "repo"
     for name in (*bundle.INCLUDED, "solutions", "learner"):

@@ -2,12 +2,13 @@
 
 The tiny lab has one solution line (`x = 1`) and two hidden checks, so a graded
 notebook costs a kernel start, not a whole lab. The grader runs as root here, so
-each learner gets its own user, namespaces and hidden paths (course.sandbox).
+each learner gets its own user, namespaces and hidden paths (course.run.sandbox).
 """
 
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import json
 import os
@@ -17,8 +18,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from mercadofresco.course import grading, labs, limits, nbrun, reports, watch
-from mercadofresco.course import sandbox as sb
+from mercadofresco.course import grading, protocol
+from mercadofresco.course.grading import reports
+from mercadofresco.course.handout import labs
+from mercadofresco.course.run import limits, nbrun, watch
+from mercadofresco.course.run import sandbox as sb
 
 # The isolation holds only when the grader is root: without it a hostile notebook here would really write into
 # solutions/ and the package, so the module does not run.
@@ -330,8 +334,9 @@ def test_feedback_tells_the_learner_the_kind_of_error_not_its_text():
 
 def test_extra_cells_add_nothing_to_the_time_budget():
     cells = nbrun.Limits(cell_timeout_seconds=20)
-    lab = {"cells": [{"role": "learner"}] * 15 + [{"role": "end"}], "lab_cells": 15, "check_count": 5}
-    padded = lab | {"cells": [{"role": "learner"}] * 2_000 + [{"role": "end"}]}
+    learner, end = protocol.Cell(protocol.LEARNER), protocol.Cell(protocol.END)
+    lab = protocol.Plan((learner,) * 15 + (end,), 2048, "checks.py", lab_cells=15, workdir="", uid=None, check_count=5)
+    padded = dataclasses.replace(lab, cells=(learner,) * 2_000 + (end,))
     assert limits.time_budget(lab, cells) == limits.STARTUP_SECONDS + (15 + 1 + 5) * 30
     assert limits.time_budget(padded, cells) == limits.STARTUP_SECONDS + (15 + 10 + 1 + 5) * 30
 

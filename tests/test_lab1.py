@@ -9,7 +9,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from mercadofresco.course import labs, nbrun
+from mercadofresco.course.handout import labs
+from mercadofresco.course.run import nbrun
 
 CELL_TIMEOUT = 10
 ALWAYS_EQUAL = """class Yes(str):

@@ -12,7 +12,8 @@ import lab_variants
 import pytest
 import test_fresh_variants_lab2 as fresh
 
-from mercadofresco.course import labs, nbrun
+from mercadofresco.course.handout import labs
+from mercadofresco.course.run import nbrun
 
 CELL_TIMEOUT = 30
 

@@ -12,7 +12,8 @@ import lab_variants
 import nbformat
 import pytest
 
-from mercadofresco.course import labs, nbrun
+from mercadofresco.course.handout import labs
+from mercadofresco.course.run import nbrun
 
 CELL_TIMEOUT = 60
 # Wrong answers nobody here wrote (tests/fresh/lab3.json), through the grader with their aimed checks (a grading

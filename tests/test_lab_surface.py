@@ -12,7 +12,9 @@ import nbformat
 import pytest
 
 from mercadofresco import moved
-from mercadofresco.course import grading, labs, nbrun
+from mercadofresco.course import grading
+from mercadofresco.course.handout import labs
+from mercadofresco.course.run import nbrun
 
 ROOT = Path(__file__).resolve().parents[1]
 SURFACE = ROOT / "docs" / "lab-surface.md"
@@ -113,7 +115,8 @@ def test_lab1_filled_two_releases_ago_scores_full_marks_and_one_filled_before_th
 
 
 def test_the_checker_knows_the_kernels_word_for_parameters_that_differ():
-    from mercadofresco.course import checker, learner_side
+    from mercadofresco.course import checker
+    from mercadofresco.course.checker import learner_side
 
     assert (learner_side.ArgumentsDiffer.__module__, learner_side.ArgumentsDiffer.__name__) == checker.ARGUMENTS_DIFFER
     with pytest.raises(learner_side.ArgumentsDiffer):
@@ -124,7 +127,7 @@ def test_the_checker_knows_the_kernels_word_for_parameters_that_differ():
 def test_a_decorated_function_is_judged_by_what_its_wrapper_takes():
     import functools
 
-    from mercadofresco.course import learner_side
+    from mercadofresco.course.checker import learner_side
 
     def adapting(function):
         @functools.wraps(function)

@@ -1,5 +1,6 @@
 """The package's folders are its layers: import-linter holds the contract, and the contract can fail."""
 
+import re
 import shutil
 import subprocess
 import sys
@@ -46,6 +47,10 @@ def test_the_layers_hold():
         ("runtime/settings.py", "from mercadofresco.runtime import cleanup"),  # two bottom siblings tied together
         ("runtime/realtime.py", "import botocore"),  # the clock's pace paying for an AWS library
         ("patterns/dlq.py", "from mercadofresco import world"),  # a pattern taking the whole world again
+        ("course/checker/boundary.py", "from mercadofresco.course.grading import reports"),  # the checker reaching up
+        ("course/protocol.py", "from mercadofresco.course.checker import folder"),  # the shared words taking a room
+        ("course/handout/labs.py", "from mercadofresco.course.run import sandbox"),  # what is handed, running it
+        ("course/run/nbrun.py", "from mercadofresco.course.grading import results"),  # one run reaching the class
     ],
 )
 def test_a_wrong_import_is_reported(tmp_path, module, wrong_import):
@@ -108,6 +113,7 @@ def test_an_unlisted_long_module_and_a_stale_entry_are_reported(tmp_path):
         ("experiments/__init__.py", ""),  # a new folder nobody placed in a layer
         ("sims/_wrong.py", "import boto3"),  # a simulation reaching for AWS
         ("course/_wrong.py", "from mercadofresco.patterns import retry"),  # the grader importing the shop
+        ("course/newroom/__init__.py", ""),  # a room of course/ nobody placed in its layers
     ],
 )
 def test_an_unplaced_module_or_a_crossed_rule_is_reported(tmp_path, module, line):
@@ -163,3 +169,59 @@ def test_a_module_missing_from_the_readme_is_seen():
     without_realtime = "\n".join(line for line in readme.splitlines() if not line.startswith("| `realtime` |"))
     assert "realtime" not in _readme_table(without_realtime)[""]
     assert _readme_table(without_realtime) != _package_modules(ROOT / "mercadofresco")
+
+
+GRADING_WORDS = re.compile(r"\bgrad(?:er|ers|er's|ing)\b|\bthe checker\b|\bchecker's\b", re.IGNORECASE)
+
+
+def _mentions_of_grading(package: Path) -> list[str]:
+    """Lines outside course/ that speak of the grader: the lesson's world knows nothing of grading."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if "course" in path.relative_to(package).parts:
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            if GRADING_WORDS.search(line):
+                found.append(f"{path.relative_to(package)}:{number}: {line.strip()}")
+    return found
+
+
+def test_the_lessons_world_knows_nothing_of_grading():
+    assert _mentions_of_grading(ROOT / "mercadofresco") == []
+
+
+def test_a_mention_of_the_grader_outside_course_is_seen(tmp_path):
+    (tmp_path / "course").mkdir()
+    (tmp_path / "course" / "inside.py").write_text("# the grader's own\n")
+    (tmp_path / "queues.py").write_text('"""Asked by the grader\'s checker."""\n')
+    assert _mentions_of_grading(tmp_path) == ['queues.py:1: """Asked by the grader\'s checker."""']
+
+
+def _circles(package: str, path: Path) -> list[tuple[str, str]]:
+    """Pairs of modules that import each other, directly or not, under a TYPE_CHECKING guard or not."""
+    import grimp
+
+    sys.path.insert(0, str(path))  # grimp imports the package to find it; the path is the copy under test
+    try:
+        graph = grimp.build_graph(package, include_external_packages=False, cache_dir=None)
+    finally:
+        sys.path.remove(str(path))
+    found = set()
+    for module in graph.modules:
+        for imported in graph.find_modules_directly_imported_by(module):
+            if graph.chain_exists(importer=imported, imported=module):
+                found.add(tuple(sorted((module, imported))))
+    return sorted(found)
+
+
+def test_no_module_imports_one_that_imports_it():
+    assert _circles("mercadofresco", ROOT) == []
+
+
+def test_a_circle_is_found(tmp_path):
+    package = tmp_path / "circled"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from circled import b\n")
+    (package / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from circled import a\n")
+    assert _circles("circled", tmp_path) == [("circled.a", "circled.b")]

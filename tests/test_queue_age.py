@@ -31,16 +31,17 @@ def test_a_queue_outside_this_processs_moto_is_refused_naming_memory_mode(aws, c
         queue_age.age_of_oldest_message(aws.sqs, elsewhere, clock.now())
 
 
-def test_a_queue_behind_another_endpoint_is_read_by_the_process_that_keeps_it(monkeypatch, clock):
+def test_a_queue_behind_another_endpoint_is_read_by_the_process_that_keeps_it(clock):
     import boto3
 
     from mercadofresco.runtime import endpoints
 
-    monkeypatch.setattr(endpoints, "_ELSEWHERE", {})
-    url = "https://sqs.eu-south-2.checker.invalid"
+    url = "https://sqs.eu-south-2.elsewhere.invalid"
     sqs = boto3.client("sqs", region_name="eu-south-2", endpoint_url=url)
     asked = []
-    endpoints.answer_elsewhere(url, lambda model, *args: asked.append((model, *args)) or 12)
+    endpoints.keep_moto_elsewhere(sqs, lambda model, *args: asked.append((model, *args)) or 12)
     queue = "https://sqs.eu-south-2.amazonaws.com/123456789012/cola-mercadofresco-pedidos"
     assert queue_age.age_of_oldest_message(sqs, queue, clock.now()) == 12.0
     assert asked == [("queue_age", queue, clock.now())]  # the other process was asked, nothing was sent
+    other = boto3.client("sqs", region_name="eu-south-2", endpoint_url=url)
+    assert endpoints.moto_elsewhere(other) is None  # another client of the same URL asks nobody: no registry

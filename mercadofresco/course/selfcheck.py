@@ -9,9 +9,9 @@ fresh kernel and names each failing cell by the number JupyterLab shows after
 "Restart Kernel and Run All Cells" ([13]) and its first line. It says "public
 checks passed; N hidden checks run at grading" when every cell ran, never "all
 passed", and lists the written answers still blank. It runs cells as the
-grader does: the same time limit a cell (`limits.Limits`), a cell past it
+grader does: the same time limit a cell (`protocol.CELL_TIMEOUT_SECONDS`), a cell past it
 interrupted and the next ones run, and the run stopped where the grader would
-stop (`limits.stops`: a kernel that died or could not be interrupted). Only the
+stop (`protocol.stops`: a kernel that died or could not be interrupted). Only the
 grader's memory limit is not applied here. With `--hidden`, and only
 where the whole repository is (solutions/ beside labs/), it also runs the
 instructor's hidden checks with the real grader, labelled as such. `here()`
@@ -38,7 +38,8 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
-from mercadofresco.course import labs, limits, selfcheck_report
+from mercadofresco.course import protocol
+from mercadofresco.course.handout import labs, selfcheck_report
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class Cell:
 def examine(path: Path, timeout: float | None = None) -> tuple[list[Cell], str, int]:
     """Run the saved notebook as the grader runs its cells: each code cell, where the run stopped (or ""), and the
     number of hidden checks the lab announces."""
-    timeout = timeout or limits.Limits().cell_timeout_seconds
+    timeout = timeout or protocol.CELL_TIMEOUT_SECONDS
     notebook = nbformat.read(path, as_version=4)
     hidden = int(notebook.metadata.get(labs.LAB_METADATA_KEY, {}).get("hidden_checks", 0))
     quiet = ["--IPKernelApp.log_level=ERROR"]  # no warning about the kernel's local TCP transport
@@ -73,7 +74,7 @@ def examine(path: Path, timeout: float | None = None) -> tuple[list[Cell], str, 
     try:
         client.execute(cwd=str(path.parent), env={**os.environ, labs.WHOLE_RUN_ENV: "1"})  # its here() cell idles
     except DeadKernelError:
-        stopped = limits.KERNEL_DIED
+        stopped = protocol.KERNEL_DIED
     cells, died_in = [], None
     code = [(index, cell) for index, cell in enumerate(notebook.cells) if cell.cell_type == "code"]
     for number, (index, cell) in enumerate(code, start=1):
@@ -87,7 +88,7 @@ def examine(path: Path, timeout: float | None = None) -> tuple[list[Cell], str, 
         if died_in is not None:
             break
     for cell in cells:
-        if not stopped and cell.problem and limits.stops(cell.problem[0]):
+        if not stopped and cell.problem and protocol.stops(cell.problem[0]):
             stopped, died_in = cell.problem[0], cell.number
     if stopped:
         stopped = f"grading stops at cell [{died_in}] ({stopped}): no check after it runs"
@@ -131,7 +132,8 @@ def blank_answers(path: Path) -> list[str]:
 
 def hidden_report(path: Path, lab: str) -> str:
     """The instructor's hidden checks on this notebook, by the real grader (needs solutions/)."""
-    from mercadofresco.course import grading, reports
+    from mercadofresco.course import grading
+    from mercadofresco.course.grading import reports
 
     with tempfile.TemporaryDirectory() as folder:
         copy = Path(folder) / path.name

@@ -12,7 +12,7 @@ This is a model of those two behaviours, in front of moto: `refusal` says why
 a whole call is refused, `PartialFailures` decides which entries fail,
 `split`/`merged` cut a request and join the two answers, and `FaultyEvents`
 wraps an events client with all of it (notebook 13).
-The grader applies the same functions to the requests it serves.
+A moto in another process can apply the same functions to the requests it serves.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ times moto keeps for the queue: the in-process mock only (memory mode). Like the
 metric, it counts every message not yet deleted, in flight or not.
 
 A queue kept by another process's moto is read by that process, when it
-answers models (`endpoints.elsewhere`): the grader's checker does, for the
-learner's kernel, whose clients send every request to the checker's moto.
+answers models (`endpoints.moto_elsewhere`): a client whose every request goes
+to that process's moto asks it there.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class QueueAgeError(MercadoFrescoError, LookupError):
 
 def age_of_oldest_message(sqs: Any, queue_url: str, now: dt.datetime) -> float:
     """Seconds since the oldest message still in the queue was sent, 0 if it is empty; nothing is received."""
-    ask = endpoints.elsewhere(sqs)
+    ask = endpoints.moto_elsewhere(sqs)
     if ask is not None:
         return float(ask("queue_age", queue_url, now))
     queue = moto_speedups.moto_queue(sqs, queue_url)

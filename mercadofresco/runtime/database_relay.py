@@ -12,7 +12,7 @@ call that runs `BEGIN`-less INSERTs, and "before COMMIT" is one statement
 before the COMMIT.
 
 `admit(client, params)` may refuse a connection by its startup parameters
-(user, database) or its peer (the grader admits the learner's kernel only,
+(user, database) or its peer (a caller may admit one process's user only,
 as one role); a cancel request, which names no user, is admitted or not with
 `params` None. `on_death()` runs when the relay kills its sessions. At most
 `sessions` connections are relayed at once (one more is closed at once), and a

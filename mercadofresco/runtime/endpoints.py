@@ -22,9 +22,8 @@ if TYPE_CHECKING:
 
 FAKE_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 MOTO_SIGNATURE = "mercadofresco-moto-only"  # memory mode's signature_version (MotoOnlySigner)
-# Clients whose moto lives in another process that answers the package's models (the grader's checker, for the
-# learner's kernel: lab 2's age of a queue's oldest message): endpoint URL -> ask(model, *args).
-_ELSEWHERE: dict[str, Callable[..., Any]] = {}
+# A client whose moto another process keeps carries how to ask that process about it (`keep_moto_elsewhere`).
+MOTO_ELSEWHERE = "mercadofresco_moto_elsewhere"
 
 
 class MotoOnlySigner(botocore.auth.BaseSigner):
@@ -52,14 +51,15 @@ class MotoOnlySigner(botocore.auth.BaseSigner):
         )
 
 
-def answer_elsewhere(endpoint_url: str, ask: Callable[..., Any]) -> None:
-    """Models reading a client of `endpoint_url` ask the process that keeps its moto: `ask(model, *args)`."""
-    _ELSEWHERE[endpoint_url] = ask
+def keep_moto_elsewhere(client: Any, ask: Callable[..., Any]) -> None:
+    """`client`'s moto is another process's: the package's models that read moto's own state (lab 2's age of a
+    queue's oldest message, whether a receive would find nothing) ask that process, `ask(model, *args)`."""
+    setattr(client, MOTO_ELSEWHERE, ask)
 
 
-def elsewhere(client: Any) -> Callable[..., Any] | None:
-    """How to ask the process that keeps `client`'s moto, if it is another process that answers models."""
-    return _ELSEWHERE.get(client.meta.endpoint_url)
+def moto_elsewhere(client: Any) -> Callable[..., Any] | None:
+    """How to ask the process that keeps `client`'s moto, or None when its moto is this process's (or AWS)."""
+    return getattr(client, MOTO_ELSEWHERE, None)
 
 
 def make_client(session: boto3.Session, config: EndpointConfig, service: str, ledger: Ledger | None = None) -> Any:

@@ -4,8 +4,8 @@ What moto 5.2.5 does (`moto/dynamodb/models/table.py`): a PutItem with a
 ConditionExpression reads the item, evaluates the condition, then stores the
 new item, three steps in plain Python. Two threads of one moto can both read
 "no item" and both store. moto serves requests in threads when it is a server
-(`ThreadedMotoServer`, `moto_server`) and when the grader's checker answers a
-learner's consumers, so two consumers could both take `cobro:PED-…` as
+(`ThreadedMotoServer`, `moto_server`) and when one process's moto answers
+another's consumers, so two consumers could both take `cobro:PED-…` as
 EN_CURSO and both charge. That is moto's race, not the pattern's: DynamoDB
 evaluates a condition and writes in one step. CI saw it once, as two charges
 in the two-process test of `tests/test_endpoint_mode.py`.

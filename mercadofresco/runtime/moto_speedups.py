@@ -46,7 +46,7 @@ and the poller receives as before, with the same results. `is_empty` tells
 nothing at all, instead of a GetQueueAttributes each virtual minute (None where
 it cannot be sure: then SQS is asked). Both answer for this process's moto only;
 `queues.nothing_to_receive` and `queues.is_empty` ask the process that keeps a
-client's moto when it is another one (the grader's checker, for a learner's kernel).
+client's moto when it is another one (`endpoints.moto_elsewhere`).
 
 Same messages, same order, same counts, same errors (tests/test_moto_speedups.py
 runs one scenario with and without the fix). `apply()` patches moto's classes,

@@ -10,8 +10,8 @@
 
 `EndpointConfig` is the part a boto3 client needs (mode, URL, region, the
 opt-in), checked when it is made: the mock modes never reach an AWS host.
-The grader's own variables (MERCADOFRESCO_GRADING_*) are its protocol with the
-kernels it starts and stay in `course.nbrun`.
+Variables that other tools of the workbook set for the processes they start
+are theirs, not settings of the lesson's world.
 """
 
 from __future__ import annotations

@@ -12,14 +12,11 @@ nothing here calls AWS.
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
 
 import simpy
 
 from mercadofresco.models import gateway as gw
-
-if TYPE_CHECKING:  # storm.py imports this module; the config is only a type here
-    from mercadofresco.sims.storm import StormConfig
+from mercadofresco.sims.storm_config import StormConfig
 
 FAST_FAIL_SECONDS = 0.05  # how long a 503 takes to come back
 

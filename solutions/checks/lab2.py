@@ -18,8 +18,8 @@ from decimal import Decimal
 
 from mercadofresco import alarms, orders, queues, world
 from mercadofresco.clock import MADRID, VirtualClock
-from mercadofresco.course.boundary import RemoteError
 from mercadofresco.course.checker import Check, Failed, ProcessDied
+from mercadofresco.course.checker.boundary import RemoteError
 from mercadofresco.lessons.dlq import incidents
 from mercadofresco.lessons.exercises import dlq_content, dlq_properties, dlq_redrive, dlq_runbook
 from mercadofresco.models import gateway, lambda_poller, queue_age

@@ -28,8 +28,8 @@ from psycopg import sql
 
 from mercadofresco import orders, world
 from mercadofresco.clock import LESSON_START, VirtualClock
-from mercadofresco.course.boundary import RemoteError
 from mercadofresco.course.checker import Callback, Check, Failed, ProcessDied
+from mercadofresco.course.checker.boundary import RemoteError
 from mercadofresco.lessons.exercises import outbox_properties, outbox_table
 from mercadofresco.lessons.exercises.outbox_world import Stored
 from mercadofresco.models import event_faults

@@ -46,7 +46,7 @@ from mercadofresco.models import gateway, lambda_poller
 
 class Bench(Protocol):
     """Where a world is played: a clock, a DynamoDB client, and the learner's `build_handler` (two benches: the
-    notebook's own moto, and the grader's, the learner's code across the boundary)."""
+    notebook's own moto, and the hidden checks' own, the learner's code in another process)."""
 
     clock: VirtualClock
     dynamodb: Any
@@ -60,7 +60,7 @@ class Bench(Protocol):
 # -- the play ----------------------------------------------------------------------------------------------
 @dataclass
 class Log:
-    """What a play did, as the checker saw it: the story, where each copy ended, the rules the consumer broke."""
+    """What a play did, as the bench saw it: the story, where each copy ended, the rules the consumer broke."""
 
     start: dt.datetime
     lines: list[str] = field(default_factory=list)
@@ -156,7 +156,7 @@ class Play:
         self.running: list[Running] = []
         self.due: list[tuple[dt.datetime, int, int]] = []  # (when, copy, receive): deliveries to come
         self.handler: Callable[..., Any] | None = None
-        self.hook_on = False  # True while the learner's code runs: the checker's own reads are not its requests
+        self.hook_on = False  # True while the learner's code runs: the bench's own reads are not its requests
         self.claves: set[str] = set()  # every key the play wrote or the learner's code asked to write: forgotten after
 
     # -- names, as the story says them
@@ -178,7 +178,7 @@ class Play:
         return found.context.now() if found else self.clock.now()
 
     def estado(self, order: orders.Order) -> str | None:
-        """The order's record, read by the checker (not a request of the learner's code)."""
+        """The order's record, read by the bench (not a request of the learner's code)."""
         hook, self.hook_on = self.hook_on, False
         try:
             key = {"clave": {"S": f"cobro:{order.pedido_id}"}}

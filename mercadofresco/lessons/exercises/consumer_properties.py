@@ -15,7 +15,7 @@ four properties of the lesson, whatever the world:
 
 Each is a function `(bench, examples, seed) -> Counterexample | None`: the
 public checks call it with the notebook's own world (`NotebookBench`) and a few
-worlds, the instructor's hidden checks with the grader's and more worlds on
+worlds, the instructor's hidden checks with their own and more worlds on
 another seed. Each first plays the worlds the lesson's numbers point at, then
 generated ones (`consumer_world`); a failure is shrunk to the smallest world,
 told as a story (`consumer_play`).
@@ -133,7 +133,7 @@ def _poison_kept(play: Play, log: Log) -> None:
         raise worlds.Broken(f"the gateway was asked to charge {strangers[0]}, from a body that is no order", log.lines)
 
 
-# -- the notebook's bench (the grader's is in its checks) -------------------------------------------------
+# -- the notebook's bench (the hidden checks bring their own) -------------------------------------------------
 class NotebookBench:
     """The notebook's own world for the public checks: its moto, its clock, the learner's `build_handler`."""
 

@@ -3,8 +3,8 @@
 Each world gets a queue pair of its own (new names, the lesson's visibility
 and RedrivePolicy), so the notebook's queues are never touched; the learner's
 functions see a world whose `orders` is that pair, and an SQS client that
-notes the calls they make (botocore's events), as the grader notes the calls
-it serves.
+notes the calls they make (botocore's events), as the hidden checks note the
+calls they serve.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@
 
 A bench (`DlqBench`) is a queue pair with the lesson's names on a moto and a
 clock of its own, and the learner's functions; the hidden checks play it on
-the grader's moto.
+their own moto.
 """
 
 from __future__ import annotations

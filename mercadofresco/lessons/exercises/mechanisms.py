@@ -11,8 +11,8 @@ the message whose answer was lost came back and was charged again.
 What is read: the gateway's own notes (`RecordingGateway`: when each call
 started and ended, how it ended) and the queue's deliveries (`Deliveries`:
 when each message was handed out, by MessageId). The public checks record them
-on the notebook's own clients (`SqsRecorder`); the instructor's checks, on the
-grader's moto, from the requests it served.
+on the notebook's own clients (`SqsRecorder`); the instructor's checks, on
+their own moto, from the requests it served.
 """
 
 from __future__ import annotations

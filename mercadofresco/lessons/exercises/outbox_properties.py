@@ -7,7 +7,7 @@ order (`outbox_publisher`) and the publisher's contract (`outbox_contract`), a s
 claimed until it is marked (`outbox_rival`), the consumer that prepares an
 event once (`outbox_consumer`). The public checks play a few worlds
 on the notebook's PostgreSQL (`NotebookOutboxBench`); the instructor's checks
-more, on another seed, on the grader's.
+more, on another seed, on their own.
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ class RivalStopped(Exception):
 
 class Rival:
     """A second publisher on `conn` (autocommit), watched from `watch` (another connection of the same role), that
-    asks for the rows of `table` (the grader names it with its schema, for a role that sees past any policy).
+    asks for the rows of `table` (the hidden checks name it with its schema, for a role that sees past any policy).
 
     `start(entries)` is called with the entries the bus has just taken from the first publisher; `finish()`,
     after that publisher returns, gives the ids the rival could take (empty when every sent row stayed claimed

@@ -2,7 +2,7 @@
 
 A bench (`OutboxBench`) is the learner's functions next to an empty schema of
 their tables and a bus: the notebook's own (`outbox_properties.NotebookOutboxBench`,
-for the public checks) or the grader's, across the boundary (the hidden checks).
+for the public checks) or the hidden checks' own, the learner's code in another process.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class OutboxBench(Protocol):
         """Insert `rows` in this order (as the learner's role); their ids."""
 
     def stored(self) -> list[Stored]:
-        """Every outbox row, by id, read by the checker."""
+        """Every outbox row, by id, as the bench reads it (not as the learner's code does)."""
 
     def cleanup(self, now: dt.datetime) -> Any: ...
 

@@ -19,11 +19,12 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-from mercadofresco.course import lms, reports, results
-from mercadofresco.course.marks import MARKS_FILE, GradebookError, Mark, known_marks, write_answers
+from mercadofresco.course.grading import lms, reports, results
+from mercadofresco.course.grading.marks import MARKS_FILE, GradebookError, Mark, known_marks, write_answers
+from mercadofresco.course.grading.total import Total
 
 ROSTER_COLUMNS = ["learner", "name", "lms_id", "sis_user_id", "sis_login_id", "section", "email", "submitted_at"]
 
@@ -49,38 +50,6 @@ class LatePolicy:
 
     def penalty_percent(self, submitted: dt.datetime | None) -> float:
         return min(self.cap_percent, self.percent_per_day * self.days_late(submitted))
-
-
-@dataclass
-class Total:
-    """One learner's line of the gradebook."""
-
-    learner: str
-    checks: int
-    checks_max: int
-    written: float
-    written_max: float
-    days_late: int = 0
-    penalty_percent: float = 0.0
-    comments: list[tuple[str, str]] = field(default_factory=list)  # (question, comment)
-    unmarked: float = 0.0  # points of written answers nobody has marked yet: the total is provisional
-
-    @property
-    def provisional(self) -> str:
-        """What every report says of a total that may still grow: "" once every written answer is marked."""
-        return f"provisional: {self.unmarked:g} points of written answers not marked yet" if self.unmarked else ""
-
-    @property
-    def before_penalty(self) -> float:
-        return self.checks + self.written
-
-    @property
-    def final(self) -> float:
-        return round(self.before_penalty * (1 - self.penalty_percent / 100), 2)
-
-    @property
-    def maximum(self) -> float:
-        return self.checks_max + self.written_max
 
 
 def read_roster(path: Path) -> dict[str, dict[str, str]]:

@@ -32,7 +32,7 @@ from mercadofresco.errors import MercadoFrescoError
 if TYPE_CHECKING:
     from mercadofresco.course.checker import Check
 
-ROOT = Path(__file__).resolve().parents[2]  # the repository: mercadofresco/course/ is two levels down
+ROOT = Path(__file__).resolve().parents[3]  # the repository: this room of mercadofresco/course/ is three levels down
 SOLUTIONS_DIR = ROOT / "solutions"
 LABS_DIR = ROOT / "labs"
 

@@ -1,11 +1,11 @@
 """The learner bundle: what a learner needs, and nothing of solutions/ (the instructor's copy is the repository).
 
-    python -m mercadofresco.course.bundle dist/mercadofresco-learner.zip
+    python -m mercadofresco.course.handout.bundle dist/mercadofresco-learner.zip
 
-Holds the package (of `course/` only `checks` for the public checks, `labs` and `selfcheck`;
-the grader's own modules stay with the instructor), the lesson notebooks, the labs, what the
-install and JupyterLab need (pyproject.toml, constraints.txt, install.mk, .jupyterlab-settings/, and
-binder/ for repo2docker: a hub's image made from the bundle),
+Holds the package (of `course/` the learner's doors `checks` and `selfcheck`, `protocol` and this room,
+`handout/`; the grader's rooms, `run/`, `checker/` and `grading/`, stay with the instructor), the lesson
+notebooks, the labs, what the install and JupyterLab need (pyproject.toml, constraints.txt, install.mk,
+.jupyterlab-settings/, and binder/ for repo2docker: a hub's image made from the bundle),
 and, in place of the repository's, the learner's own README and Makefile from `learner/`: two
 commands that work in the bundle, `make start` and `make check LAB=labs/<lab>.ipynb`. It refuses
 to write a bundle in which any file carries a solution region or names a checks module.
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import nbformat
 
-from mercadofresco.course import labs
+from mercadofresco.course.handout import labs
 
 ROOT = labs.ROOT
 INCLUDED = (
@@ -38,10 +38,8 @@ INCLUDED = (
 # tests the bundle has not): the bundle's name -> the file in the repository.
 LEARNER = {"README.md": "learner/README.md", "Makefile": "learner/Makefile"}
 SKIPPED_PARTS = ("__pycache__", ".ipynb_checkpoints")
-# The grader's own modules stay with the instructor: a learner needs checks, labs and selfcheck from course/.
-GRADER = ("grading", "commands", "results", "gradebook", "sandbox", "watch", "nbplugin", "nbrun", "reports", "bundle")
-GRADER += ("checker", "checker_db", "lms", "marks")
-GRADER_ONLY = {f"mercadofresco/course/{name}.py" for name in (*GRADER, "boundary", "learner_side")}
+# The grader's rooms stay with the instructor: a learner needs the doors, the protocol and handout/ from course/.
+GRADER_ROOMS = tuple(Path("mercadofresco/course") / room for room in ("run", "checker", "grading"))
 PREFIX = "mercadofresco-workbook"
 
 
@@ -56,9 +54,13 @@ def sources(root: Path = ROOT) -> dict[Path, Path]:
         path = root / name
         candidates = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
         found |= {p.relative_to(root): p for p in candidates if not set(p.parts) & set(SKIPPED_PARTS)}
-    found = {member: path for member, path in found.items() if member.as_posix() not in GRADER_ONLY}
+    found = {member: path for member, path in found.items() if not _in_a_grader_room(member)}
     found |= {Path(member): root / source for member, source in LEARNER.items()}
     return dict(sorted(found.items()))
+
+
+def _in_a_grader_room(member: Path) -> bool:
+    return any(room in member.parents for room in GRADER_ROOMS)
 
 
 def files(root: Path = ROOT) -> list[Path]:
@@ -92,7 +94,9 @@ def write(target: Path, root: Path = ROOT) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m mercadofresco.course.bundle", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m mercadofresco.course.handout.bundle", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("target", type=Path, nargs="?", default=ROOT / "dist" / "mercadofresco-learner.zip")
     args = parser.parse_args(argv)
     print(f"wrote {write(args.target)} ({len(files())} files, no solutions/)")

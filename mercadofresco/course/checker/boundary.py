@@ -1,7 +1,7 @@
 """The wire between the grader's checker and a learner's kernel: JSON lines over one Unix socket, calls both ways.
 
 The checker (`course.checker`, the grader's process) owns the world; the
-learner's kernel (`course.learner_side`) only answers calls. Each message is
+learner's kernel (`course.checker.learner_side`) only answers calls. Each message is
 one JSON object on one line:
 
     {"lane": "c1", "id": 7, "call": "learner", "args": [...]}      a call
@@ -288,12 +288,18 @@ class Boundary:
                 continue
             except KeyboardInterrupt:
                 continue
-            if message is CLOSED:
+            if not self._take(lane, message):
                 return
-            if "call" in message:
-                self._serve(lane, message)
-            else:
-                self.out_of_turn += 1
+
+    def _take(self, lane: str, message: Any) -> bool:
+        """Serve a call, count an answer nobody waits for; False once the other side is gone."""
+        if message is CLOSED:
+            return False
+        if "call" in message:
+            self._serve(lane, message)
+        else:
+            self.out_of_turn += 1
+        return True
 
     def _lane_worker(self, lane: str) -> None:
         """Serve a lane the other side opened, in a thread of the pool, until its calls are done; then forget it.
@@ -310,12 +316,8 @@ class Boundary:
                         del self._lanes[lane]
                         return
                     message = inbox.get_nowait()
-                if message is CLOSED:
+                if not self._take(lane, message):
                     return
-                if "call" in message:
-                    self._serve(lane, message)
-                else:
-                    self.out_of_turn += 1
         finally:
             self._mine.lane = None
 

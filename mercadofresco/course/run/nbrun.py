@@ -2,14 +2,14 @@
 
 The grader (`grading`) calls `run_notebook`: a `pytest --nbval-lax` process of
 its own, run as the grader in a private folder (mode 700), with the grader's
-plugin (`course.nbplugin`) that records what the grader saw for each cell. Its
+plugin (`course.run.nbplugin`) that records what the grader saw for each cell. Its
 kernel comes from a kernelspec generated under .cache/grading that runs
-`python -m mercadofresco.course.nbrun kernel`: that launcher sets the process
-apart (`course.sandbox`: namespaces, hidden paths, limits, the learner's user)
+`python -m mercadofresco.course.run.nbrun kernel`: that launcher sets the process
+apart (`course.run.sandbox`: namespaces, hidden paths, limits, the learner's user)
 and then starts IPython's kernel in the same process.
 
 While the notebook runs the grader watches the learner's whole process tree
-(by uid as root, by parent links otherwise; `course.watch`): together it may
+(by uid as root, by parent links otherwise; `course.run.watch`): together it may
 not hold more than the memory limit, keep more than CPU_SHARE CPUs busy, fill
 the working copy past DISK_MB, or last longer than its time budget; any of these
 and it is killed at once. When the notebook is done every process the learner
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import secrets
@@ -30,17 +31,18 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mercadofresco.course import labs, watch
-from mercadofresco.course import sandbox as sb
-from mercadofresco.course.limits import CPU_WINDOW_SECONDS, Limits, files_mb, passed, time_budget
+from mercadofresco.course import protocol
+from mercadofresco.course.handout import labs
+from mercadofresco.course.run import sandbox as sb
+from mercadofresco.course.run import watch
+from mercadofresco.course.run.limits import CPU_WINDOW_SECONDS, Limits, files_mb, passed, time_budget
 
-ROOT = Path(__file__).resolve().parents[2]  # the repository: mercadofresco/course/ is two levels down
+ROOT = Path(__file__).resolve().parents[3]  # the repository: this room of mercadofresco/course/ is three levels down
 KERNEL_NAME = "mercadofresco-grading"
 CACHE_DIR = ROOT / ".cache" / "grading"
 WATCH_SECONDS = 0.25
 SANDBOX_ENV = "MERCADOFRESCO_GRADING_SANDBOX"
 IPC_ENV = "MERCADOFRESCO_GRADING_IPC"
-PLAN_ENV = "MERCADOFRESCO_GRADING_PLAN"
 KERNEL_FOLDERS = [
     ("MPLCONFIGDIR", ".matplotlib"),
     ("IPYTHONDIR", ".ipython"),
@@ -52,14 +54,14 @@ KERNEL_FOLDERS = [
     ("JUPYTER_CONFIG_DIR", ".jupyter/config"),
     ("JUPYTER_DATA_DIR", ".jupyter/data"),
 ]
-GRADER_ONLY_ENV = (SANDBOX_ENV, IPC_ENV, PLAN_ENV, "JUPYTER_PATH", "JUPYTER_RUNTIME_DIR")
+GRADER_ONLY_ENV = (SANDBOX_ENV, IPC_ENV, protocol.PLAN_ENV, "JUPYTER_PATH", "JUPYTER_RUNTIME_DIR")
 
 
 @dataclass
 class Run:
     """What the grader saw of one notebook run."""
 
-    rows: list[dict]
+    rows: list[protocol.Row]
     stopped: str = ""  # why the grader killed the run: "" (it did not), a sentence otherwise
     peak_mb: float = 0.0  # the learner's processes together, at their largest
     peak_cpus: float = 0.0  # CPUs the learner's processes used together, averaged over CPU_WINDOW_SECONDS
@@ -73,7 +75,7 @@ def write_kernelspec(cache_dir: Path = CACHE_DIR) -> Path:
     jupyter_path = cache_dir / "jupyter"
     spec_dir = jupyter_path / "kernels" / KERNEL_NAME
     spec_dir.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "mercadofresco.course.nbrun", "kernel", "-f", "{connection_file}"]
+    argv = [sys.executable, "-m", "mercadofresco.course.run.nbrun", "kernel", "-f", "{connection_file}"]
     spec = {"argv": argv, "display_name": "MercadoFresco grading", "language": "python"}
     partial = spec_dir / f"kernel.json.{os.getpid()}.{secrets.token_hex(4)}"
     partial.write_text(json.dumps(spec, indent=1))
@@ -112,7 +114,7 @@ def run_kernel(connection_file: str) -> None:
 def _environment(jupyter_path: Path, private: Path, box_path: Path, ipc: str) -> dict:
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTEST")}
     env.update({"JUPYTER_PATH": str(jupyter_path), "JUPYTER_RUNTIME_DIR": str(private / "runtime")})
-    env.update({PLAN_ENV: str(private / "plan.json"), SANDBOX_ENV: str(box_path)})
+    env.update({protocol.PLAN_ENV: str(private / "plan.json"), SANDBOX_ENV: str(box_path)})
     env.update({"PYDEVD_DISABLE_FILE_VALIDATION": "1", "PYTHONNOUSERSITE": "1", "HOME": str(private)})
     env[labs.WHOLE_RUN_ENV] = "1"  # a lab's selfcheck.here() cell starts no run of its own
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # only nbval and the grader's plugin: the others cost a second
@@ -136,7 +138,7 @@ def _learner_processes(box: sb.Sandbox, runner: int, seen: set[int]) -> list[int
 def run_notebook(
     notebook: Path,
     limits: Limits,
-    plan: dict,
+    plan: protocol.Plan,
     box: sb.Sandbox,
     private: Path,
     cache_dir: Path = CACHE_DIR,
@@ -145,7 +147,7 @@ def run_notebook(
     jupyter_path = write_kernelspec(cache_dir)
     record, held = private / "record.jsonl", private / "checker.json"
     record.unlink(missing_ok=True)
-    (private / "plan.json").write_text(json.dumps(plan | {"record": str(record), "checker": str(held)}))
+    (private / "plan.json").write_text(dataclasses.replace(plan, record=str(record), checker=str(held)).dumps())
     box_path = box.write(private / "sandbox.json")
     (private / "pytest.ini").write_text("[pytest]\naddopts =\n")  # ignore the project's own pytest options
     ipc = ""
@@ -156,7 +158,7 @@ def run_notebook(
         ipc = str(ipc_dir / "k")
     command = [
         *(sys.executable, "-m", "pytest", "-q", "-c", str(private / "pytest.ini"), "--rootdir", str(private)),
-        *("-p", "no:cacheprovider", "-p", "nbval.plugin", "-p", "mercadofresco.course.nbplugin", "--nbval-lax"),
+        *("-p", "no:cacheprovider", "-p", "nbval.plugin", "-p", "mercadofresco.course.run.nbplugin", "--nbval-lax"),
         f"--nbval-kernel-name={KERNEL_NAME}",
         f"--nbval-cell-timeout={limits.cell_timeout_seconds:g}",
         str(notebook),
@@ -195,7 +197,7 @@ def run_notebook(
             process.wait()
     run.left_behind = _clean_up(box, seen)
     if record.exists():
-        run.rows = [json.loads(line) for line in record.read_text().splitlines() if line.strip()]
+        run.rows = protocol.read_rows(record.read_text())
     return run
 
 
@@ -227,7 +229,7 @@ def matplotlib_cache(cache_dir: Path = CACHE_DIR) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     """`kernel -f FILE`: what the generated kernelspec runs."""
-    parser = argparse.ArgumentParser(prog="python -m mercadofresco.course.nbrun")
+    parser = argparse.ArgumentParser(prog="python -m mercadofresco.course.run.nbrun")
     commands = parser.add_subparsers(dest="command", required=True)
     kernel = commands.add_parser("kernel", help="an IPython kernel set apart as the grader asked")
     kernel.add_argument("-f", dest="connection_file", required=True)

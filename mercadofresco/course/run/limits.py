@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from mercadofresco.course.protocol import CELL_TIMEOUT_SECONDS, Plan
+from mercadofresco.course.run import watch
 from mercadofresco.errors import check_range
 
 STARTUP_SECONDS = 60  # kernel start plus imports, on a slow machine
@@ -30,25 +32,11 @@ CHECKER_MEMORY_MB = 1_024
 DATABASE_MB = 256  # of it, lab 3's database files (the solution's: about 45 MB, 38 of them PostgreSQL's own)
 
 
-# A cell that failed like this leaves a kernel nobody should trust, so the run stops there, in the grader and in
-# selfcheck alike. These are nbval's and the grader's own words, never the learner's: an exception merely named
-# MemoryError stops nothing. A cell cut off by the time limit and interrupted is not among them: the kernel goes
-# on, the next cells run, and every check that can still run does (a slow cell is not 0 of 13).
-OUT_OF_MEMORY = "the cell ran out of memory (the grader's memory limit)"
-KERNEL_DIED = "Kernel died while running the cell (os._exit, a crash, or killed by the grader's limits)"
-STOPPING_REASONS = ("exceeded waiting for output", "Kernel dead", "Kernel died", "Failed to interrupt", OUT_OF_MEMORY)
-
-
-def stops(reason: str) -> bool:
-    """True if a learner cell that failed for `reason` means the kernel ran out of memory, wedged or died."""
-    return any(marker in reason for marker in STOPPING_REASONS)
-
-
 @dataclass(frozen=True)
 class Limits:
     """How long each cell may run and how much memory the learner's processes may take together."""
 
-    cell_timeout_seconds: float = 20.0
+    cell_timeout_seconds: float = CELL_TIMEOUT_SECONDS
     memory_mb: int = 2048
 
     def __post_init__(self) -> None:
@@ -58,8 +46,6 @@ class Limits:
 
 def files_mb(workdir: Path | None, databases: list[Path]) -> tuple[float, float, str]:
     """MB in the working copy (when given) and in the checker's database folders; a limit passed on the way."""
-    from mercadofresco.course import watch  # the grader's: the learner bundle has this module without it
-
     try:
         disk = watch.folder_mb(workdir) if workdir is not None else 0.0
     except watch.TooManyFilesError as exc:
@@ -92,13 +78,13 @@ def passed(limits: Limits, memory_mb: float, disk_mb: float, cpus: float, checke
     return ""
 
 
-def time_budget(plan: dict, limits: Limits) -> float:
+def time_budget(plan: Plan, limits: Limits) -> float:
     """Seconds the whole notebook may take: the kernel's start, then each cell's timeout and a margin.
 
     The learner chooses how many cells there are: beyond the lab's own cells (and a few of their own) they
     add nothing, or 2,000 sleeping cells would hold a grading slot for a day.
     """
-    grader_cells = sum(1 for role in plan["cells"] if role["role"] != "learner")
-    learner_cells = min(len(plan["cells"]) - grader_cells, plan.get("lab_cells", 50) + EXTRA_LEARNER_CELLS)
-    checks = plan.get("check_count", 0)  # run by the grader after the cells, each within one cell's timeout
+    grader_cells = plan.grader_cells()
+    learner_cells = min(plan.learner_cells(), plan.lab_cells + EXTRA_LEARNER_CELLS)
+    checks = plan.check_count  # run by the grader after the cells, each within one cell's timeout
     return STARTUP_SECONDS + (grader_cells + learner_cells + checks) * (limits.cell_timeout_seconds + 10)

@@ -41,7 +41,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from mercadofresco.course import sandbox
+from mercadofresco.course.checker import folder
 from mercadofresco.runtime import database
 from mercadofresco.runtime.database_relay import Relay
 
@@ -232,8 +232,8 @@ class LabDatabase:
     def serve(self, workdir: Path, uid: int | None) -> None:
         """Relay <workdir>/.grader/pg/.s.PGSQL.5432 to the server, for the learner's kernel."""
         self._uid = uid
-        folder = sandbox.grader_folder(workdir) / SOCKET_DIR
-        self.relay = Relay(self.db.url, folder, admit=self._admit, on_death=self.kill_learner, sessions=MAX_SESSIONS)
+        sockets = folder.grader_folder(workdir) / SOCKET_DIR
+        self.relay = Relay(self.db.url, sockets, admit=self._admit, on_death=self.kill_learner, sessions=MAX_SESSIONS)
         self.relay.folder.chmod(0o755)
 
     def _admit(self, client: socket.socket, startup: dict[str, str] | None) -> str:

@@ -12,7 +12,7 @@ reaches the next learner or a later run. Without root none of that is
 possible: the kernel runs as the grader's own user, and the report says so.
 
 The grader's view of the learner's processes from outside (find, measure, kill)
-is `course.watch`.
+is `course.run.watch`.
 """
 
 from __future__ import annotations
@@ -33,9 +33,11 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from mercadofresco.course.watch import SCRATCH_DIRS, kill_user
+from mercadofresco.course.protocol import GRADER_FOLDER
+from mercadofresco.course.run.watch import SCRATCH_DIRS, kill_user
 
 USER_PREFIX = "mercadofresco-learner-"
+PACKAGE = Path(__file__).resolve().parents[2]  # mercadofresco/, which the kernel imports
 MAX_PROCESSES = 256  # threads count too; a fork bomb stops here instead of taking the machine
 MAX_FILE_MB = 512  # one file the learner writes (the watcher also sums the working copy and the scratch folders)
 MAX_SLOTS = 64  # learner users on one machine, across every grading running at once
@@ -49,7 +51,6 @@ SYSTEM_DIRS |= {"sys", "tmp", "usr", "var"}
 CLONE_NEWNS, CLONE_NEWNET, CLONE_NEWIPC = 0x00020000, 0x40000000, 0x08000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 8, 4096, 16384, 1 << 18
 PR_SET_NO_NEW_PRIVS = 38
-GRADER_FOLDER = ".grader"  # in the working copy: the checker's sockets, which the learner's kernel may not change
 
 
 class SandboxError(OSError):
@@ -99,7 +100,7 @@ def installed_checkouts() -> list[Path]:
     """Checkouts of the workbook this Python imports from: the package's own and an editable install's."""
     from importlib import metadata
 
-    roots = [Path(__file__).resolve().parents[2]]
+    roots = [PACKAGE.parent]
     with contextlib.suppress(metadata.PackageNotFoundError, TypeError, ValueError):
         url = json.loads(metadata.distribution("mercadofresco-workbook").read_text("direct_url.json") or "{}")
         if str(url.get("url", "")).startswith("file://"):
@@ -173,7 +174,7 @@ def enter(sandbox: Sandbox) -> None:
                 _call(libc.mount(b"tmpfs", path.encode(), b"tmpfs", flags, b"size=4k,mode=000"), f"hide {path}")
             elif os.path.exists(path):
                 _call(libc.mount(b"/dev/null", path.encode(), None, MS_BIND, None), f"hide {path}")
-        needed = [Path(sys.base_prefix), Path(sys.prefix), Path(__file__).resolve().parents[1], Path(sandbox.workdir)]
+        needed = [Path(sys.base_prefix), Path(sys.prefix), PACKAGE, Path(sandbox.workdir)]
         _cover_the_rest(libc, needed)
         _reach_python(libc)
         # The workbook itself may live under /tmp (a clone made there, as some CI runners do): what the kernel
@@ -236,7 +237,7 @@ def _reach_python(libc: ctypes.CDLL) -> None:
     The closed folder is covered by an empty one (its other contents stay hidden)
     and each needed folder is mounted back at its old path.
     """
-    needed = [Path(sys.base_prefix), Path(sys.prefix), Path(__file__).resolve().parents[1]]
+    needed = [Path(sys.base_prefix), Path(sys.prefix), PACKAGE]
     closed_dirs: dict[Path, list[Path]] = {}
     for path in (p.resolve() for p in needed):
         closed = next((p for p in [*reversed(path.parents), path] if not os.stat(p).st_mode & stat.S_IXOTH), None)
@@ -266,7 +267,7 @@ def _outermost(paths: list[Path]) -> list[Path]:
 
 
 def prepare_workdir(base: Path, box_user: tuple[str, int, int] | None, fonts: Path | None = None) -> Path:
-    """A fresh working copy for one learner under `base`, with the grader's folder in it (`grader_folder`).
+    """A fresh working copy for one learner under `base`, with the grader's folder in it (`checker.folder`).
 
     With a learner's user, the copy is root's, the learner's group may write in it, and it has the sticky bit: the
     learner owns what it makes there, and cannot rename, remove or replace what it does not (the grader's folder).
@@ -284,20 +285,6 @@ def prepare_workdir(base: Path, box_user: tuple[str, int, int] | None, fonts: Pa
         os.chmod(workdir, 0o1770)
     (workdir / GRADER_FOLDER).mkdir(mode=0o755)
     return workdir
-
-
-def grader_folder(workdir: Path) -> Path:
-    """The grader's folder in `workdir` (its sockets), refused unless it is the grader's own, untouched.
-
-    The learner's kernel may read it (connect to a socket there) but not change it; a symlink, or a folder of
-    another owner, means the working copy is not as the grader made it.
-    """
-    folder = workdir / GRADER_FOLDER
-    folder.mkdir(mode=0o755, exist_ok=True)
-    info = folder.lstat()
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
-        raise SandboxError(f"{folder} is not the grader's folder as the grader made it")
-    return folder
 
 
 def remove(path: Path) -> None:

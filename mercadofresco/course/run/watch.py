@@ -1,10 +1,10 @@
 """The grader's view of one learner's processes: find them, measure them, kill them.
 
-The grader (`course.nbrun`) calls these four times a second while a learner's
+The grader (`course.run.nbrun`) calls these four times a second while a learner's
 notebook runs, and once more when it is done: the processes of the learner's
 user (or, without root, the kernel's descendants), their resident memory, the
 CPU they keep busy, what they keep in their own scratch folders and on the
-grader's disk, and a kill that leaves none behind. `course.sandbox` sets the
+grader's disk, and a kill that leaves none behind. `course.run.sandbox` sets the
 kernel apart; this module only looks at it from outside.
 """
 

@@ -2,9 +2,9 @@
 
 After nbval has run the learner's cells, the grader sends one cell of its own:
 
-    from mercadofresco.course import learner_side; learner_side.serve(globals(), "/…/.boundary")
+    from mercadofresco.course.checker import learner_side; learner_side.serve(globals(), "/…/.boundary")
 
-and the kernel answers calls (`course.boundary`) until the checker hangs up:
+and the kernel answers calls (`course.checker.boundary`) until the checker hangs up:
 the value of a name the lab asks for, a call of one of the learner's
 functions (or of a function one of them returned, such as a handler). The
 arguments are plain data and stand-ins for what the checker owns:
@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from mercadofresco.course.boundary import Boundary, Codec, RemoteError
+from mercadofresco.course.checker.boundary import Boundary, Codec, RemoteError
 
 SIDE = "k"
 MAIN_LANE = "c1"  # the checker's main thread: its calls run in the kernel's main thread, where an interrupt lands
@@ -262,12 +262,12 @@ class LearnerSide:
         )
 
     def encode(self, value: Any) -> Any:
-        from mercadofresco.course.boundary import encode
+        from mercadofresco.course.checker.boundary import encode
 
         return encode(value, self.codec)
 
     def decode(self, data: Any) -> Any:
-        from mercadofresco.course.boundary import decode
+        from mercadofresco.course.checker.boundary import decode
 
         return decode(data, self.codec)
 
@@ -338,7 +338,8 @@ class LearnerSide:
             url = f"https://{service}.{config.region}.{FORWARDED_DOMAIN}"
             self._clients[service] = self.session(config).client(service, endpoint_url=url, config=botocore_config)
             # A model that reads moto's own state (lab 2's age of a queue) asks the checker, whose moto it is.
-            endpoints.answer_elsewhere(url, lambda model, *args: self.call_checker("model", model, *args))
+            client = self._clients[service]
+            endpoints.keep_moto_elsewhere(client, lambda model, *args: self.call_checker("model", model, *args))
         return self._clients[service]
 
     def session(self, config: Any) -> Any:

@@ -1,6 +1,6 @@
 """The grader's pytest plugin: nbval runs the learner's cells, then the hidden checks run here.
 
-Loaded into the grader's own `pytest --nbval-lax` process (`-p mercadofresco.course.nbplugin`),
+Loaded into the grader's own `pytest --nbval-lax` process (`-p mercadofresco.course.run.nbplugin`),
 never into the learner's kernel. It records nbval's outcome for each learner
 cell (one line of reason, never the cell's source), keeps nbval's wait for a
 reply from hanging on a kernel that died (`os._exit`: reported at once, not
@@ -23,22 +23,20 @@ from typing import Any
 
 import pytest
 
-from mercadofresco.course import limits, watch
-from mercadofresco.course.reports import learner_name, shown
+from mercadofresco.course import protocol
+from mercadofresco.course.protocol import KERNEL_DIED, OUT_OF_MEMORY, learner_name, shown
+from mercadofresco.course.run import watch
 
-PLAN_ENV = "MERCADOFRESCO_GRADING_PLAN"
 POLL_SECONDS = 0.2
-KERNEL_DIED = limits.KERNEL_DIED
 STDOUT_KEPT = 4_000  # characters of a learner cell's stdout kept in the record
 REASON_CHARS = 400  # a reason is one line (a public check's hint and the error that stopped it)
 OUTPUT_CHARS = 2_000_000  # of one cell's output kept by the grader; the solutions print a few thousand
 _NBVAL_GET_MESSAGE: Any = None  # nbval's own get_message, wrapped by _get_message
-OUT_OF_MEMORY = limits.OUT_OF_MEMORY
 
 
-def _plan() -> dict | None:
-    path = os.environ.get(PLAN_ENV)
-    return json.loads(Path(path).read_text()) if path else None
+def _plan() -> protocol.Plan | None:
+    path = os.environ.get(protocol.PLAN_ENV)
+    return protocol.Plan.loads(Path(path).read_text()) if path else None
 
 
 # -- nbval's kernel, as the grader wants it ---------------------------------------------
@@ -128,37 +126,34 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # -- the hooks ----------------------------------------------------------------------------
-def _role(item: Any) -> dict:
-    cells = item.config.mf_plan["cells"]
-    number = getattr(item, "cell_num", -1)
-    return cells[number] if 0 <= number < len(cells) else {"role": "unknown"}
-
-
-def _reason(item: Any, call: pytest.CallInfo) -> str:
-    """One short line that says why the cell failed, without the cell's source.
+def _reason(item: Any, call: pytest.CallInfo) -> tuple[str, bool]:
+    """One short line that says why the cell failed, without the cell's source, and whether the run stops there.
 
     The text of an exception is the learner's to choose: it is cut short, and control characters
-    (a terminal's escape codes) are dropped (`reports.shown`).
+    (a terminal's escape codes) are dropped (`protocol.shown`). Whether the run stops is the grader's to see,
+    never that text's to say: memory the grader measured, or nbval's and the grader's own failure with no
+    exception of the learner's (a kernel that died, wedged or could not be interrupted).
     """
     if call.excinfo is None:
-        return ""
+        return "", False
     for output in getattr(item, "test_outputs", None) or []:
         if output.get("output_type") == "error":
             ename = learner_name(str(output.get("ename", "Error")))
             evalue = str(output.get("evalue", "")).strip().splitlines()
             first = evalue[0] if evalue else ""
             if ename == "KeyboardInterrupt":
-                return shown(f"{str(call.excinfo.value).strip().splitlines()[0]} (interrupted)", REASON_CHARS)
+                return shown(f"{str(call.excinfo.value).strip().splitlines()[0]} (interrupted)", REASON_CHARS), False
             if ename == "MemoryError" and _near_memory_limit(item):  # seen by the grader, not claimed by the cell
-                return f"MemoryError: {OUT_OF_MEMORY}"
-            return f"{ename}: {shown(first, REASON_CHARS)}".rstrip(": ")
+                return f"MemoryError: {OUT_OF_MEMORY}", True
+            return f"{ename}: {shown(first, REASON_CHARS)}".rstrip(": "), False
     message = str(call.excinfo.value).strip().splitlines()
-    return shown(message[0], REASON_CHARS) if message else call.excinfo.typename
+    own = message[0] if message else call.excinfo.typename  # nbval's or the grader's words: no learner exception
+    return shown(own, REASON_CHARS), protocol.stops(own)
 
 
 def _near_memory_limit(item: Any) -> bool:
     """True if the kernel's address space has reached 90 % of the grader's per-process limit."""
-    limit_mb = item.config.mf_plan.get("memory_mb")
+    limit_mb = item.config.mf_plan.memory_mb
     kernel = getattr(item.parent, "kernel", None)
     pid = getattr(getattr(getattr(kernel, "km", None), "provisioner", None), "pid", None)
     return bool(limit_mb and pid) and watch.peak_address_space_mb(pid) >= 0.9 * limit_mb
@@ -177,12 +172,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     cell = getattr(item, "cell_num", None)
     if plan is None or cell is None or (report.when != "call" and report.passed):
         return
-    row = {"cell": cell, "role": _role(item)["role"], "outcome": report.outcome, "reason": _reason(item, call)}
-    row["stdout"] = _stdout(item)[:STDOUT_KEPT]
-    with open(plan["record"], "a", encoding="utf-8") as record:
-        record.write(json.dumps(row) + "\n")
-    if report.failed and limits.stops(row["reason"]):
-        item.session.shouldstop = f"cell {cell}: {row['reason']}"
+    reason, stops = _reason(item, call)
+    row = protocol.CellRow(cell, plan.role_of(cell), report.outcome, reason, _stdout(item)[:STDOUT_KEPT], stops)
+    with open(plan.record, "a", encoding="utf-8") as record:
+        record.write(protocol.write_rows([row]))
+    if report.failed and stops:
+        item.session.shouldstop = f"cell {cell}: {reason}"
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -191,56 +186,53 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
     plan = getattr(item.config, "mf_plan", None)
     if plan is not None and nextitem is None and hasattr(item, "cell_num"):
         rows = _run_checker(item, plan)
-        with open(plan["record"], "a", encoding="utf-8") as record:
-            record.writelines(json.dumps(row) + "\n" for row in rows)
+        with open(plan.record, "a", encoding="utf-8") as record:
+            record.write(protocol.write_rows(rows))
     yield
 
 
-def _tell_the_watch(plan: dict, lab: Any) -> None:
+def _tell_the_watch(plan: protocol.Plan, lab: Any) -> None:
     """Where the grader's watch (`nbrun`) finds what the checker holds for this learner: the lab's database."""
     database = lab.database.db if lab.database is not None else None
-    if database is None or database.server_pid() is None or "checker" not in plan:
+    if database is None or database.server_pid() is None or not plan.checker:
         return
     held = {"pids": [database.server_pid()], "folders": [str(database.directory)]}
-    Path(plan["checker"]).write_text(json.dumps(held))
+    Path(plan.checker).write_text(json.dumps(held))
 
 
-def _run_checker(item: Any, plan: dict) -> list[dict]:
+def _run_checker(item: Any, plan: protocol.Plan) -> list[protocol.Row]:
     """Ask the kernel to serve, then run every hidden check here, against this process's own world."""
     from mercadofresco.course import checker
 
-    module = checker.load_checks(Path(plan["checks"]))
+    module = checker.load_checks(Path(plan.checks))
     kernel = item.parent.kernel
     if item.session.shouldstop:
         return []  # a learner cell stopped the run: the report says which (grading.score)
     gone = "the kernel had died before the checks" if kernel is None or not kernel.is_alive() else ""
     if gone:
-        return [
-            {"role": "checker", "check": c.check, "verdict": False, "reason": f"not run: {gone}"} for c in module.CHECKS
-        ]
+        return [protocol.CheckRow(c.check, False, f"not run: {gone}") for c in module.CHECKS]
     services = tuple(getattr(module, "SERVICES", ("sqs", "dynamodb")))
-    lab = checker.Lab(services, Path(plan["workdir"]), plan.get("uid"))
+    lab = checker.Lab(services, Path(plan.workdir), plan.uid)
     lab.interrupt = kernel.km.interrupt_kernel
-    listener, path = checker.listen(Path(plan["workdir"]), plan.get("uid"))
+    listener, path = checker.listen(Path(plan.workdir), plan.uid)
     try:
         module.setup(lab)
         _tell_the_watch(plan, lab)
         serve_id = kernel.execute_cell_input(checker.serve_source(path), allow_stdin=False)
         with checker.world_of_the_checker():
             try:
-                lab.connect(listener, plan.get("uid"), ended=lambda: _finished(kernel, serve_id))
+                lab.connect(listener, plan.uid, ended=lambda: _finished(kernel, serve_id))
             except checker.BoundaryError as exc:
                 why = f"not run: {exc}"
-                return [{"role": "checker", "check": c.check, "verdict": False, "reason": why} for c in module.CHECKS]
-            only = tuple(plan.get("only", ()))
-            rows = list(checker.run_checks(module, lab, item.config.option.nbval_cell_timeout, only))
+                return [protocol.CheckRow(c.check, False, why) for c in module.CHECKS]
+            rows: list[protocol.Row] = list(
+                checker.run_checks(module, lab, item.config.option.nbval_cell_timeout, plan.only)
+            )
             lab.hang_up()
     finally:
         listener.close()
         path.unlink(missing_ok=True)
         lab.close()
     if lab.wire is not None and lab.wire.out_of_turn:
-        rows.append(
-            {"role": "note", "note": f"the kernel sent {lab.wire.out_of_turn} message(s) out of turn (dropped)"}
-        )
+        rows.append(protocol.NoteRow(f"the kernel sent {lab.wire.out_of_turn} message(s) out of turn (dropped)"))
     return rows

@@ -5,7 +5,7 @@
      "regraded": [{"checks": ["record_contract"], "checks_sha256": "…"}]}
 
 A result is self-contained: results written on many machines (shards) combine by copying them into
-one folder. Everything an instructor reads is built from such a folder (`course.gradebook`), so grading
+one folder. Everything an instructor reads is built from such a folder (`course.grading.gradebook`), so grading
 a whole class on one machine and grading it in shards give the same gradebook.
 """
 
@@ -19,7 +19,8 @@ from pathlib import Path
 
 import nbformat
 
-from mercadofresco.course import labs, reports
+from mercadofresco.course.grading import reports
+from mercadofresco.course.handout import labs
 
 FORMAT = 1
 

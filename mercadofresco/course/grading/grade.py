@@ -1,16 +1,17 @@
 """Grade a folder of learners' lab notebooks with the hidden checks, which run in the grader's own process.
 
-    python -m mercadofresco.course.grading build                         # labs/ from solutions/ (see labs.py)
+    python -m mercadofresco.course.grading build                         # labs/ from solutions/ (handout/labs.py)
     python -m mercadofresco.course.grading grade SUBMISSIONS/ --lab lab1 # a report per learner and per check
+    (the command line is `commands`; `python -m mercadofresco.course.grading` runs it)
 
 For each learner notebook the grader keeps the learner's code cells (never
 their outputs) and runs them through `pytest --nbval-lax` in a fresh kernel
-set apart for that learner (`course.sandbox`, `course.nbrun`). Then the
-grader's pytest plugin (`course.nbplugin`) runs the lab's hidden checks
+set apart for that learner (`course.run.sandbox`, `course.run.nbrun`). Then the
+grader's pytest plugin (`course.run.nbplugin`) runs the lab's hidden checks
 (`solutions/checks/labN.py`) in the grader's process, against a world it owns
 (`course.checker`): the kernel only answers calls. A check's verdict is read
 from the grader's own state; nothing the kernel says can make it pass.
-Reports: `course.reports`.
+Reports: `course.grading.reports`.
 """
 
 from __future__ import annotations
@@ -29,11 +30,13 @@ import nbformat
 from nbformat import NotebookNode
 
 from mercadofresco import moved
-from mercadofresco.course import labs, nbrun, reports
-from mercadofresco.course import sandbox as sb
+from mercadofresco.course import protocol
 from mercadofresco.course.checker import Check
-from mercadofresco.course.limits import stops as stops_the_run
-from mercadofresco.course.results import CheckResult, LearnerReport
+from mercadofresco.course.grading import reports
+from mercadofresco.course.grading.results import CheckResult, LearnerReport
+from mercadofresco.course.handout import labs
+from mercadofresco.course.run import nbrun
+from mercadofresco.course.run import sandbox as sb
 
 # As nbplugin's: nbval's and the grader's own words, never a learner's (an exception merely named MemoryError).
 # What in a learner's own code deserves the instructor's eyes (named in the report, never scored by itself).
@@ -51,7 +54,7 @@ SUSPICIOUS = {
 
 
 # -- assembling the notebook that is graded ------------------------------------------
-def assemble(learner: NotebookNode) -> tuple[NotebookNode, list[dict]]:
+def assemble(learner: NotebookNode) -> tuple[NotebookNode, tuple[protocol.Cell, ...]]:
     """The learner's code cells and one last cell of the grader's; returns it and the role of every cell."""
     kernelspec = {"name": nbrun.KERNEL_NAME, "display_name": nbrun.KERNEL_NAME}
     graded = nbformat.v4.new_notebook(metadata={"kernelspec": kernelspec})
@@ -59,10 +62,10 @@ def assemble(learner: NotebookNode) -> tuple[NotebookNode, list[dict]]:
     for cell in learner.cells:
         if cell.cell_type == "code":  # never the learner's outputs
             graded.cells.append(nbformat.v4.new_code_cell(cell.source))
-            plan.append({"role": "learner"})
+            plan.append(protocol.Cell(protocol.LEARNER))
     graded.cells.append(nbformat.v4.new_code_cell("# the grader's hidden checks run after this cell"))
-    plan.append({"role": "end"})  # after it, the checks run in the grader's process (nbplugin)
-    return graded, plan
+    plan.append(protocol.Cell(protocol.END))  # after it, the checks run in the grader's process (nbplugin)
+    return graded, tuple(plan)
 
 
 def suspicious(learner: NotebookNode) -> list[str]:
@@ -88,29 +91,31 @@ def moved_names(learner: NotebookNode) -> list[str]:
     return [f"your code calls a name that moved: {moved.message(old)}" for old in moved.used_in(code)]
 
 
-def score(rows: list[dict], plan: list[dict], specs: list[Check], run: nbrun.Run) -> LearnerReport:
+def score(
+    rows: list[protocol.Row], cells: tuple[protocol.Cell, ...], specs: list[Check], run: nbrun.Run
+) -> LearnerReport:
     """Turn the grader's record into check results: the checker's own rows, nothing the kernel said."""
-    by_cell = {row["cell"]: row for row in rows if "cell" in row}
+    by_cell = {row.cell: row for row in rows if isinstance(row, protocol.CellRow)}
     notes, stopped = [], ""
-    learner_cells = sum(1 for role in plan if role["role"] == "learner")
+    learner_cells = sum(1 for cell in cells if cell.role == protocol.LEARNER)
     for cell in range(learner_cells):
         row = by_cell.get(cell)
-        if row and row["outcome"] == "failed":
-            notes.append(f"your code cell [{cell + 1}]: {row['reason']}")
-            if stops_the_run(row["reason"]):
-                stopped = stopped or f"grading stopped at your code cell [{cell + 1}] ({row['reason']})"
+        if row and row.outcome == "failed":
+            notes.append(f"your code cell [{cell + 1}]: {row.reason}")
+            if row.stops:
+                stopped = stopped or f"grading stopped at your code cell [{cell + 1}] ({row.reason})"
     stopped = stopped or run.stopped
-    verdicts = {row["check"]: row for row in rows if row.get("role") == "checker"}
+    verdicts = {row.check: row for row in rows if isinstance(row, protocol.CheckRow)}
     results = []
     for spec in specs:
         row = verdicts.get(spec.check)
         if row is None:
             reason = f"not run: {stopped}" if stopped else "not run: grading stopped before the checks"
         else:
-            reason = "" if row["verdict"] else row["reason"] or "the check did not hold"
-        story = list(row.get("story", [])) if row and not row["verdict"] else []
-        results.append(CheckResult(spec.check, bool(row and row["verdict"]), spec.points, reason, spec.hint, story))
-    notes += [row["note"] for row in rows if row.get("role") == "note"]
+            reason = "" if row.verdict else row.reason or "the check did not hold"
+        story = list(row.story) if row and not row.verdict else []
+        results.append(CheckResult(spec.check, bool(row and row.verdict), spec.points, reason, spec.hint, story))
+    notes += [row.note for row in rows if isinstance(row, protocol.NoteRow)]
     if run.stopped:
         notes.append(f"the notebook was stopped: {run.stopped}")
     if run.left_behind:
@@ -161,7 +166,11 @@ def grade_notebook(path: Path, setting: Setting) -> LearnerReport:
 
 
 def _run(
-    graded: NotebookNode, plan: list[dict], learner: NotebookNode, setting: Setting, user: tuple[str, int, int] | None
+    graded: NotebookNode,
+    cells: tuple[protocol.Cell, ...],
+    learner: NotebookNode,
+    setting: Setting,
+    user: tuple[str, int, int] | None,
 ) -> nbrun.Run:
     """Run the assembled notebook in a private folder and a working copy of its own, both removed afterwards."""
     private = Path(tempfile.mkdtemp(prefix="private-", dir=setting.base))  # mode 700, the grader's only
@@ -178,12 +187,17 @@ def _run(
         )
         lab_cells = sum(1 for cell in setting.solution.cells if cell.cell_type == "code")
         checks = labs.checks_file(setting.solution, setting.solutions_dir)  # run by the grader's own process
-        plan_data = {"cells": plan, "memory_mb": setting.limits.memory_mb, "checks": str(checks)}
-        plan_data |= {"lab_cells": lab_cells}  # the time budget counts the lab's cells, not the learner's extras
-        plan_data |= {"workdir": str(workdir), "uid": user[1] if user else None}
-        plan_data["check_count"] = len(setting.only or labs.check_specs(setting.solution, setting.solutions_dir))
-        plan_data["only"] = list(setting.only)
-        run = nbrun.run_notebook(target, setting.limits, plan_data, box, private)
+        plan = protocol.Plan(
+            cells=cells,
+            memory_mb=setting.limits.memory_mb,
+            checks=str(checks),
+            lab_cells=lab_cells,
+            workdir=str(workdir),
+            uid=user[1] if user else None,
+            check_count=len(setting.only or labs.check_specs(setting.solution, setting.solutions_dir)),
+            only=tuple(setting.only),
+        )
+        run = nbrun.run_notebook(target, setting.limits, plan, box, private)
     finally:
         sb.remove(private)
         sb.remove(workdir)
@@ -275,14 +289,3 @@ def _hideable(path: Path) -> bool:
     """False for a folder the learner's kernel needs: one holding the package, the interpreter or the grading folder."""
     needed = [Path(nbrun.ROOT) / "mercadofresco", Path(sys.prefix), nbrun.CACHE_DIR / "runs"]
     return not any(path.resolve() == other.resolve() or path.resolve() in other.resolve().parents for other in needed)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """The command line: build, grade (whole or one shard), merge, regrade (course.commands)."""
-    from mercadofresco.course import commands
-
-    return commands.main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -22,10 +22,11 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
 
+from mercadofresco.course.protocol import shown
+
 NOTES_ON_SCREEN = 3  # the first notes of a learner; report.json and the feedback file keep them all
 MOST_NOTES = 20  # of one learner (1,000 failing cells once made 1,014 notes and a 471 KB cell in report.csv)
 NOTE_CHARS = 450
-NAME_CHARS = 40  # of a name the learner chose (their exception's class) in a reason
 LEARNER_CHARS = 120  # of a learner's name (a submission's file name) in a report
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
@@ -52,12 +53,6 @@ class Progress:
             self.stream.flush()
 
 
-def shown(text: str, limit: int = 40) -> str:
-    """`text` as the terminal may show it: control characters (escape codes) dropped, cut to `limit` characters."""
-    text = "".join(ch if ch.isprintable() else " " if ch in "\n\r\t" else "?" for ch in str(text))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def spreadsheet_safe(value: Any) -> Any:
     """`value`, with a leading apostrophe if a spreadsheet would read it as a formula (after any blank), or would
     hide its own leading apostrophe (so `'=ana` and `=ana` stay two names); a plain number (-20%) stays as it is."""
@@ -66,14 +61,6 @@ def spreadsheet_safe(value: Any) -> Any:
     if re.sub(r"^[\s\x00-\x1f\x7f]+", "", value).startswith(FORMULA_START) or value.startswith("'"):
         return "'" + value
     return value
-
-
-def learner_name(name: str) -> str:
-    """A name the learner chose (their exception's class), as a report may show it: a Python name, cut short."""
-    name = str(name)
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", name):
-        return "an exception"
-    return name if len(name) <= NAME_CHARS else name[: NAME_CHARS - 1] + "…"
 
 
 def display_name(learner: str) -> str:

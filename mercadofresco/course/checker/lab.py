@@ -2,7 +2,7 @@
 
 The grader's own process (the nbval runner, the grader's user) is the checker.
 After nbval has run a learner's cells, it opens a Unix socket in the learner's
-working copy, asks the kernel to connect (`course.learner_side.serve`) and runs
+working copy, asks the kernel to connect (`course.checker.learner_side.serve`) and runs
 the lab's hidden checks (`solutions/checks/labN.py`, plain functions an
 instructor can read) one by one. Everything a verdict is read from lives here:
 the virtual clock, moto's backends (started in this process), the payment
@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from mercadofresco.course import sandbox
-from mercadofresco.course.boundary import Boundary, BoundaryError, Codec, RemoteError, encode
-from mercadofresco.course.reports import learner_name, shown
+from mercadofresco.course.checker import folder
+from mercadofresco.course.checker.boundary import Boundary, BoundaryError, Codec, RemoteError, encode
+from mercadofresco.course.protocol import CheckRow, learner_name, shown
 from mercadofresco.runtime import settings
 
 SIDE = "c"
@@ -51,7 +51,7 @@ CONNECT_POLL_SECONDS = 0.2  # how often the wait for that answer looks whether t
 FORWARDED_DOMAINS = ("checker.invalid", "amazonaws.com")  # https://<service>.<region>.<domain>/, nothing else
 REASON_CHARS = 200
 # The kernel's word for a learner function whose parameters cannot take a check's arguments (learner_side._takes)
-ARGUMENTS_DIFFER = ("mercadofresco.course.learner_side", "ArgumentsDiffer")
+ARGUMENTS_DIFFER = ("mercadofresco.course.checker.learner_side", "ArgumentsDiffer")
 STORY_LINES, STORY_CHARS = 30, 160  # of a counterexample's story in a report
 # What the kernel may ask of the checker during one check: the solutions' most is 1,502 calls (lab 1's
 # mechanism_visibility, 7 December). A count, not a time: a loaded grader must not cut a slow correct check off
@@ -212,7 +212,7 @@ class Lab:
     ) -> None:
         self.services = services
         self.workdir, self.uid = workdir, uid
-        self.database: Any = None  # a checker_db.LabDatabase, for a lab that asks for one
+        self.database: Any = None  # a lab_database.LabDatabase, for a lab that asks for one
         self.rebuilt: dict[type, tuple[str, ...]] = {}  # package classes the kernel rebuilds from these fields
         self.accepted: dict[str, type] = {}  # package data classes and enums rebuilt here from the kernel's data
         # Models the kernel's package asks this process to answer: the poller's two questions, and a lab's own.
@@ -265,9 +265,9 @@ class Lab:
 
     def start_database(self, schema: str = "lab3_grader") -> Any:
         """The checker's own PostgreSQL, which the kernel reaches through a socket in its working copy."""
-        from mercadofresco.course import checker_db
+        from mercadofresco.course.checker import lab_database
 
-        self.database = checker_db.LabDatabase(schema)
+        self.database = lab_database.LabDatabase(schema)
         self.database.serve(self.workdir, self.uid)
         return self.database
 
@@ -340,7 +340,7 @@ class Lab:
             self.accepted[f"{cls.__module__}.{cls.__qualname__}"] = cls
 
     def answer(self, model: str, function: Callable[..., Any]) -> None:
-        """Answer the kernel's package when its model `model` asks this process's moto (`endpoints.elsewhere`)."""
+        """Answer the kernel's package when its model `model` asks this process's moto (`endpoints.moto_elsewhere`)."""
         self.models[model] = function
 
     def _nothing_to_receive(self, queue_url: Any) -> bool:
@@ -401,7 +401,7 @@ class Lab:
         } | {key: getattr(aws, key) for key in plain}
 
     def wire_decode(self, data: Any) -> Any:
-        from mercadofresco.course.boundary import decode
+        from mercadofresco.course.checker.boundary import decode
 
         return decode(data, self.codec)
 
@@ -630,15 +630,15 @@ def load_checks(path: Path) -> Any:
     return module
 
 
-def run_checks(module: Any, lab: Lab, seconds_each: float, only: tuple[str, ...] = ()) -> Iterator[dict]:
+def run_checks(module: Any, lab: Lab, seconds_each: float, only: tuple[str, ...] = ()) -> Iterator[CheckRow]:
     """Run each check (or those in `only`); yield one row per check: its id, the verdict, the reason it failed."""
     gone = ""
     for check in (c for c in module.CHECKS if not only or c.check in only):
-        row = {"role": "checker", "check": check.check, "verdict": False, "reason": ""}
         if gone:
-            yield row | {"reason": shown(f"not run: {gone}", REASON_CHARS)}
+            yield CheckRow(check.check, False, shown(f"not run: {gone}", REASON_CHARS))
             continue
         started = time.monotonic()
+        verdict, reason, story = False, "", ()
         lab.wire.timeout_seconds = seconds_each
         lab.call_budget, lab.calls_this_check, lab._interrupted_at_budget = CALLS_PER_CHECK, 0, False
         lab.aws_calls.clear()
@@ -646,37 +646,36 @@ def run_checks(module: Any, lab: Lab, seconds_each: float, only: tuple[str, ...]
             getattr(module, f"check_{check.check}")(lab)
             if lab._interrupted_at_budget:  # whatever it answered after that, it answered past its budget
                 raise AssertionError(f"your code made more than {CALLS_PER_CHECK:,} calls during this check")
-            row["verdict"] = True
+            verdict = True
         except AssertionError as exc:
-            row["reason"] = shown(f"AssertionError: {exc or 'a check did not hold'}", REASON_CHARS)
-            row["story"] = [shown(line, STORY_CHARS) for line in getattr(exc, "story", [])[:STORY_LINES]]
+            reason = shown(f"AssertionError: {exc or 'a check did not hold'}", REASON_CHARS)
+            story = tuple(shown(line, STORY_CHARS) for line in getattr(exc, "story", [])[:STORY_LINES])
         except BoundaryError as exc:
             stopped = lab.stopped or lab.wire.refused  # a limit of the checker's, or what the kernel sent
             if stopped:  # the checker hung up: nothing after this can run
                 gone = f"the checker stopped your code during {check.check}: {stopped}"
-                row["reason"] = shown(f"the check did not finish: {stopped}", REASON_CHARS)
+                reason = shown(f"the check did not finish: {stopped}", REASON_CHARS)
             elif lab.wire.closed:  # the kernel died or hung up: nothing after this can run
                 gone = f"the kernel was gone during {check.check}"
-                row["reason"] = shown(f"the check did not finish: the kernel was gone ({exc})", REASON_CHARS)
+                reason = shown(f"the check did not finish: the kernel was gone ({exc})", REASON_CHARS)
             else:  # it did not answer in time: interrupt it, as nbval interrupts a cell, and go on
                 why = f"Timeout of {seconds_each:g} seconds exceeded waiting for your code (interrupted)"
-                row["reason"] = why if "no answer within" in str(exc) else shown(f"{why}: {exc}", REASON_CHARS)
+                reason = why if "no answer within" in str(exc) else shown(f"{why}: {exc}", REASON_CHARS)
                 lab.interrupt()
         except RemoteError as error:
-            row["reason"] = f"{learner_name(error.type_name)}: raised by your code"
+            reason = f"{learner_name(error.type_name)}: raised by your code"
         except Exception as exc:  # the check itself could not run on what the learner's code gave it
-            row["reason"] = shown(f"{type(exc).__name__}: the check could not run on it ({exc})", REASON_CHARS)
+            reason = shown(f"{type(exc).__name__}: the check could not run on it ({exc})", REASON_CHARS)
         except BaseException as exc:  # a ConsumerCrash or the like that escaped: the check fails, grading goes on
-            row["reason"] = shown(f"{type(exc).__name__}: the check was stopped by it", REASON_CHARS)
+            reason = shown(f"{type(exc).__name__}: the check was stopped by it", REASON_CHARS)
         finally:
             lab.call_budget = None
-        row["seconds"] = round(time.monotonic() - started, 3)
-        yield row
+        yield CheckRow(check.check, verdict, reason, story, round(time.monotonic() - started, 3))
 
 
 def listen(workdir: Path, uid: int | None) -> tuple[socket.socket, Path]:
     """A Unix socket in the grader's folder of the working copy, which the learner's kernel may connect to."""
-    path = sandbox.grader_folder(workdir) / "boundary"
+    path = folder.grader_folder(workdir) / "boundary"
     path.unlink(missing_ok=True)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(path))
@@ -688,7 +687,8 @@ def listen(workdir: Path, uid: int | None) -> tuple[socket.socket, Path]:
 def serve_source(path: Path) -> str:
     """The one cell the grader sends after the learner's: connect to the checker and answer its calls."""
     return (
-        f"from mercadofresco.course import learner_side as _learner_side\n_learner_side.serve(globals(), {str(path)!r})"
+        "from mercadofresco.course.checker import learner_side as _learner_side\n"
+        f"_learner_side.serve(globals(), {str(path)!r})"
     )
 
 

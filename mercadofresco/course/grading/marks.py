@@ -14,8 +14,8 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from mercadofresco.course import reports
-from mercadofresco.course.reports import spreadsheet_safe
+from mercadofresco.course.grading import reports
+from mercadofresco.course.grading.reports import spreadsheet_safe
 
 ANSWER_COLUMNS = ["learner", "question_number", "question", "answer", "max_points", "points", "comment"]
 

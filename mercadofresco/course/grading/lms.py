@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from mercadofresco.course import reports
-from mercadofresco.course.reports import spreadsheet_safe
-
-if TYPE_CHECKING:
-    from mercadofresco.course.gradebook import Total
+from mercadofresco.course.grading import reports
+from mercadofresco.course.grading.reports import spreadsheet_safe
+from mercadofresco.course.grading.total import Total
 
 
 def canvas_column(assignment: str, assignment_id: str | None) -> str:

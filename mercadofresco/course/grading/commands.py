@@ -6,8 +6,8 @@
     python -m mercadofresco.course.grading merge RESULTS/ --lab lab1 --out DIR [--answers F] [--roster F] [--deadline T]
     python -m mercadofresco.course.grading regrade SUBMISSIONS/ --lab lab1 --results DIR [--check ID] [--learner NAME]
 
-`grading` grades; this module turns its reports into results (course.results) and results into the
-gradebook (course.gradebook), so a class graded on many machines merges into one.
+`grading` grades; this module turns its reports into results (course.grading.results) and results into the
+gradebook (course.grading.gradebook), so a class graded on many machines merges into one.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ from pathlib import Path
 
 import nbformat
 
-from mercadofresco.course import labs, nbrun, reports, results
-from mercadofresco.course.grading import LearnerReport, grade
+from mercadofresco.course.grading import LearnerReport, grade, reports, results
+from mercadofresco.course.handout import labs
+from mercadofresco.course.run import nbrun
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -32,7 +33,7 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def write_results(graded: list[LearnerReport], submissions: Path, lab: str, folder: Path, version: str) -> None:
-    """One result file per learner in `folder` (course.results)."""
+    """One result file per learner in `folder` (course.grading.results)."""
     for report in graded:
         data = results.to_data(report, lab, submissions / f"{report.learner}.ipynb", version)
         results.write(data, folder)
@@ -143,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _merge(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from mercadofresco.course import gradebook, marks
+    from mercadofresco.course.grading import gradebook, marks
 
     out = args.out or Path(f"grading-report-{args.lab}")
     try:
