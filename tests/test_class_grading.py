@@ -377,14 +377,16 @@ def test_a_variant_graded_against_its_aimed_check_alone_still_fails_or_passes_on
     assert [check for check, _, _ in seen["everything"]] == ["x_is_one", "x_plus_one"]  # not aimed: every check
 
 
-# -- the README's instructor steps, as written and in their order ---------------------------------------------
-README = Path(__file__).resolve().parents[1] / "README.md"
+# -- the instructor's guide's steps, as written and in their order ---------------------------------------------
+INSTRUCTOR = Path(__file__).resolve().parents[1] / "docs" / "instructor.md"
 STEPS = ["grade", "merge --answers", "merge --roster", "regrade", "merge --roster"]
 
 
-def readme_commands() -> list[list[str]]:
-    """The grading commands of the README's "For instructors" steps, in order, each as its words."""
-    section = README.read_text().split("## For instructors", 1)[1].split("\n**A class across machines.**", 1)[0]
+def guide_commands() -> list[list[str]]:
+    """The grading commands of the instructor's guide's steps ("Grading a class, step by step"), in order, each as
+    its words."""
+    section = INSTRUCTOR.read_text().split("\n## Grading a class, step by step", 1)[1]
+    section = section.split("\n## A class across machines", 1)[0]
     blocks = re.findall(r"```bash\n(.*?)```", section, re.DOTALL)
     lines = "\n".join(blocks).replace("\\\n", " ").splitlines()
     return [shlex.split(line) for line in lines if "mercadofresco.course.grading " in line.split("#")[0]]
@@ -395,11 +397,11 @@ def step_of(words: list[str]) -> str:
     return verb + next((f" {flag}" for flag in ("--answers", "--roster") if flag in words), "")
 
 
-def test_the_readmes_instructor_steps_run_as_written_in_their_order(tmp_path):
-    """Steps 4-8 (grade, mark the answers, hand the grades to the LMS, regrade, merge again) as the README has
-    them: only the interpreter's path, the tiny lab's solutions and its check's name are put in."""
-    commands = readme_commands()
-    assert [step_of(words) for words in commands] == STEPS, "the README's instructor steps changed: update STEPS"
+def test_the_instructor_guides_steps_run_as_written_in_their_order(tmp_path):
+    """Steps 4-8 (grade, mark the answers, hand the grades to the LMS, regrade, merge again) as docs/instructor.md
+    has them: only the interpreter's path, the tiny lab's solutions and its check's name are put in."""
+    commands = guide_commands()
+    assert [step_of(words) for words in commands] == STEPS, "the instructor guide's steps changed: update STEPS"
     solutions = tiny_lab(tmp_path / "solutions")
     (tmp_path / "entregas").mkdir()
     for name, x in [("ana", "1"), ("bea", "2"), ("carlos", "1")]:

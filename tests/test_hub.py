@@ -36,7 +36,8 @@ import small_box
 from moto_process import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
-# Three learners in CI; MF_HUB_LEARNERS=16 measures a class of 16 on this box (README, "How many learners a box holds").
+# Three learners in CI; MF_HUB_LEARNERS=16 measures a class of 16 on this box
+# (docs/instructor.md, "How many learners a box holds").
 LEARNERS = tuple(f"mercadofresco-hub-{n}" for n in range(1, int(os.environ.get("MF_HUB_LEARNERS", "3")) + 1))
 NOTEBOOKS = ("notebooks/13_outbox.ipynb", "solutions/lab1_double_charge.ipynb")
 FOLDER = "mercadofresco-workbook"  # where nbgitpuller puts the workbook in each home

@@ -126,11 +126,11 @@ def test_an_unplaced_module_or_a_crossed_rule_is_reported(tmp_path, module, line
     assert result.returncode != 0, result.stdout
 
 
-def _readme_table(readme: str) -> dict[str, set[str]]:
-    """The README's module table as {folder: modules}; the top level is ''."""
+def _map_table(package_map: str) -> dict[str, set[str]]:
+    """The package map's module table (docs/package-map.md) as {folder: modules}; the top level is ''."""
     table: dict[str, set[str]] = {}
     folder = None
-    for line in readme.splitlines():
+    for line in package_map.splitlines():
         if line.startswith("| module | lesson |"):
             folder = ""
             continue
@@ -159,16 +159,16 @@ def _package_modules(package: Path) -> dict[str, set[str]]:
     return modules
 
 
-def test_the_readme_lists_every_module_in_its_folder():
-    readme = _readme_table((ROOT / "README.md").read_text())
-    assert readme == _package_modules(ROOT / "mercadofresco")
+def test_the_package_map_lists_every_module_in_its_folder():
+    listed = _map_table((ROOT / "docs" / "package-map.md").read_text())
+    assert listed == _package_modules(ROOT / "mercadofresco")
 
 
-def test_a_module_missing_from_the_readme_is_seen():
-    readme = (ROOT / "README.md").read_text()
-    without_realtime = "\n".join(line for line in readme.splitlines() if not line.startswith("| `realtime` |"))
-    assert "realtime" not in _readme_table(without_realtime)[""]
-    assert _readme_table(without_realtime) != _package_modules(ROOT / "mercadofresco")
+def test_a_module_missing_from_the_package_map_is_seen():
+    package_map = (ROOT / "docs" / "package-map.md").read_text()
+    without_realtime = "\n".join(line for line in package_map.splitlines() if not line.startswith("| `realtime` |"))
+    assert "realtime" not in _map_table(without_realtime)["runtime"]
+    assert _map_table(without_realtime) != _package_modules(ROOT / "mercadofresco")
 
 
 GRADING_WORDS = re.compile(r"\bgrad(?:er|ers|er's|ing)\b|\bthe checker\b|\bchecker's\b", re.IGNORECASE)

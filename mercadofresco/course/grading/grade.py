@@ -160,7 +160,8 @@ def grade_notebook(path: Path, setting: Setting) -> LearnerReport:
     report.answers = labs.written_answers(learner, setting.solution)
     if not setting.isolated:
         report.notes.append(
-            "graded without isolation: verdicts can be forged (the grader was not root; see README, For instructors)"
+            "graded without isolation: verdicts can be forged "
+            "(the grader was not root; see docs/instructor.md, Each learner apart)"
         )
     return report
 
