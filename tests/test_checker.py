@@ -26,7 +26,7 @@ import pytest
 
 from mercadofresco.clock import VirtualClock
 from mercadofresco.course import checker, grading, protocol
-from mercadofresco.course.checker import boundary
+from mercadofresco.course.checker import boundary, learner_side
 from mercadofresco.course.grading import marks, reports, results
 from mercadofresco.course.handout import labs
 
@@ -571,3 +571,31 @@ def test_an_action_written_as_a_form_inside_a_json_string_runs_nothing_but_the_t
     assert "Messages" not in json.loads(answer or b"{}")  # GetQueueAttributes answered, or refused: no receive
     assert lab.aws_calls[-1]["action"] == "GetQueueAttributes"
     assert lab.aws_calls[-1]["request"]["MessageAttributeNames"] == form  # kept as the learner sent it
+
+
+def _undeclared_calls(proxy: type) -> set[str]:
+    """Names a proxy sends across the wire that its CALLS does not list, and listed names it has no member for."""
+    import inspect
+    import re
+
+    sent = set(re.findall(r'self\._call\("([^"]+)"', inspect.getsource(proxy)))
+    return (sent - proxy.CALLS) | {name for name in proxy.CALLS if not hasattr(proxy, name)}
+
+
+def test_each_proxy_kind_lists_exactly_what_it_sends_and_the_checker_answers_that():
+    for kind, proxy in learner_side.PROXIES.items():
+        assert _undeclared_calls(proxy) == set(), kind
+        assert checker.lab.EXPOSED[kind] == proxy.CALLS
+
+
+def test_a_proxy_that_sends_what_it_does_not_list_is_seen():
+    class RemoteSloppy(learner_side._Remote):
+        CALLS = frozenset({"now", "gone"})
+
+        def now(self):
+            return self._call("now")
+
+        def advance(self, seconds):
+            return self._call("advance", seconds)
+
+    assert _undeclared_calls(RemoteSloppy) == {"advance", "gone"}

@@ -47,6 +47,20 @@ MAX_LANES = 32  # the other side's lanes served at once (lab 1's poller runs 4 c
 CLOSED = object()  # put in every lane's queue when the other side is gone
 
 
+class Tag:
+    """The tags of the objects the two codecs send, each spelled here once and read on both sides of the wire."""
+
+    REF = "$ref"  # one of the checker's objects, to the kernel as a proxy of its kind: {"$ref": 3, "kind": "clock"}
+    FN = "$fn"  # one of the kernel's functions (a handler the checks call back), or one of the checker's
+    WAITER = "$waiter"  # one of the kernel's waiters (an object with wait()), called back across the wire
+    ENUM = "$enum"  # one of the package's enums (lab 1's gateway.Fault)
+    OBJ = "$obj"  # one of the package's data classes (a Charge), rebuilt from its fields
+    OPAQUE = "$opaque"  # anything else of the kernel's: its type's name, nothing more
+    WORLD = "$world"  # the checker's world, described so the kernel builds clients that reach it
+    AWS = "$aws"  # a boto3 client of the checker's moto
+    PG = "$pg"  # a connection to lab 3's database, through the checker's relay
+
+
 class BoundaryError(BaseException):
     """The other side is gone, did not answer in time, or answered with something that is not an answer.
 

@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from mercadofresco.course.checker import folder
-from mercadofresco.course.checker.boundary import Boundary, BoundaryError, Codec, RemoteError, encode
+from mercadofresco.course.checker import folder, learner_side
+from mercadofresco.course.checker.boundary import Boundary, BoundaryError, Codec, RemoteError, Tag, encode
 from mercadofresco.course.protocol import CheckRow, learner_name, shown
 from mercadofresco.runtime import settings
 
@@ -59,16 +59,8 @@ STORY_LINES, STORY_CHARS = 30, 160  # of a counterexample's story in a report
 CALLS_PER_CHECK, GRACE_CALLS = 100_000, 1_000
 MOTO_ACCOUNT = "123456789012"  # moto's account: the queue URLs it writes
 AWS_MB = 16  # what the learner's code may send to the checker's moto in all (the solutions: 0.08-0.26 MB)
-# What the kernel may call on each kind of the checker's objects (anything else is refused).
-EXPOSED = {
-    "clock": {"now", "timestamp", "seconds_since_start", "advance", "advance_to", "need", "wait"},
-    "gateway": {"charge", "fail_next", "set_latency", "ledger", "calls"},
-    "gateway_client": {"charge"},
-    "invocation": {"now", "wait", "elapsed_seconds", "get_remaining_time_in_millis", "record"},
-    "crashes": {"reached"},
-    "bus": {"put_events"},
-    "callback": {"__call__"},
-}
+# What the kernel may call on each kind of the checker's objects (anything else is refused): its proxy's CALLS.
+EXPOSED = {kind: proxy.CALLS for kind, proxy in learner_side.PROXIES.items()}
 
 
 class Failed(AssertionError):
@@ -152,43 +144,43 @@ class CheckerCodec(Codec):
 
     def encode_object(self, value: Any) -> dict:
         if isinstance(value, enum.Enum) and type(value).__module__.startswith("mercadofresco."):
-            return {"$enum": type(value).__qualname__, "module": type(value).__module__, "name": value.name}
+            return {Tag.ENUM: type(value).__qualname__, "module": type(value).__module__, "name": value.name}
         kind = self.lab.kind_of(value)
         if kind == "world":
-            return {"$world": self.lab.describe_world(value)}
+            return {Tag.WORLD: self.lab.describe_world(value)}
         if kind == "aws":
-            return {"$aws": value.meta.service_model.service_name}
+            return {Tag.AWS: value.meta.service_model.service_name}
         if kind == "kernel_function":
-            return {"$fn": value.number}
+            return {Tag.FN: value.number}
         if kind == "pg_link":
-            return {"$pg": value.number, "conninfo": self.lab.database.conninfo(value.settings)}
+            return {Tag.PG: value.number, "conninfo": self.lab.database.conninfo(value.settings)}
         if kind is None and (_is_package_data(value) or type(value) in self.lab.rebuilt):  # rebuilt from its fields
             names = self.lab.rebuilt.get(type(value)) or [field.name for field in dataclasses.fields(value)]
             fields = {name: getattr(value, name) for name in names}  # a client goes as $aws, a clock as a proxy
-            return {"$obj": type(value).__qualname__, "module": type(value).__module__, "fields": encode(fields, self)}
+            return {Tag.OBJ: type(value).__qualname__, "module": type(value).__module__, "fields": encode(fields, self)}
         if kind is None:
             raise TypeError(f"a {type(value).__name__} cannot be handed to the learner's code")
         number = next((n for n, (_, obj) in self.refs.items() if obj is value), len(self.refs) + 1)
         self.refs[number] = (kind, value)
-        return {"$ref": number, "kind": kind, "attributes": encode(self.lab.attributes_of(kind, value), self)}
+        return {Tag.REF: number, "kind": kind, "attributes": encode(self.lab.attributes_of(kind, value), self)}
 
     def decode_object(self, tagged: dict) -> Any:
-        if "$ref" in tagged:
-            ref = tagged["$ref"]
+        if Tag.REF in tagged:
+            ref = tagged[Tag.REF]
             if type(ref) is not int or ref not in self.refs:
                 raise BoundaryError("a reference the checker never handed out")
             return self.refs[ref][1]
-        for tag, kind in (("$fn", KernelFunction), ("$waiter", KernelWaiter)):
+        for tag, kind in ((Tag.FN, KernelFunction), (Tag.WAITER, KernelWaiter)):
             if tag in tagged:
                 if type(tagged[tag]) is not int:
                     raise BoundaryError("a malformed reference to the kernel's code")
                 return kind(self.lab, tagged[tag])
-        if "$enum" in tagged:  # one of the package's enums the checks accept (lab 1's gateway.Fault)
+        if Tag.ENUM in tagged:  # one of the package's enums the checks accept (lab 1's gateway.Fault)
             kind = self.lab.accepted.get(f"{tagged.get('module')}.{tagged['$enum']}")
             if kind is None or not issubclass(kind, enum.Enum) or tagged.get("name") not in kind.__members__:
                 raise BoundaryError("a value of an enum the checker does not take")
             return kind[tagged["name"]]
-        if "$obj" in tagged:
+        if Tag.OBJ in tagged:
             fields = self.lab.wire_decode(tagged.get("fields"))
             if type(fields) is not dict:
                 raise BoundaryError("a malformed object")
@@ -198,9 +190,9 @@ class CheckerCodec(Codec):
                     return kind(**fields)
                 except (TypeError, ValueError) as exc:
                     raise BoundaryError(f"a {kind.__name__} that cannot be built ({type(exc).__name__})") from None
-            return fields | {"__type__": str(tagged["$obj"])[:80]}
-        if "$opaque" in tagged:
-            return Opaque(str(tagged["$opaque"])[:80])
+            return fields | {"__type__": str(tagged[Tag.OBJ])[:80]}
+        if Tag.OPAQUE in tagged:
+            return Opaque(str(tagged[Tag.OPAQUE])[:80])
         raise BoundaryError(f"unknown value {sorted(tagged)[:3]}")
 
 

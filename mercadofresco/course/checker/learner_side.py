@@ -38,7 +38,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from mercadofresco.course.checker.boundary import Boundary, Codec, RemoteError
+from mercadofresco.course.checker.boundary import Boundary, Codec, RemoteError, Tag
 
 SIDE = "k"
 MAIN_LANE = "c1"  # the checker's main thread: its calls run in the kernel's main thread, where an interrupt lands
@@ -47,7 +47,13 @@ CALL_TIMEOUT_SECONDS = 3_600.0  # the checker keeps the time; the kernel just wa
 
 
 class _Remote:
-    """A proxy for one of the checker's objects: each method is a call across the boundary."""
+    """A proxy for one of the checker's objects: each method in CALLS is a call across the boundary.
+
+    CALLS is the one list of what the kernel may ask of that kind of object: the checker refuses anything else
+    (`checker.lab.EXPOSED` is read from these classes).
+    """
+
+    CALLS: frozenset[str] = frozenset()
 
     def __init__(self, kernel: LearnerSide, ref: int, attributes: dict) -> None:
         self._kernel, self._ref = kernel, ref
@@ -60,6 +66,8 @@ class _Remote:
 
 class RemoteClock(_Remote):
     """The checker's virtual clock: every read and move happens there (moto and the gateway follow it)."""
+
+    CALLS = frozenset({"advance", "advance_to", "need", "now", "seconds_since_start", "timestamp", "wait"})
 
     running = True
     real_time = False
@@ -101,6 +109,8 @@ class RemoteClock(_Remote):
 class RemoteGateway(_Remote):
     """The checker's payment gateway (the provider's side): its ledger is the checker's, which the checks read."""
 
+    CALLS = frozenset({"calls", "charge", "fail_next", "ledger", "set_latency"})
+
     @property
     def ledger(self) -> list:
         return self._call("ledger")
@@ -139,6 +149,8 @@ class RemoteGateway(_Remote):
 class RemoteGatewayClient(_Remote):
     """The checker's gateway client: a charge reaches the checker's gateway, whose ledger the checks read."""
 
+    CALLS = frozenset({"charge"})
+
     def charge(self, pedido_id: str, importe: Any, clave: str | None = None, waiter: Any = None) -> Any:
         return self._call("charge", pedido_id, importe, clave, waiter)
 
@@ -146,12 +158,16 @@ class RemoteGatewayClient(_Remote):
 class RemoteCrashes(_Remote):
     """The checker's crash hook: `reached(step)` may end the consumer there (ConsumerCrash)."""
 
+    CALLS = frozenset({"reached"})
+
     def reached(self, step: str) -> None:
         return self._call("reached", step)
 
 
 class RemoteInvocation(_Remote):
     """The checker's Lambda context for one invocation."""
+
+    CALLS = frozenset({"elapsed_seconds", "get_remaining_time_in_millis", "now", "record", "wait"})
 
     @property
     def elapsed_seconds(self) -> float:
@@ -173,12 +189,16 @@ class RemoteInvocation(_Remote):
 class RemoteBus(_Remote):
     """The checker's event bus (lab 3): it records what it accepts, and may end the process around a call."""
 
+    CALLS = frozenset({"put_events"})
+
     def put_events(self, **request: Any) -> dict:
         return self._call("put_events", **request)
 
 
 class RemoteCallback(_Remote):
     """One of the checker's functions (lab 3's `prepare`): calling it runs it there."""
+
+    CALLS = frozenset({"__call__"})
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self._call("__call__", *args, **kwargs)
@@ -198,13 +218,13 @@ class LearnerCodec(Codec):
 
     def encode_object(self, value: Any) -> Any:
         if isinstance(value, _Remote):
-            return {"$ref": value._ref}
+            return {Tag.REF: value._ref}
         if isinstance(value, enum.Enum):  # the package's enums (gateway.Fault) cross by name
-            return {"$enum": type(value).__qualname__, "module": type(value).__module__, "name": value.name}
+            return {Tag.ENUM: type(value).__qualname__, "module": type(value).__module__, "name": value.name}
         if _is_waiter(value):  # the kernel's own Lambda context or task, handed to the checker's gateway
-            return {"$waiter": self.keep(value)}
+            return {Tag.WAITER: self.keep(value)}
         if callable(value) and not isinstance(value, type):  # a function, a handler object: the checker calls it
-            return {"$fn": self.keep(value)}
+            return {Tag.FN: self.keep(value)}
         if isinstance(value, Mapping):
             return self.kernel.encode(dict(value))
         if isinstance(value, (list, tuple)):
@@ -212,8 +232,8 @@ class LearnerCodec(Codec):
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             fields = {field.name: getattr(value, field.name) for field in dataclasses.fields(value)}
             kind = type(value)
-            return {"$obj": kind.__qualname__, "module": kind.__module__, "fields": self.kernel.encode(fields)}
-        return {"$opaque": type(value).__qualname__[:80]}
+            return {Tag.OBJ: kind.__qualname__, "module": kind.__module__, "fields": self.kernel.encode(fields)}
+        return {Tag.OPAQUE: type(value).__qualname__[:80]}
 
     def keep(self, value: Any) -> int:
         """A number the checker can call `value` by."""
@@ -222,26 +242,26 @@ class LearnerCodec(Codec):
         return number
 
     def decode_object(self, tagged: dict) -> Any:
-        if "$ref" in tagged:
+        if Tag.REF in tagged:
             kind = PROXIES.get(tagged.get("kind"))
             if kind is None:
                 raise ValueError(f"unknown kind {tagged.get('kind')!r}")
-            return kind(self.kernel, tagged["$ref"], self.kernel.decode(tagged.get("attributes", {})))
-        if "$world" in tagged:
-            return self.kernel.world(tagged["$world"])
-        if "$aws" in tagged:
-            return self.kernel.aws_client(tagged["$aws"])
-        if "$pg" in tagged:
-            return self.kernel.pg_link(tagged["$pg"], str(tagged["conninfo"]))
-        if "$fn" in tagged:
-            return self.functions[tagged["$fn"]]
-        if "$enum" in tagged:  # one of the package's enums
-            kind = _package_class(str(tagged.get("module")), str(tagged["$enum"]))
+            return kind(self.kernel, tagged[Tag.REF], self.kernel.decode(tagged.get("attributes", {})))
+        if Tag.WORLD in tagged:
+            return self.kernel.world(tagged[Tag.WORLD])
+        if Tag.AWS in tagged:
+            return self.kernel.aws_client(tagged[Tag.AWS])
+        if Tag.PG in tagged:
+            return self.kernel.pg_link(tagged[Tag.PG], str(tagged["conninfo"]))
+        if Tag.FN in tagged:
+            return self.functions[tagged[Tag.FN]]
+        if Tag.ENUM in tagged:  # one of the package's enums
+            kind = _package_class(str(tagged.get("module")), str(tagged[Tag.ENUM]))
             if not (isinstance(kind, type) and issubclass(kind, enum.Enum)):
                 raise ValueError(f"unknown enum {tagged['$enum']!r}")
             return kind[str(tagged["name"])]
-        if "$obj" in tagged:  # one of the package's objects (a Charge, a store): rebuilt from its fields
-            return _package_class(str(tagged.get("module")), str(tagged["$obj"]))(
+        if Tag.OBJ in tagged:  # one of the package's objects (a Charge, a store): rebuilt from its fields
+            return _package_class(str(tagged.get("module")), str(tagged[Tag.OBJ]))(
                 **self.kernel.decode(tagged["fields"])
             )
         raise ValueError(f"unknown value {sorted(tagged)[:3]}")
