@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# For tests/test_bundle.py, which installs offline into an environment that reads the repository's packages:
+# For tests/labs/test_bundle.py, which installs offline into an environment that reads the repository's packages:
 # VENV_ARGS=--without-pip, PIP_ARGS="--no-index --no-deps --no-build-isolation" (added to each pip call).
 VENV_ARGS ?=
 PIP_ARGS ?=

@@ -1,4 +1,4 @@
-"""Grade every fresh wrong answer of a lab (tests/fresh/labN.json) with the real grader: what each check catches.
+"""Grade every fresh wrong answer of a lab (tests/labs/fresh/labN.json) with the real grader: what each check catches.
 
     PYTHONPATH=$PWD python benchmarks/fresh_variants.py lab1            # about 5 minutes on 2 CPUs
     PYTHONPATH=$PWD python benchmarks/fresh_variants.py lab1 --json out.json
@@ -6,7 +6,7 @@
 Issue 47's measure: the hidden checks must fail every one (and each property with its smallest world), the
 public checks (the notebook's own cells, run by the grader too) at least 80 % of them, and the solution keep full
 marks. Prints one line a variant, then the totals; exits 1 if a hidden check misses one or the public checks catch
-less than 80 %. The tests run a sample of the same (tests/test_fresh_variants.py): all of them take minutes.
+less than 80 %. The tests run a sample of the same (tests/labs/test_fresh_variants.py): all of them take minutes.
 """
 
 from __future__ import annotations
@@ -24,10 +24,8 @@ from mercadofresco.course.handout import labs
 from mercadofresco.course.run import nbrun
 
 ROOT = labs.ROOT
-sys.path.insert(0, str(ROOT / "tests"))  # the fresh variants and their loader live with the tests
-
-import fresh_variants  # noqa: E402
-import lab_variants  # noqa: E402
+sys.path.insert(0, str(ROOT))  # the fresh variants and their loader live with the tests (tests.labs)
+from tests.labs import fresh_variants, lab_variants  # noqa: E402
 
 PUBLIC_SHARE = 0.8
 

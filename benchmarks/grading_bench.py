@@ -45,7 +45,7 @@ def boundary_cost() -> tuple[float, float]:
         notebook = Path(folder) / "calls.ipynb"
         nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(KERNEL_CELL)]), notebook)
         listener, path = checker.listen(Path(folder), None)
-        stand_in = labs.ROOT / "tests" / "kernel_stand_in.py"
+        stand_in = labs.ROOT / "tests" / "labs" / "kernel_stand_in.py"
         kernel = subprocess.Popen([sys.executable, str(stand_in), str(notebook), str(path)])
         lab = checker.Lab()
         with checker.world_of_the_checker(), clock.VirtualClock():

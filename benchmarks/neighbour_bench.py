@@ -3,7 +3,7 @@
     PYTHONPATH=$PWD python benchmarks/neighbour_bench.py              # labs 1 and 3, each attack, 3 runs each
     PYTHONPATH=$PWD python benchmarks/neighbour_bench.py --runs 1
 
-The attacks are the ones `tests/hostile.py` says the checker must stop at once (a reply nested 100,000 deep,
+The attacks are the ones `tests/labs/hostile.py` says the checker must stop at once (a reply nested 100,000 deep,
 1,000 lanes, a gigabyte sent to DynamoDB, lab 3's database filled): each is graded with `--jobs 2` beside the lab's
 solution, and the solution's own time (from the start to its report) is compared with the solution graded alone.
 Prints the median of `--runs` runs and the hostile learner's time and reason too.
@@ -25,7 +25,7 @@ from mercadofresco.course import grading
 from mercadofresco.course.grading import reports
 from mercadofresco.course.handout import labs
 
-HOSTILE = labs.ROOT / "tests" / "hostile.py"
+HOSTILE = labs.ROOT / "tests" / "labs" / "hostile.py"
 
 
 class Clock(reports.Progress):

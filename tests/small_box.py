@@ -21,7 +21,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 from mercadofresco.course.run import sandbox, watch  # noqa: E402
 
 USER = "mercadofresco-box"

@@ -4,7 +4,7 @@ Commands come from ```bash blocks and from inline code: `make X` must be a targe
 against (learner/Makefile where the sentence is about the unzipped learner bundle), `python -m pkg.mod` a module
 that resolves, `python path/to/file.py` a file. A repository path in backticks must be a file or folder of the
 repository, or of the package as the package map writes them (`lessons/worlds`). Nothing is run:
-tests/test_class_grading.py runs the instructor's grading steps as the guide writes them.
+tests/labs/test_class_grading.py runs the instructor's grading steps as the guide writes them.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The code stays formatted and linted (ruff), and the lesson notebooks stay committed with outputs."""
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -64,3 +65,24 @@ def test_project_never_reads_the_course_shared_folder():
         if is_code and SHARED in path.read_text(errors="ignore"):
             offenders.append(str(path.relative_to(ROOT)))
     assert not offenders
+
+
+def _path_edits(folder: Path) -> list[str]:
+    """Lines under `folder` that edit sys.path: a test imports the tests package instead."""
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        if "old_labs" in path.parts:
+            continue
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            if re.search(r"\bsys\.path\.(insert|append|extend)\b|\bsys\.path\s*=", line):
+                found.append(f"{path.relative_to(folder)}:{number}")
+    return found
+
+
+def test_no_test_edits_sys_path():
+    assert _path_edits(ROOT / "tests") == []
+
+
+def test_a_test_that_edits_sys_path_is_seen(tmp_path):
+    (tmp_path / "helper.py").write_text("import sys\nsys.path.insert(0, 'tools')\n")
+    assert _path_edits(tmp_path) == ["helper.py:2"]

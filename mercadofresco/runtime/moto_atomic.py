@@ -8,7 +8,7 @@ new item, three steps in plain Python. Two threads of one moto can both read
 another's consumers, so two consumers could both take `cobro:PED-…` as
 EN_CURSO and both charge. That is moto's race, not the pattern's: DynamoDB
 evaluates a condition and writes in one step. CI saw it once, as two charges
-in the two-process test of `tests/test_endpoint_mode.py`.
+in the two-process test of `tests/package/test_endpoint_mode.py`.
 
 The fix: PutItem, UpdateItem, DeleteItem and TransactWriteItems of every
 DynamoDB backend in this process run one at a time, under one lock. Reads are

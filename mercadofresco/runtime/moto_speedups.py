@@ -48,7 +48,7 @@ it cannot be sure: then SQS is asked). Both answer for this process's moto only;
 `queues.nothing_to_receive` and `queues.is_empty` ask the process that keeps a
 client's moto when it is another one (`endpoints.moto_elsewhere`).
 
-Same messages, same order, same counts, same errors (tests/test_moto_speedups.py
+Same messages, same order, same counts, same errors (tests/package/test_moto_speedups.py
 runs one scenario with and without the fix). `apply()` patches moto's classes,
 and only a moto version it was written for; `Speedups.undo()` puts moto's own
 code back. `world.build` applies it in memory mode and undoes it on close.

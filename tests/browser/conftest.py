@@ -14,9 +14,10 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-import background
 import pytest
-from lab import CHROMIUM, ROOT, LabServer, chromium_missing
+
+from tests import scheduling
+from tests.browser.lab import CHROMIUM, ROOT, LabServer, chromium_missing
 
 ARTIFACTS = ROOT / "tests" / "browser" / "artifacts"  # screenshots; not committed (.gitignore)
 CONCURRENT_NOTEBOOKS = 2
@@ -45,8 +46,9 @@ def lab_server(browser_ready, tmp_path_factory) -> LabServer:
 
 
 async def run_all(server: LabServer, paths: list[str], interactions: dict, workers: int = CONCURRENT_NOTEBOOKS) -> dict:
-    from driver import check_notebook
     from playwright.async_api import async_playwright
+
+    from tests.browser.driver import check_notebook
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     seconds = json.loads((ROOT / "mercadofresco" / "lessons" / "course_times.json").read_text())["seconds"]
@@ -90,7 +92,7 @@ async def run_all(server: LabServer, paths: list[str], interactions: dict, worke
     return {report.path: report for report in reports}
 
 
-class WholeSet(background.InThread):
+class WholeSet(scheduling.InThread):
     """One run of every notebook in the browser, in a thread with a JupyterLab server of its own.
 
     Started early (tests/conftest.py) or by the first test that needs it; `result()` waits for its reports.
@@ -106,7 +108,7 @@ class WholeSet(background.InThread):
             super().start(folder, after)
 
     def _run_all(self, folder: Path) -> dict:
-        from panels import LESSON_PANELS
+        from tests.browser.panels import LESSON_PANELS
 
         try:
             self.server.start()

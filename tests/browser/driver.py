@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from panels import Change, Interaction
-from try_this import TRACK_PIXELS, Scenario, scenarios
+from tests.browser.panels import Change, Interaction
+from tests.notebooks.try_this import TRACK_PIXELS, Scenario, scenarios
 
 RUN_SECONDS = 120  # Run All of one notebook, kernel start included
 PANEL_SECONDS = 60  # one press of a panel's button
@@ -297,7 +297,8 @@ CONTROL = """(panel, label) => {
 
 
 async def _check_try_this(page: Any, panel: Any, report: Report, tries: list[Scenario], button: str) -> None:
-    """Set every value the notebook's "try this" asks (tests/try_this.py); a value to be refused must be refused.
+    """Set every value the notebook's "try this" asks (tests/notebooks/try_this.py); a value to be refused must be
+    refused.
 
     Nothing runs while values are set, except for a refusal: then the button is pressed and the answer must be the
     package's rule naming the control. Before each refusal the controls go back to what they showed at the start.
@@ -322,7 +323,7 @@ async def _check_try_this(page: Any, panel: Any, report: Report, tries: list[Sce
                 if control["track"] is not None and control["track"] < TRACK_PIXELS:
                     report.problems.append(
                         f"the slider {ask.label!r} has {control['track']:.0f} px of track; the fast test assumes"
-                        f" {TRACK_PIXELS} (tests/try_this.py)"
+                        f" {TRACK_PIXELS} (tests/notebooks/try_this.py)"
                     )
                 start.setdefault(ask.label, (control["kind"], _parsed(control["kind"], control["shown"])))
                 await _set(panel, Change(control["kind"], ask.label, ask.value))

@@ -11,9 +11,10 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import ARTIFACTS, CONCURRENT_NOTEBOOKS, WHOLE_SET, learner_notebooks, run_all
-from lab import LabServer
-from panels import LESSON_PANELS
+
+from tests.browser.conftest import ARTIFACTS, CONCURRENT_NOTEBOOKS, WHOLE_SET, learner_notebooks, run_all
+from tests.browser.lab import LabServer
+from tests.browser.panels import LESSON_PANELS
 
 STARTED_EARLY = WHOLE_SET  # tests/conftest.py starts it with the session's first test
 
@@ -32,8 +33,9 @@ def test_every_lesson_panel_in_the_interaction_table_exists():
 
 def test_the_file_browser_shows_the_whole_repository(lab_server):
     """`make start` serves the repository root: labs/, the package and the README are one click away."""
-    from lab import CHROMIUM
     from playwright.sync_api import sync_playwright
+
+    from tests.browser.lab import CHROMIUM
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM)
@@ -89,7 +91,7 @@ def test_the_browser_tests_come_last_and_those_reading_the_whole_sets_reports_at
 
 
 def test_a_whole_set_whose_server_cannot_start_fails_its_readers_with_the_reason(monkeypatch, tmp_path):
-    import conftest
+    from tests.browser import conftest
 
     class NoServer(LabServer):
         def start(self, timeout: float = 90) -> LabServer:
@@ -108,7 +110,7 @@ def test_make_start_serves_the_root_with_the_project_settings():
     import json
     import os
 
-    from lab import ROOT, make_start_arguments
+    from tests.browser.lab import ROOT, make_start_arguments
 
     arguments = make_start_arguments()
     assert "--ServerApp.root_dir=." in arguments
@@ -133,9 +135,10 @@ def test_the_url_jupyterlab_prints_opens_notebook_00(lab_server):
 
 def test_a_click_on_next_opens_the_next_notebook(lab_server):
     """The links at a notebook's end work as links in JupyterLab: a click on 00's Next opens 01 in a tab."""
-    from driver import KERNEL_IDLE
-    from lab import CHROMIUM
     from playwright.sync_api import sync_playwright
+
+    from tests.browser.driver import KERNEL_IDLE
+    from tests.browser.lab import CHROMIUM
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM)

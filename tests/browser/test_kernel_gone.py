@@ -27,9 +27,10 @@ def test_a_panel_whose_kernel_is_gone_says_so(lab_server):
 
 
 async def restart_under_a_panel(server) -> dict:
-    import driver
-    from lab import CHROMIUM
     from playwright.async_api import async_playwright
+
+    from tests.browser import driver
+    from tests.browser.lab import CHROMIUM
 
     started = time.monotonic()
     async with async_playwright() as playwright:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import shutil
 
-import lab_variants
-from conftest import ARTIFACTS
-from driver import KERNEL_IDLE
-from lab import CHROMIUM, ROOT
+from tests.browser.conftest import ARTIFACTS
+from tests.browser.driver import KERNEL_IDLE
+from tests.browser.lab import CHROMIUM, ROOT
+from tests.labs import lab_variants
 
 FOLDER = ARTIFACTS / "loop"  # served by the test's JupyterLab (the repository root); not committed
 CHECK_SECONDS = 180  # the saved lab in a fresh kernel, then the real grader on it

@@ -1,0 +1,1 @@
+"""The workbook's tests, by area: package/, notebooks/, labs/ (and grading), hub/, browser/."""

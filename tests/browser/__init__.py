@@ -1,0 +1,1 @@
+"""Every notebook and lab opened in JupyterLab in headless Chromium."""

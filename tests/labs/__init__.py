@@ -1,0 +1,1 @@
+"""The labs and their grading: the solutions' checks, fresh wrong answers, hostile notebooks, a class."""

@@ -1,0 +1,31 @@
+"""Notebook 19 points each closing claim at a notebook section: every cited section must exist."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+POINTER = re.compile(r"\[(\d\d) · ([^\]]+)\]\((\d\d_[a-z_]+\.ipynb)\)")
+
+
+def markdown(name: str) -> str:
+    cells = json.loads((NOTEBOOKS / name).read_text())["cells"]
+    prose = [cell for cell in cells if cell["cell_type"] == "markdown" and cell.get("id") != "nav-links"]
+    return "\n".join("".join(cell["source"]) for cell in prose)  # the previous/next links are not claims
+
+
+def test_every_pointer_names_a_section_that_exists():
+    pointers = POINTER.findall(markdown("19_conclusion.ipynb"))
+    assert len(pointers) >= 20
+    for number, heading, name in pointers:
+        assert name.startswith(number), f"{number} · {heading} points at {name}"
+        headings = {line[3:].strip() for line in markdown(name).splitlines() if line.startswith("## ")}
+        assert heading in headings, f"{name} has no section {heading!r}"
+
+
+def test_every_section_notebook_is_cited():
+    cited = {name for _, _, name in POINTER.findall(markdown("19_conclusion.ipynb"))}
+    sections = {path.name for path in NOTEBOOKS.glob("*.ipynb")} - {"00_start_here.ipynb", "19_conclusion.ipynb"}
+    assert sections <= cited, f"not cited: {sorted(sections - cited)}"
