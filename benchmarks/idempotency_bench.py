@@ -17,7 +17,7 @@ import sys
 from mercadofresco import world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.lessons import powertools_compare as compare
-from mercadofresco.lessons.duplicates import empty_table
+from mercadofresco.lessons.idempotent import empty_table
 from mercadofresco.models import gateway
 
 

@@ -64,7 +64,17 @@ class _Remote:
         return self._kernel.call_checker("method", self, method, list(args), kwargs)
 
 
-class RemoteClock(_Remote):
+class _RemoteTime(_Remote):
+    """The checker's time as the kernel reads and spends it: its clock, or a Lambda invocation's context."""
+
+    def now(self) -> dt.datetime:
+        return self._call("now")
+
+    def wait(self, seconds: float) -> None:
+        return self._call("wait", seconds)
+
+
+class RemoteClock(_RemoteTime):
     """The checker's virtual clock: every read and move happens there (moto and the gateway follow it)."""
 
     CALLS = frozenset({"advance", "advance_to", "need", "now", "seconds_since_start", "timestamp", "wait"})
@@ -84,9 +94,6 @@ class RemoteClock(_Remote):
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
-    def now(self) -> dt.datetime:
-        return self._call("now")
-
     def timestamp(self) -> float:
         return self._call("timestamp")
 
@@ -101,9 +108,6 @@ class RemoteClock(_Remote):
 
     def need(self, seconds: float, what: str) -> None:
         return self._call("need", seconds, what)
-
-    def wait(self, seconds: float) -> None:
-        return self._call("wait", seconds)
 
 
 class RemoteGateway(_Remote):
@@ -164,7 +168,7 @@ class RemoteCrashes(_Remote):
         return self._call("reached", step)
 
 
-class RemoteInvocation(_Remote):
+class RemoteInvocation(_RemoteTime):
     """The checker's Lambda context for one invocation."""
 
     CALLS = frozenset({"elapsed_seconds", "get_remaining_time_in_millis", "now", "record", "wait"})
@@ -172,12 +176,6 @@ class RemoteInvocation(_Remote):
     @property
     def elapsed_seconds(self) -> float:
         return self._call("elapsed_seconds")
-
-    def now(self) -> dt.datetime:
-        return self._call("now")
-
-    def wait(self, seconds: float) -> None:
-        return self._call("wait", seconds)
 
     def get_remaining_time_in_millis(self) -> int:
         return self._call("get_remaining_time_in_millis")

@@ -1,4 +1,4 @@
-"""Experiments of sections 2-4: duplicates, and how keys and the three-state table absorb them.
+"""The idempotent consumer's experiments (sections 2-4): duplicates, and how keys and the three-state table absorb them.
 
 Each function builds what it needs in a `World`, runs one experiment on moto
 under the virtual clock and returns rows to show. Two wrong designs from the
