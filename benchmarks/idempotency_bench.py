@@ -17,7 +17,7 @@ import sys
 from mercadofresco import world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.lessons import powertools_compare as compare
-from mercadofresco.lessons.idempotent import empty_table
+from mercadofresco.lessons.keys_and_table import empty_table
 from mercadofresco.models import gateway
 
 

@@ -44,7 +44,7 @@ MOVES: dict[str, Move] = {
     "mercadofresco.lessons.show.timeline": Move("mercadofresco.lessons.delivery.figures.timeline", "2026-12-02"),
     "mercadofresco.lessons.incidents": Move("mercadofresco.lessons.dlq.incidents", "2026-12-02"),
     "mercadofresco.database": Move("mercadofresco.runtime.database", "2026-12-02"),
-    "mercadofresco.lessons.duplicates": Move("mercadofresco.lessons.idempotent", "2026-12-07"),
+    "mercadofresco.lessons.duplicates": Move("mercadofresco.lessons.keys_and_table", "2026-12-07"),
 }
 
 

@@ -1,6 +1,6 @@
 """Section 17's common mistakes that no earlier section measured, and the self-check (notebook 17).
 
-Most mistakes reuse earlier experiments (`idempotent`, `retry.experiments`,
+Most mistakes reuse earlier experiments (`keys_and_table`, `retry.experiments`,
 `sims.recovery`); the ones here are new:
 
 - `lock_blocks_for`: how long a consumer that dies holding EN_CURSO blocks the
@@ -26,13 +26,13 @@ from typing import Any
 from mercadofresco import orders, queues, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
-from mercadofresco.lessons import idempotent
+from mercadofresco.lessons import keys_and_table
 from mercadofresco.lessons.dlq import incidents, redrive
 from mercadofresco.models import gateway as gw
 from mercadofresco.models import lambda_poller, move_task
 from mercadofresco.patterns import backoff, dlq, idempotency, retry, retry_rules
 
-ORDER = idempotent.ORDER  # PED-2026-084417, 48.20 €
+ORDER = keys_and_table.ORDER  # PED-2026-084417, 48.20 €
 
 
 # -- a lock without expiry ---------------------------------------------------------------------
@@ -43,8 +43,8 @@ def lock_blocks_for(aws: world.World, clock: VirtualClock, lock_expires: bool) -
     when its lock or the record expires), then checked: a second consumer is
     refused one second before that instant and succeeds one second after.
     """
-    idempotent.empty_table(aws)
-    store_class = idempotency.IdempotencyStore if lock_expires else idempotent.NoLockExpiryStore
+    keys_and_table.empty_table(aws)
+    store_class = idempotency.IdempotencyStore if lock_expires else keys_and_table.NoLockExpiryStore
     store = store_class(aws.dynamodb, clock)
     clave = idempotency.charge_key(ORDER.pedido_id)
     died_at = int(clock.timestamp())
@@ -244,10 +244,10 @@ def dual_write(order_count: int = 9_000, crash_probability: float = 1 / 900, see
 def table_growth(months: int, ttl_hours: float | None) -> dict[str, Any]:
     """Records alive after `months` with a TTL (one TTL's worth) or without (everything ever written)."""
     check_range("months", months, 1, 120)
-    with_ttl = idempotent.monthly_cost(ttl_hours if ttl_hours else 24)
+    with_ttl = keys_and_table.monthly_cost(ttl_hours if ttl_hours else 24)
     records_per_hour = with_ttl["live_records"] / (ttl_hours if ttl_hours else 24)
     live = with_ttl["live_records"] if ttl_hours else round(records_per_hour * 24 * 30 * months)
-    cost = idempotent.monthly_cost(live / records_per_hour)
+    cost = keys_and_table.monthly_cost(live / records_per_hour)
     return {
         "ttl": f"{ttl_hours:g} h" if ttl_hours else "none",
         "months": months,

@@ -24,7 +24,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAl
 
 from mercadofresco import world
 from mercadofresco.clock import Stopwatch, Task, VirtualClock, Waiter, together
-from mercadofresco.lessons.idempotent import ORDER, empty_table, results
+from mercadofresco.lessons.keys_and_table import ORDER, empty_table, results
 from mercadofresco.models import gateway
 from mercadofresco.patterns import idempotency
 
@@ -117,7 +117,7 @@ def declined_then_duplicate(charge: Charge, provider: gateway.PaymentGateway) ->
 def behaviour_table(aws: world.World, clock: VirtualClock, ours: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The same experiments on both implementations, side by side.
 
-    `ours`: what `idempotent.parallel_duplicates` returned, if the notebook has just run the lesson's
+    `ours`: what `keys_and_table.parallel_duplicates` returned, if the notebook has just run the lesson's
     50-copy race on our store (the same race as `parallel(our_charge, ...)`); it is not run again, and
     the state is read from the record it left.
     """
@@ -149,7 +149,7 @@ def _state_left_by_the_race(aws: world.World) -> str:
     clave = idempotency.charge_key(ORDER.pedido_id)
     item = aws.dynamodb.get_item(TableName=aws.table_name, Key={"clave": {"S": clave}}).get("Item")
     if item is None:
-        raise ValueError(f"ours: no record {clave} in the table; run idempotent.parallel_duplicates first")
+        raise ValueError(f"ours: no record {clave} in the table; run keys_and_table.parallel_duplicates first")
     return item["estado"]["S"]
 
 

@@ -31,7 +31,7 @@ from typing import Any
 from mercadofresco import bus, orders, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import MercadoFrescoError, check_range
-from mercadofresco.lessons import idempotent, rehearsal
+from mercadofresco.lessons import keys_and_table, rehearsal
 from mercadofresco.models import gateway, lambda_poller
 from mercadofresco.patterns import idempotency, outbox
 from mercadofresco.runtime import moto_events
@@ -95,7 +95,7 @@ def replay_and_double_deploy(
     check_range("order_count", order_count, 1, 20)
     events = aws.client("events")
     pair = aws.reset_orders_queue()
-    idempotent.empty_table(aws)
+    keys_and_table.empty_table(aws)
     provider = gateway.PaymentGateway(clock)
     client = gateway.GatewayClient(provider, send_idempotency_key=False)  # the consumer's key alone decides
     handler = charge_consumer(consumer, client, idempotency.IdempotencyStore(aws.dynamodb, clock))

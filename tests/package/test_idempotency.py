@@ -5,7 +5,7 @@ from decimal import Decimal
 import pytest
 
 from mercadofresco import orders, queues
-from mercadofresco.lessons import idempotent
+from mercadofresco.lessons import keys_and_table
 from mercadofresco.models import gateway, lambda_poller
 from mercadofresco.patterns import idempotency
 from mercadofresco.patterns.idempotency import Estado, IdempotencyStore
@@ -117,47 +117,47 @@ def test_lock_must_fit_inside_the_ttl(aws, clock):
 
 # -- the race and the lesson's parallel test ------------------------------------------------------
 def test_fifty_parallel_duplicates_one_charge_fifty_identical_answers(aws, clock):
-    result = idempotent.parallel_duplicates(aws, clock, copies=50)
+    result = keys_and_table.parallel_duplicates(aws, clock, copies=50)
     assert result == {"copies": 50, "charges": 1, "backed_off_in_round_1": 49, "answers": 50, "distinct_answers": 1}
 
 
 def test_the_same_race_double_charges_with_two_states(aws, clock):
     """Proof the race test can fail: the wrong design loses it."""
-    assert idempotent.race(aws, clock, "two states")["charges"] == 2
-    three = idempotent.race(aws, clock, "three states")
+    assert keys_and_table.race(aws, clock, "two states")["charges"] == 2
+    three = keys_and_table.race(aws, clock, "three states")
     assert three["charges"] == 1 and three["outcomes"] == ["backed off (EN_CURSO)", "charged ch_00001"]
 
 
 def test_lock_without_expiry_leaves_the_order_uncharged(aws, clock):
-    stuck = idempotent.consumer_dies_holding_the_lock(aws, clock, lock_expires=False)
+    stuck = keys_and_table.consumer_dies_holding_the_lock(aws, clock, lock_expires=False)
     assert stuck["charges"] == 0 and stuck["estado"] == "EN_CURSO" and stuck["in_dlq"] == 1
-    fine = idempotent.consumer_dies_holding_the_lock(aws, clock, lock_expires=True)
+    fine = keys_and_table.consumer_dies_holding_the_lock(aws, clock, lock_expires=True)
     assert fine["charges"] == 1 and fine["estado"] == "COMPLETADO" and fine["in_dlq"] == 0
 
 
 @pytest.mark.parametrize("key", ["MessageId", "consumer UUID", "cobro:{pedido_id}", "content hash"])
 def test_only_domain_keys_survive_a_producer_resend(aws, clock, key):
     expected = {"MessageId": 2, "consumer UUID": 3, "cobro:{pedido_id}": 1, "content hash": 1}
-    assert idempotent.charges_by_key(aws, clock, key)["charges"] == expected[key]
+    assert keys_and_table.charges_by_key(aws, clock, key)["charges"] == expected[key]
 
 
 @pytest.mark.parametrize("step", ["received", "after_lock", "after_charge", "after_complete", "before_delete"])
 def test_crash_at_each_step_ends_with_one_charge(aws, clock, step):
-    result = idempotent.crash_at_step(aws, clock, step, gateway_key=True)
+    result = keys_and_table.crash_at_step(aws, clock, step, gateway_key=True)
     assert (result["charges"], result["estado"], result["left_in_queue"]) == (1, "COMPLETADO", 0)
     # only a death between charging and recording makes the redelivery call the gateway again
     assert result["gateway calls"] == (2 if step == "after_charge" else 1)
 
 
 def test_without_the_gateway_key_the_gap_after_charging_double_charges(aws, clock):
-    assert idempotent.crash_at_step(aws, clock, "after_charge", gateway_key=False)["charges"] == 2
+    assert keys_and_table.crash_at_step(aws, clock, "after_charge", gateway_key=False)["charges"] == 2
 
 
 def test_a_lock_shorter_than_a_slow_call_lets_a_second_consumer_charge(aws, clock):
     """The poller runs each write at its own virtual instant: a 60 s lock expires under a 150 s call."""
     results = {}
     for lock in (60, 300):
-        idempotent.empty_table(aws)
+        keys_and_table.empty_table(aws)
         aws.reset_orders_queue(visibility_timeout_seconds=120)
         provider = gateway.PaymentGateway(clock, latency=gateway.LatencyProfile(baseline_seconds=150))
         client = gateway.GatewayClient(provider, read_timeout_seconds=180, send_idempotency_key=False)

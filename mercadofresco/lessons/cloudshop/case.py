@@ -26,7 +26,7 @@ from typing import Any
 from mercadofresco import bus, orders, queues, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
-from mercadofresco.lessons import idempotent
+from mercadofresco.lessons import keys_and_table
 from mercadofresco.models import lambda_poller
 from mercadofresco.patterns import idempotency, ordering
 from mercadofresco.runtime import moto_events
@@ -174,7 +174,7 @@ def duplicate_emails(
         aws.sqs, EMAIL_QUEUE, EMAIL_DLQ, visibility_timeout_seconds=180, max_receive_count=3
     )
     _bus_to_queue(aws, pair.url)
-    idempotent.empty_table(aws)
+    keys_and_table.empty_table(aws)
     provider = EmailProvider(random.Random(seed))
     handler = SendConfirmationEmails(
         provider, idempotency.IdempotencyStore(aws.dynamodb, clock), mark_before_waiting=design == EMAIL_DESIGNS[2]

@@ -28,7 +28,7 @@ from typing import Any
 from mercadofresco import alarms, orders, world
 from mercadofresco.clock import MADRID, VirtualClock
 from mercadofresco.errors import check_range
-from mercadofresco.lessons import idempotent, show
+from mercadofresco.lessons import keys_and_table, show
 from mercadofresco.lessons.dlq import incidents
 from mercadofresco.patterns import dlq, idempotency
 from mercadofresco.sims import lambda_scaling
@@ -275,7 +275,7 @@ def key_after(aws: world.World, clock: VirtualClock, ttl_days: float, days_later
     """A confirmation email is sent; `days_later` the same event comes back (a DLQ redrive). Is it sent again?"""
     check_range("ttl_days", ttl_days, 0.01, 366)
     check_range("days_later", days_later, 0, 14)
-    idempotent.empty_table(aws)
+    keys_and_table.empty_table(aws)
     store = idempotency.IdempotencyStore(aws.dynamodb, clock, ttl_seconds=int(ttl_days * DAY), lock_seconds=60)
     clave = idempotency.email_key("PED-2026-800001")
     sent: list[int] = []

@@ -1,4 +1,4 @@
-"""The idempotent consumer's experiments (sections 2-4): duplicates, and how keys and the three-state table absorb them.
+"""Experiments of sections 2-4: what an idempotency key and the three-state table absorb, and the wrong designs.
 
 Each function builds what it needs in a `World`, runs one experiment on moto
 under the virtual clock and returns rows to show. Two wrong designs from the
