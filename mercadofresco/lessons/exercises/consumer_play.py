@@ -110,8 +110,10 @@ class Steps(lambda_poller.CrashPlan):
     def __init__(self, play: Play, copy: int, receive: int, alone: bool) -> None:
         super().__init__()
         self.play, self.copy, self.receive, self.alone = play, copy, receive, alone
+        self.passed: list[str] = []  # the steps the consumer said it reached, in order
 
     def reached(self, step: str) -> None:
+        self.passed.append(step)
         if self.alone:  # a batch's steps cannot be told apart: its copies arrive alone in other worlds
             self.play.at_step(self.copy, step)
         self.play.arrive_inside(self.copy, self.receive, step)
@@ -154,6 +156,7 @@ class Play:
             if arrival.inside is not None:
                 self.inside.setdefault((arrival.inside, arrival.point), []).append(number)
         self.running: list[Running] = []
+        self.deliveries = 0  # every delivery so far, a nested one included
         self.due: list[tuple[dt.datetime, int, int]] = []  # (when, copy, receive): deliveries to come
         self.handler: Callable[..., Any] | None = None
         self.hook_on = False  # True while the learner's code runs: the bench's own reads are not its requests
@@ -254,6 +257,8 @@ class Play:
     def deliver(self, batch: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """One invocation of the learner's handler with `batch`; the copies that failed."""
         records = [self.record(copy, receive) for copy, receive in batch]
+        self.deliveries += 1
+        deliveries_before = self.deliveries
         copy, receive = batch[0]
         steps = Steps(self, copy, receive, alone=len(batch) == 1)
         poller = lambda_poller.Poller(None, "", self.handler, self.clock, crashes=steps)
@@ -263,6 +268,7 @@ class Play:
         self.log.say(self.clock.now(), f"{names} {'is' if len(batch) == 1 else 'are'} delivered")
         self.running.append(Running(batch, context, steps))
         asked_before = len(self.gateway.asked.get(self.order_of(copy).pedido_id, []))
+        estado_before = self.estado(self.order_of(copy))
         try:
             answer = self.handler({"Records": records}, context) or {}  # None: the whole batch succeeded
             failed = {c for c, _ in batch if _failed(answer, f"m-{c + 1}")}
@@ -287,7 +293,26 @@ class Play:
                 self.acknowledged(each)
             elif len(batch) == 1 and not steps.crashed_at:
                 self.released(each, asked_before)
+        if len(batch) == 1 and not steps.crashed_at and self.deliveries == deliveries_before:
+            self.said_each_step(copy, steps, asked_before, estado_before)  # what it did was its own: none nested
         return [(c, r) for c, r in batch if c in failed]
+
+    def said_each_step(self, copy: int, steps: Steps, asked_before: int, estado_before: str | None) -> None:
+        """The lab's rule the other way round: a consumer that went past a step said so (context.crashes.reached),
+        or the checks could never stop it there. A delivery that asked the gateway had claimed the order; one that
+        wrote COMPLETADO had claimed, charged and completed."""
+        if self.kind_of(copy) in POISON:
+            return
+        order = self.order_of(copy)
+        should = ["after_lock"] if self.gateway.asked.get(order.pedido_id, [])[asked_before:] else []
+        if estado_before != "COMPLETADO" and self.estado(order) == "COMPLETADO":
+            should = ["after_lock", "after_charge", "after_complete"]
+        missed = [step for step in should if step not in steps.passed]
+        if missed:
+            self.log.broken.append(
+                f"{self.who(copy)}'s consumer went past {missed[0]} without calling context.crashes.reached"
+                f'("{missed[0]}"): the checks could never stop it there'
+            )
 
     def released(self, copy: int, asked_before: int) -> None:
         """A delivery whose gateway calls all met a transient failure, reported failed: its claim must be gone."""

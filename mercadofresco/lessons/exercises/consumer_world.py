@@ -113,6 +113,9 @@ TABLE_ALONE_FIRST = (
     World(("valid",), (ONE, (0, _at(60, 0, "after_lock")))),  # and than one delivery's attempts (2 x 30 s)
     World(("valid",), (ONE, (0, _at(0, 0, "call 2")))),  # between the claim's read and its write: one write
     World(("valid",), (ONE,), dies=((0, "after_lock"),)),  # the abandoned claim expires before the redelivery
+    # and it must: a lock that outlives the visibility (120 s) spends receive 2, and four 503s (two deliveries'
+    # attempts) then spend the rest, so the order reaches the DLQ uncharged
+    World(("valid",), (ONE,), dies=((0, "after_lock"),), gateway_calls=("503",) * 4),
     World(("valid",), (ONE,), gateway_calls=("503", "503")),  # a transient failure releases the claim
     World(("valid",), (ONE,), gateway_calls=("429", "429")),  # so does a throttle
     World(("valid", "valid"), (ONE, (1, _at()))),  # two orders in one batch: each record gets its outcome
