@@ -599,3 +599,46 @@ def test_a_proxy_that_sends_what_it_does_not_list_is_seen():
             return self._call("advance", seconds)
 
     assert _undeclared_calls(RemoteSloppy) == {"advance", "gone"}
+
+
+def test_answers_to_calls_nobody_made_do_not_hold_a_call_past_its_silence():
+    """helper-9's stall (7 December): answers out of turn, every 2 s, kept a call waiting past its 3 s timeout."""
+    wire, kernel = _raw_pair(lambda name, args: None)
+    wire.timeout_seconds = 1
+
+    def chatter():
+        lane = json.loads(kernel.makefile().readline())["lane"]
+        for _ in range(20):
+            kernel.sendall(json.dumps({"lane": lane, "id": 0, "result": None}).encode() + b"\n")
+            time.sleep(0.2)
+
+    threading.Thread(target=chatter, daemon=True).start()
+    started = time.monotonic()
+    with pytest.raises(boundary.BoundaryError, match="no answer within 1 s"):
+        wire.call("value", "more_likely")
+    assert time.monotonic() - started < 2.5 and wire.out_of_turn >= 3
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        # helper-9's attack (7 December): the checker noted ListQueues while moto, which reads headers ignoring case
+        # and takes the last, ran the send
+        {"X-Amz-Target": "AmazonSQS.ListQueues", "x-amz-target": "AmazonSQS.SendMessage"},
+        {"X-Amz-Target": "AmazonSQS.x.ReceiveMessage"},  # moto runs the last dotted part: a long poll
+        {"X-Amz-Target": "AmazonSQS.ReceiveMessage.ListQueues"},
+    ],
+)
+def test_a_target_sent_twice_or_naming_more_than_one_action_is_refused_and_runs_nothing(headers):
+    lab = checker.Lab(("sqs",))
+    host, json_type = "https://sqs.eu-south-2.checker.invalid/", {"Content-Type": "application/x-amz-json-1.0"}
+    with checker.world_of_the_checker(), VirtualClock():
+        url = json.loads(_sqs(lab, "CreateQueue", {"QueueName": "cola-x"})[2])["QueueUrl"]
+        request = json.dumps({"QueueUrl": url, "MessageBody": "m", "WaitTimeSeconds": 20}).encode()
+        started = time.monotonic()
+        with pytest.raises(PermissionError):
+            lab.serve_aws("POST", host, json_type | headers, request)
+        assert time.monotonic() - started < 1
+        answer = _sqs(lab, "GetQueueAttributes", {"QueueUrl": url, "AttributeNames": ["ApproximateNumberOfMessages"]})
+    assert json.loads(answer[2])["Attributes"]["ApproximateNumberOfMessages"] == "0"  # nothing was sent
+    assert [call["action"] for call in lab.aws_calls] == ["CreateQueue", "GetQueueAttributes"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from typing import Any
 
 MOTO_ACCOUNT = "123456789012"  # moto's account: the queue URLs it writes
@@ -79,3 +80,26 @@ def noted_call(service: str, target: str, request: bytes, answer: bytes) -> dict
     action = target.split(".")[-1] if target else ""
     at = dt.datetime.now(dt.UTC)  # the checker's virtual clock, under a check
     return {"service": service, "action": action, "request": parsed(request), "answer": parsed(answer), "at": at}
+
+
+def one_of_each(headers: dict) -> dict:
+    """The request's headers as text, refused if one is sent twice under two spellings: moto reads them ignoring
+    case and takes the last, so `X-Amz-Target` and `x-amz-target` once let the checker note one action while
+    moto ran another (a hostile session's attack, 7 December)."""
+    plain = {str(key): str(value) for key, value in headers.items()}
+    names = [key.lower() for key in plain]
+    if len(set(names)) != len(names):
+        raise PermissionError("a header sent twice (under two spellings): the checker serves one of each")
+    return plain
+
+
+def target_of(headers: dict) -> str:
+    """The request's X-Amz-Target, whatever its spelling, if it names one action of one service: `Prefix.Action`.
+
+    moto runs the last dotted part, so `AmazonSQS.x.ReceiveMessage` once ran a long poll the checker did not see
+    as a receive; a target of any other shape is refused.
+    """
+    target = next((value for key, value in headers.items() if key.lower() == "x-amz-target"), "")
+    if target and not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*\.[A-Za-z]+", target):
+        raise PermissionError("an X-Amz-Target that is not one service's one action (Prefix.Action)")
+    return target

@@ -37,6 +37,7 @@ import json
 import queue
 import socket
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
@@ -227,9 +228,10 @@ class Boundary:
 
     def _wait(self, lane: str, number: int) -> Any:
         inbox = self._lanes[lane]
+        deadline = time.monotonic() + self.timeout_seconds  # silence: no answer, and no call of the other side's
         while True:
             try:
-                message = inbox.get(timeout=self.timeout_seconds)
+                message = inbox.get(timeout=max(0.0, deadline - time.monotonic()))
             except queue.Empty:
                 raise BoundaryError(f"no answer within {self.timeout_seconds:g} s") from None
             if message is CLOSED:
@@ -237,8 +239,9 @@ class Boundary:
                 raise BoundaryError(self.closed or "the other side is gone")
             if "call" in message:
                 self._serve(lane, message)
+                deadline = time.monotonic() + self.timeout_seconds  # the other side is at work on this call
             elif message.get("id") != number:
-                self.out_of_turn += 1  # an answer to a call that is not the one waiting: dropped
+                self.out_of_turn += 1  # an answer to a call that is not the one waiting: dropped, still silence
             elif "error" in message:
                 raise self._error(lane, message["error"])
             elif "result" in message:

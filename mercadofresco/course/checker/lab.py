@@ -274,8 +274,8 @@ class Lab:
         """
         if method != "POST" or type(headers) is not dict or type(body) is not bytes or type(url) is not str:
             raise PermissionError("not an AWS request")
-        headers = {str(key): str(value) for key, value in headers.items()}
-        target = headers.get("X-Amz-Target", "")
+        headers = aws_requests.one_of_each(headers)
+        target = aws_requests.target_of(headers)
         service = self._service_of(url, target)
         content_type = next((value for key, value in headers.items() if key.lower() == "content-type"), "")
         if not content_type.startswith("application/x-amz-json-") or not isinstance(aws_requests.parsed(body), dict):
