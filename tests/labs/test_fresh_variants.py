@@ -22,7 +22,7 @@ from mercadofresco.course.run import nbrun
 from mercadofresco.lessons.exercises import consumer_properties
 
 PROPERTIES = {holds.__name__: holds for holds in consumer_properties.PROPERTIES}
-# What each fresh variant of lab 1 fails when graded (benchmarks/fresh_variants.py lab1, 44 of 44 caught).
+# What each fresh variant of lab 1 fails when graded (benchmarks/fresh_variants.py lab1, 47 of 47 caught).
 CAUGHT_BY_LAB1 = {
     "b_blames_the_sdk": {"more_likely"},
     "b_right_mechanism_wrong_reason": {"more_likely"},
@@ -48,6 +48,9 @@ CAUGHT_BY_LAB1 = {
     "d_lock_outlasts_all_incident_attempts": {"exactly_once", "exactly_once_despite_crashes"},
     "d_lock_shorter_than_one_attempt": {"exactly_once"},
     "d_no_crash_hooks": {"exactly_once", "exactly_once_despite_crashes"},  # the same session's: 14/14 before
+    "d_now_read_once_per_batch": {"exactly_once_despite_crashes"},  # a second fresh session's: 14/14 before
+    "d_whole_batch_reported_failed": {"poison_reaches_the_dlq"},  # the same session's: 14/14 before
+    "d_failures_as_bare_message_ids": {"poison_reaches_the_dlq"},  # the same session's: 14/14 before
     "d_poison_message_dropped": {"poison_reaches_the_dlq"},
     "d_resultado_is_the_amount": {"record_contract"},
     "d_return_inside_the_loop": {"exactly_once"},

@@ -369,7 +369,28 @@ class Play:
         run.requests += 1
         copy, receive = run.batch[0]
         self.say_request(copy, run.context.now(), action, request)
+        if len(run.batch) > 1:  # nothing arrives inside a batch: its time is its own records' work
+            self.lock_from_the_claim(run.context.now(), action, request)
         self.arrive_inside(copy, receive, f"call {run.requests}", action)
+
+    def lock_from_the_claim(self, at: dt.datetime, action: str, request: Any) -> None:
+        """The lab's rule for the lock: LOCK_SECONDS from the claim, in the invocation's time. In a batch the records
+        are claimed one after another; a claim whose lock ends less than one delivery's attempts from now was timed
+        from an earlier moment (the batch's start), and a second consumer may take the order while it is charged."""
+        item = request.get("Item") if action == "PutItem" and isinstance(request, dict) else None
+        if not isinstance(item, dict) or (item.get("estado") or {}).get("S") != "EN_CURSO":
+            return
+        lock, clave = (item.get("caduca_bloqueo") or {}).get("N"), (item.get("clave") or {}).get("S")
+        try:
+            left = float(lock) - at.timestamp()
+        except (TypeError, ValueError):
+            return
+        if left < READ_TIMEOUT_SECONDS * ATTEMPTS:
+            name = self.name_of(str(clave).removeprefix("cobro:"))
+            self.log.broken.append(
+                f"the claim of {name} in a batch holds its lock {left:g} s from the claim, less than one delivery's "
+                f"attempts ({READ_TIMEOUT_SECONDS * ATTEMPTS} s): was it timed from the batch's start?"
+            )
 
     def say_request(self, copy: int, at: dt.datetime, action: str, request: Any) -> None:
         """A line of the story for a write of the learner's code: what it asks DynamoDB to write or delete."""

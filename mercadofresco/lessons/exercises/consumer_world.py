@@ -127,9 +127,14 @@ WITH_CRASHES_FIRST = (
     World(("valid",), (ONE,), dies=((0, "after_complete"),), key_sent=True),
     World(("valid",), (ONE,), gateway_calls=("late", "late"), key_sent=True),  # charged, the answer never came
     World(("valid",), (ONE,), gateway_calls=("lost", "lost"), key_sent=True),
+    # two orders in one batch, the first's answers late twice (60 s): the second's lock runs from its own claim
+    World(("valid", "valid"), (ONE, (1, _at())), gateway_calls=("late", "late"), key_sent=True),
 )
 DECLINED_FIRST = (World(("declined",), (ONE,)), World(("declined",), (ONE, (0, _at(60)))))
-POISON_FIRST = tuple(World((kind, "valid"), (ONE, (1, _at(1)))) for kind in POISON)
+POISON_FIRST = (
+    *(World((kind, "valid"), (ONE, (1, _at(1)))) for kind in POISON),
+    World(("not JSON", "valid"), (ONE, (1, _at()))),  # in one batch: only the poison comes back (partial response)
+)
 
 TABLE_ALONE = _worlds(st.just("valid"), ("ok", "slow", "503", "429"), ("after_lock", "after_complete"), False)
 WITH_CRASHES = _worlds(st.just("valid"), ("ok", "slow", "503", "lost", "late"), STEPS, True)
