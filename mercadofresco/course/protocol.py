@@ -7,7 +7,7 @@ line a row to the record: a `CellRow` for each learner cell that failed, a `Chec
 `NoteRow` for what the instructor should read. Everything here is plain data with one `to_json`/`from_json`
 each, and this module imports nothing of `course/`, so every process can share it.
 
-A row's `role` says who wrote it; a verdict is the checker's `CheckRow.verdict`, never a word in a text.
+A row's `kind` says which record it is; a verdict is the checker's `CheckRow.verdict`, never a word in a text.
 """
 
 from __future__ import annotations
@@ -22,13 +22,11 @@ PLAN_ENV = "MERCADOFRESCO_GRADING_PLAN"  # the plan's path, in the environment o
 GRADER_FOLDER = ".grader"  # in a learner's working copy: the checker's sockets, which the kernel may not change
 CELL_TIMEOUT_SECONDS = 20.0  # a lab cell's time, in the grader and in selfcheck alike (`run.limits.Limits`)
 
-# Who wrote a row, or what a cell of the graded notebook is.
+# What a cell of the graded notebook is.
 LEARNER: Literal["learner"] = "learner"  # a learner's code cell
 END: Literal["end"] = "end"  # the grader's last cell: after it the checks run
-CHECKER: Literal["checker"] = "checker"  # a hidden check's verdict
-NOTE: Literal["note"] = "note"  # a note for the report
 UNKNOWN: Literal["unknown"] = "unknown"  # a cell the plan does not list
-Role = Literal["learner", "end", "checker", "note", "unknown"]
+Role = Literal["learner", "end", "unknown"]
 
 # A cell that failed like this leaves a kernel nobody should trust, so the run stops there, in the grader and in
 # selfcheck alike. These are nbval's and the grader's own words, never the learner's: an exception merely named
@@ -202,6 +200,6 @@ class ProtocolError(ValueError):
 
 
 def _role(value: Any) -> Role:
-    if value not in (LEARNER, END, CHECKER, NOTE, UNKNOWN):
+    if value not in (LEARNER, END, UNKNOWN):
         raise ProtocolError(f"no such role: {value!r}")
     return value

@@ -38,7 +38,6 @@ from mercadofresco.course.handout import labs
 from mercadofresco.course.run import nbrun
 from mercadofresco.course.run import sandbox as sb
 
-# As nbplugin's: nbval's and the grader's own words, never a learner's (an exception merely named MemoryError).
 # What in a learner's own code deserves the instructor's eyes (named in the report, never scored by itself).
 MOVED_SCAN_CHARS = 200_000  # of a learner's code, read for moved names (grading.moved_names)
 SUSPICIOUS = {

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import heapq
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -377,14 +378,10 @@ class Play:
         """The lab's rule for the lock: LOCK_SECONDS from the claim, in the invocation's time. In a batch the records
         are claimed one after another; a claim whose lock ends less than one delivery's attempts from now was timed
         from an earlier moment (the batch's start), and a second consumer may take the order while it is charged."""
-        item = request.get("Item") if action == "PutItem" and isinstance(request, dict) else None
-        if not isinstance(item, dict) or (item.get("estado") or {}).get("S") != "EN_CURSO":
+        clave, estado, lock = _item_written(action, request)
+        if estado != "EN_CURSO" or lock is None:
             return
-        lock, clave = (item.get("caduca_bloqueo") or {}).get("N"), (item.get("clave") or {}).get("S")
-        try:
-            left = float(lock) - at.timestamp()
-        except (TypeError, ValueError):
-            return
+        left = lock - at.timestamp()
         if left < READ_TIMEOUT_SECONDS * ATTEMPTS:
             name = self.name_of(str(clave).removeprefix("cobro:"))
             self.log.broken.append(
@@ -396,22 +393,15 @@ class Play:
         """A line of the story for a write of the learner's code: what it asks DynamoDB to write or delete."""
         item = request.get("Item") if isinstance(request, dict) else None
         key = (item or (request.get("Key") if isinstance(request, dict) else None)) or {}
-        clave = key.get("clave", {}).get("S") if isinstance(key.get("clave"), dict) else None
+        clave = key.get("clave", {}).get("S") if isinstance(key, dict) and isinstance(key.get("clave"), dict) else None
         if action not in ("PutItem", "UpdateItem", "DeleteItem") or not isinstance(clave, str):
             return
         self.claves.add(clave)
         if action == "DeleteItem":
             self.log.say(at, f"{self.who(copy)} deletes {clave}")
             return
-        estado = (item or {}).get("estado", {}).get("S") if isinstance((item or {}).get("estado"), dict) else None
-        lock = (
-            (item or {}).get("caduca_bloqueo", {}).get("N")
-            if isinstance((item or {}).get("caduca_bloqueo"), dict)
-            else None
-        )
-        until = ""
-        if isinstance(lock, str) and lock.replace(".", "", 1).isdigit():
-            until = f", lock until +{float(lock) - int(self.log.start.timestamp()):g} s"
+        _, estado, lock = _item_written(action, request)
+        until = f", lock until +{lock - int(self.log.start.timestamp()):g} s" if lock is not None else ""
         what = f"{clave} {estado}{until}" if estado else clave
         verb = "tries to write" if request.get("ConditionExpression") else "writes"
         self.log.say(at, f"{self.who(copy)} {verb} {what}"[:160])
@@ -428,6 +418,26 @@ class Play:
             where = f"just before its {action}" if action else f"{seconds:g} s after its {point}"
             self.log.say(self.clock.now(), f"{self.who(arriving)} arrives while {self.who(copy)} is at work, {where}")
             self.deliver_and_queue([(arriving, 1)])
+
+
+def _item_written(action: str, request: Any) -> tuple[str | None, str | None, float | None]:
+    """What a PutItem of the learner's code writes, read as data whatever its shape: clave, estado, caduca_bloqueo
+    (a finite number of seconds, or None)."""
+    item = request.get("Item") if action == "PutItem" and isinstance(request, dict) else None
+    if not isinstance(item, dict):
+        return None, None, None
+
+    def attribute(name: str, kind: str) -> Any:
+        value = item.get(name)
+        return value.get(kind) if isinstance(value, dict) else None
+
+    try:
+        lock: float | None = float(attribute("caduca_bloqueo", "N"))
+    except (TypeError, ValueError):
+        lock = None
+    if lock is not None and not math.isfinite(lock):
+        lock = None
+    return attribute("clave", "S"), attribute("estado", "S"), lock
 
 
 def _failed(answer: Any, message_id: str) -> bool:
