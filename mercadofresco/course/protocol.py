@@ -1,11 +1,13 @@
 """What the grader's processes say to each other: the plan of a run, the rows of its record, the words that stop it.
 
-Four processes take part in grading one learner: the grader (`grading`), the runner that watches the learner's
-kernel (`run.nbrun`), pytest with the grader's plugin, where the checker runs (`run.nbplugin`, `checker`), and
-the learner's kernel. The grader writes a `Plan` (a JSON file named by `PLAN_ENV`); the plugin appends one JSON
-line a row to the record: a `CellRow` for each learner cell that failed, a `CheckRow` for each hidden check, a
-`NoteRow` for what the instructor should read. Everything here is plain data with one `to_json`/`from_json`
-each, and this module imports nothing of `course/`, so every process can share it.
+Five processes take part in grading one learner: the grader (`grading`), the runner that watches the others
+(`run.nbrun`), pytest with nbval and the grader's plugin, which runs the learner's cells (`run.nbplugin`), the
+checker, which runs the hidden checks (`python -m mercadofresco.course.checker`), and the learner's kernel. The
+grader writes a `Plan` (a JSON file named by `PLAN_ENV`). The plugin appends a `CellRow` to the record for each
+learner cell that failed; after the last cell it hands the kernel to the checker (a `Handover`, one JSON line
+on a pipe) and waits until the checker closes its own pipe back; the checker appends a `CheckRow` for each
+hidden check and a `NoteRow` for what the instructor should read. Everything here is plain data with one
+`to_json`/`from_json` each, and this module imports nothing of `course/`, so every process can share it.
 
 A row's `kind` says which record it is; a verdict is the checker's `CheckRow.verdict`, never a word in a text.
 """
@@ -19,6 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 PLAN_ENV = "MERCADOFRESCO_GRADING_PLAN"  # the plan's path, in the environment of the runner and of pytest
+# The two pipes between the plugin and the checker, as "read,write" file descriptors in each one's environment:
+# the plugin writes the `Handover` and reads until the checker closes its end (the checks are over).
+HANDOVER_ENV = "MERCADOFRESCO_GRADING_HANDOVER"
 GRADER_FOLDER = ".grader"  # in a learner's working copy: the checker's sockets, which the kernel may not change
 CELL_TIMEOUT_SECONDS = 20.0  # a lab cell's time, in the grader and in selfcheck alike (`run.limits.Limits`)
 
@@ -83,14 +88,15 @@ class Plan:
 
     cells: tuple[Cell, ...]
     memory_mb: int
-    checks: str  # the lab's checks module (solutions/checks/labN.py), which only the grader's process loads
+    checks: str  # the lab's checks module (solutions/checks/labN.py), which only the checker's process loads
     lab_cells: int  # the lab's code cells: the time budget counts them, not the learner's extras
     workdir: str  # the learner's working copy
     uid: int | None  # the learner's user, None when the grader is not root
     check_count: int
     only: tuple[str, ...] = ()  # the checks to run, all when empty (a regrade of some)
-    record: str = ""  # where the plugin appends the rows (set by the runner)
-    checker: str = ""  # where the plugin says what the checker holds for this learner (set by the runner)
+    cell_timeout_seconds: float = CELL_TIMEOUT_SECONDS  # of each learner cell, and of each check
+    record: str = ""  # where the plugin, then the checker, append their rows (set by the runner)
+    checker: str = ""  # where the checker says what it holds for this learner (set by the runner)
 
     def learner_cells(self) -> int:
         return sum(1 for cell in self.cells if cell.role == LEARNER)
@@ -121,6 +127,48 @@ class Plan:
     @classmethod
     def loads(cls, text: str) -> Plan:
         return cls.from_json(json.loads(text))
+
+
+@dataclass(frozen=True)
+class Handover:
+    """What the plugin tells the checker after the learner's last cell: the kernel to serve, or why there is none.
+
+    `connection_file` is the kernel's (in the grader's private folder), `pgid` its process group, which the
+    checker interrupts as jupyter_client does. `gone` is why no check can run ("" when the kernel is there);
+    `stopped` says a learner cell stopped the run, which the report tells from the cell's own row.
+    """
+
+    connection_file: str = ""
+    pid: int = 0
+    pgid: int = 0
+    gone: str = ""
+    stopped: bool = False
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> Handover:
+        try:
+            return cls(
+                str(data["connection_file"]),
+                int(data["pid"]),
+                int(data["pgid"]),
+                str(data["gone"]),
+                data["stopped"] is True,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProtocolError(f"a handover without what it needs: {exc}") from None
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json()) + "\n"
+
+    @classmethod
+    def loads(cls, text: str) -> Handover:
+        try:
+            return cls.from_json(json.loads(text))
+        except json.JSONDecodeError as exc:
+            raise ProtocolError(f"a handover that is not JSON: {exc}") from None
 
 
 @dataclass(frozen=True)

@@ -364,3 +364,47 @@ def test_an_exception_merely_named_memoryerror_stops_nothing_and_blames_no_limit
     report = hostile[0]["yago_fake_memory"]
     assert report.score == 2  # the checks after it still ran
     assert report.notes == ["your code cell [2]: MemoryError: not really"]
+
+
+ALONE_CHECKS = """from mercadofresco.course.checker import Check
+
+SERVICES = ()
+CHECKS = [Check("checker_alone", "checker_alone hint " * 5), Check("x_is_one", "x_is_one hint " * 5)]
+
+
+def setup(lab):
+    SETUP
+
+
+def check_checker_alone(lab):
+    import sys
+    loaded = sorted(name for name in sys.modules if name.split(".")[0] in ("pytest", "_pytest", "nbval"))
+    assert not loaded and sys.argv[0].endswith("__main__.py"), (sys.argv, loaded[:5])
+
+
+def check_x_is_one(lab):
+    assert lab.value("x") == 1
+"""
+NO_GRADER_ENV = """import os
+x = 1 if not [name for name in os.environ if name.startswith("MERCADOFRESCO_GRADING")] else 0"""
+
+
+@pytest.mark.parametrize("setup", ["pass", "raise RuntimeError('a bug of the checks, not the learner')"])
+def test_the_checks_run_in_a_checker_process_of_their_own_not_in_pytest(tmp_path, setup, capsys):
+    """Issue 49: nbval runs the cells, the checker (python -m mercadofresco.course.checker) runs the checks, and
+    the kernel sees nothing of the pipes between them; a checker that fails is the grader's fault, said so."""
+    solutions = tmp_path / "solutions"
+    path = _tiny_solution(solutions)
+    (solutions / "checks" / "tiny.py").write_text(ALONE_CHECKS.replace("SETUP", setup))
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    _learner(folder, "ana", NO_GRADER_ENV)
+    assert path.exists()
+    [report] = grading.grade(folder, "lab1", nbrun.Limits(cell_timeout_seconds=20), solutions_dir=solutions)
+    if setup == "pass":
+        assert (report.score, report.max_score) == (2, 2), (report.checks, report.notes)
+        return
+    assert report.score == 0, report.checks
+    assert any("the grader's checker failed (exit code 1)" in note for note in report.notes), report.notes
+    assert "a bug of the checks" in capsys.readouterr().err  # its last words reach the instructor, not the report
+    assert not any("a bug of the checks" in result.reason for result in report.checks)

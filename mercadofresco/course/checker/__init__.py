@@ -1,6 +1,8 @@
 """The trusted side: the world a lab's checks own, and the wire to the learner's kernel.
 
-A lab's hidden checks (`solutions/checks/labN.py`) import their names from here:
+A process of the grader's own (`python -m mercadofresco.course.checker`, `process`): the runner starts it beside
+pytest, and it checks the learner's kernel once nbval has run its cells. A lab's hidden checks
+(`solutions/checks/labN.py`) import their names from here:
 
     from mercadofresco.course.checker import Callback, Check, Failed, ProcessDied, RemoteError
 

@@ -1,6 +1,6 @@
 """The wire between the grader's checker and a learner's kernel: JSON lines over one Unix socket, calls both ways.
 
-The checker (`course.checker`, the grader's process) owns the world; the
+The checker (`course.checker`, a process of the grader's) owns the world; the
 learner's kernel (`course.checker.learner_side`) only answers calls. Each message is
 one JSON object on one line:
 

@@ -1,4 +1,4 @@
-"""Grade a folder of learners' lab notebooks with the hidden checks, which run in the grader's own process.
+"""Grade a folder of learners' lab notebooks with the hidden checks, which run in a process of the grader's.
 
     python -m mercadofresco.course.grading build                         # labs/ from solutions/ (handout/labs.py)
     python -m mercadofresco.course.grading grade SUBMISSIONS/ --lab lab1 # a report per learner and per check
@@ -7,9 +7,10 @@
 For each learner notebook the grader keeps the learner's code cells (never
 their outputs) and runs them through `pytest --nbval-lax` in a fresh kernel
 set apart for that learner (`course.run.sandbox`, `course.run.nbrun`). Then the
-grader's pytest plugin (`course.run.nbplugin`) runs the lab's hidden checks
-(`solutions/checks/labN.py`) in the grader's process, against a world it owns
-(`course.checker`): the kernel only answers calls. A check's verdict is read
+grader's pytest plugin (`course.run.nbplugin`) hands the kernel to the checker,
+a process of the grader's own (`course.checker`), which runs the lab's hidden
+checks (`solutions/checks/labN.py`) against a world it owns: the kernel only
+answers calls. A check's verdict is read
 from the grader's own state; nothing the kernel says can make it pass.
 Reports: `course.grading.reports`.
 """
@@ -63,7 +64,7 @@ def assemble(learner: NotebookNode) -> tuple[NotebookNode, tuple[protocol.Cell, 
             graded.cells.append(nbformat.v4.new_code_cell(cell.source))
             plan.append(protocol.Cell(protocol.LEARNER))
     graded.cells.append(nbformat.v4.new_code_cell("# the grader's hidden checks run after this cell"))
-    plan.append(protocol.Cell(protocol.END))  # after it, the checks run in the grader's process (nbplugin)
+    plan.append(protocol.Cell(protocol.END))  # after it, the checker's process runs the checks
     return graded, tuple(plan)
 
 
@@ -196,6 +197,7 @@ def _run(
             uid=user[1] if user else None,
             check_count=len(setting.only or labs.check_specs(setting.solution, setting.solutions_dir)),
             only=tuple(setting.only),
+            cell_timeout_seconds=setting.limits.cell_timeout_seconds,
         )
         run = nbrun.run_notebook(target, setting.limits, plan, box, private)
     finally:

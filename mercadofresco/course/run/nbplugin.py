@@ -1,21 +1,28 @@
-"""The grader's pytest plugin: nbval runs the learner's cells, then the hidden checks run here.
+"""The grader's pytest plugin: nbval runs the learner's cells; after the last, the kernel is handed to the checker.
 
 Loaded into the grader's own `pytest --nbval-lax` process (`-p mercadofresco.course.run.nbplugin`),
-never into the learner's kernel. It records nbval's outcome for each learner
-cell (one line of reason, never the cell's source), keeps nbval's wait for a
-reply from hanging on a kernel that died (`os._exit`: reported at once, not
-after a timeout) and caps a cell's output. After the last cell it runs the
-lab's hidden checks in this process (`course.checker`), against a world this
-process owns, and records their verdicts.
+never into the learner's kernel. It records nbval's outcome for each learner cell (one line of reason, never
+the cell's source). After the last cell it writes a `protocol.Handover` (the kernel's connection file and
+process group, or why there is no kernel to check) on the pipe to the checker, a process of its own
+(`python -m mercadofresco.course.checker`, started by `nbrun`), and waits until the checker closes its pipe
+back: only then may nbval shut the kernel down. Nothing of the checks, their world or the wire runs here.
 
-The record (JSON lines) is written to a file in the grader's private folder,
-which the learner's user cannot read or write.
+The record (JSON lines) is written to a file in the grader's private folder, which the learner's user cannot
+read or write.
+
+Three of nbval's kernel functions are replaced (`pytest_configure`), each for a reason of the grader's and none
+for the checks: its wait for a cell's reply also polls the kernel's life (a kernel that called `os._exit` is
+reported at once, not after the cell's timeout); its read of the kernel's output keeps at most OUTPUT_CHARS of
+a cell's (600 MB printed once took the grader's runner to 1.7 GB); and its kernel start uses Unix sockets when
+the kernel has no network. An nbval upgrade that renames them fails `tests/labs/test_grading.py` loudly.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import select
 import time
 from pathlib import Path
 from queue import Empty
@@ -57,17 +64,6 @@ def _await_reply(self: Any, msg_id: str, timeout: float | None = None) -> None:
             if msg["content"]["status"] == "aborted":
                 raise RuntimeError("Kernel aborted execution request")
             return
-
-
-def _finished(kernel: Any, msg_id: str) -> bool:
-    """True once the kernel has answered the request `msg_id`, aborted it or died: the serve cell is over."""
-    try:
-        _await_reply(kernel, msg_id, timeout=0.01)
-    except Empty:
-        return False
-    except RuntimeError:  # the kernel died, or aborted the request
-        return True
-    return True
 
 
 def _get_message(self: Any, stream: str, timeout: float | None = None) -> dict:
@@ -182,57 +178,48 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
-    """After the last cell: the lab's hidden checks, in this process (`course.checker`)."""
+    """After the last cell: hand the kernel to the checker, and keep it running until the checks are over."""
     plan = getattr(item.config, "mf_plan", None)
-    if plan is not None and nextitem is None and hasattr(item, "cell_num"):
-        rows = _run_checker(item, plan)
-        with open(plan.record, "a", encoding="utf-8") as record:
-            record.write(protocol.write_rows(rows))
+    pipes = os.environ.get(protocol.HANDOVER_ENV)
+    if plan is not None and pipes and nextitem is None and hasattr(item, "cell_num"):
+        read_fd, write_fd = (int(fd) for fd in pipes.split(","))
+        kernel = item.parent.kernel
+        with contextlib.suppress(BrokenPipeError):  # the checker is gone: the runner says why
+            os.write(write_fd, handover(kernel, stopped=bool(item.session.shouldstop)).dumps().encode())
+        os.close(write_fd)
+        wait_for_the_checker(read_fd, kernel)
     yield
 
 
-def _tell_the_watch(plan: protocol.Plan, lab: Any) -> None:
-    """Where the grader's watch (`nbrun`) finds what the checker holds for this learner: the lab's database."""
-    database = lab.database.db if lab.database is not None else None
-    if database is None or database.server_pid() is None or not plan.checker:
-        return
-    held = {"pids": [database.server_pid()], "folders": [str(database.directory)]}
-    Path(plan.checker).write_text(json.dumps(held))
+def handover(kernel: Any, stopped: bool) -> protocol.Handover:
+    """What the checker needs of nbval's kernel: its connection file and process group, or why it is gone."""
+    if stopped:
+        return protocol.Handover(stopped=True)
+    if kernel is None or not kernel.is_alive():
+        return protocol.Handover(gone="the kernel had died before the checks")
+    provisioner = kernel.km.provisioner
+    return protocol.Handover(kernel.km.connection_file, int(provisioner.pid), int(provisioner.pgid or provisioner.pid))
 
 
-def _run_checker(item: Any, plan: protocol.Plan) -> list[protocol.Row]:
-    """Ask the kernel to serve, then run every hidden check here, against this process's own world."""
-    from mercadofresco.course import checker
+def wait_for_the_checker(read_fd: int, kernel: Any) -> None:
+    """Until the checker closes its pipe (the checks are over), reading what the kernel prints meanwhile.
 
-    module = checker.load_checks(Path(plan.checks))
-    kernel = item.parent.kernel
-    if item.session.shouldstop:
-        return []  # a learner cell stopped the run: the report says which (grading.score)
-    gone = "the kernel had died before the checks" if kernel is None or not kernel.is_alive() else ""
-    if gone:
-        return [protocol.CheckRow(c.check, False, f"not run: {gone}") for c in module.CHECKS]
-    services = tuple(getattr(module, "SERVICES", ("sqs", "dynamodb")))
-    lab = checker.Lab(services, Path(plan.workdir), plan.uid)
-    lab.interrupt = kernel.km.interrupt_kernel
-    listener, path = checker.listen(Path(plan.workdir), plan.uid)
+    The learner's code runs for the checks and may print: nbval's client is subscribed to the kernel's output,
+    so it is read here and dropped (`_get_message` caps it), never left to pile up in this process.
+    """
     try:
-        module.setup(lab)
-        _tell_the_watch(plan, lab)
-        serve_id = kernel.execute_cell_input(checker.serve_source(path), allow_stdin=False)
-        with checker.world_of_the_checker():
-            try:
-                lab.connect(listener, plan.uid, ended=lambda: _finished(kernel, serve_id))
-            except checker.BoundaryError as exc:
-                why = f"not run: {exc}"
-                return [protocol.CheckRow(c.check, False, why) for c in module.CHECKS]
-            rows: list[protocol.Row] = list(
-                checker.run_checks(module, lab, item.config.option.nbval_cell_timeout, plan.only)
-            )
-            lab.hang_up()
+        while True:
+            ready, _, _ = select.select([read_fd], [], [], POLL_SECONDS)
+            if ready and not os.read(read_fd, 4096):
+                return
+            _drop_output(kernel)
     finally:
-        listener.close()
-        path.unlink(missing_ok=True)
-        lab.close()
-    if lab.wire is not None and lab.wire.out_of_turn:
-        rows.append(protocol.NoteRow(f"the kernel sent {lab.wire.out_of_turn} message(s) out of turn (dropped)"))
-    return rows
+        os.close(read_fd)
+
+
+def _drop_output(kernel: Any) -> None:
+    if kernel is None:
+        return
+    with contextlib.suppress(Empty, RuntimeError):
+        for _ in range(1_000):
+            kernel.get_message(stream="iopub", timeout=0)

@@ -2,17 +2,20 @@
 
 The grader (`grading`) calls `run_notebook`: a `pytest --nbval-lax` process of
 its own, run as the grader in a private folder (mode 700), with the grader's
-plugin (`course.run.nbplugin`) that records what the grader saw for each cell. Its
-kernel comes from a kernelspec generated under .cache/grading that runs
-`python -m mercadofresco.course.run.nbrun kernel`: that launcher sets the process
-apart (`course.run.sandbox`: namespaces, hidden paths, limits, the learner's user)
-and then starts IPython's kernel in the same process.
+plugin (`course.run.nbplugin`) that records what the grader saw for each cell,
+and beside it the checker, a process of its own (`python -m
+mercadofresco.course.checker`), to which the plugin hands the kernel after the
+last cell: two pipes join them. The kernel comes from a kernelspec generated
+under .cache/grading that runs `python -m mercadofresco.course.run.nbrun kernel`:
+that launcher sets the process apart (`course.run.sandbox`: namespaces, hidden
+paths, limits, the learner's user) and then starts IPython's kernel in the same
+process.
 
 While the notebook runs the grader watches the learner's whole process tree
 (by uid as root, by parent links otherwise; `course.run.watch`): together it may
 not hold more than the memory limit, keep more than CPU_SHARE CPUs busy, fill
 the working copy past DISK_MB, or last longer than its time budget; any of these
-and it is killed at once. When the notebook is done every process the learner
+and it is killed at once, with pytest and the checker. When the notebook is done every process the learner
 started is killed, including children in sessions of their own.
 """
 
@@ -54,7 +57,10 @@ KERNEL_FOLDERS = [
     ("JUPYTER_CONFIG_DIR", ".jupyter/config"),
     ("JUPYTER_DATA_DIR", ".jupyter/data"),
 ]
-GRADER_ONLY_ENV = (SANDBOX_ENV, IPC_ENV, protocol.PLAN_ENV, "JUPYTER_PATH", "JUPYTER_RUNTIME_DIR")
+GRADER_ONLY_ENV = (
+    *(SANDBOX_ENV, IPC_ENV, protocol.PLAN_ENV, protocol.HANDOVER_ENV, "JUPYTER_PATH", "JUPYTER_RUNTIME_DIR"),
+)
+CHECKER_FAILED = "the grader's checker failed (exit code {code}) before it wrote every verdict: the grader's fault"
 
 
 @dataclass
@@ -166,39 +172,67 @@ def run_notebook(
     budget = time_budget(plan, limits)
     env = _environment(jupyter_path, private, box_path, ipc)
     started = time.monotonic()
-    process = subprocess.Popen(
-        command, cwd=private, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
+    handover, back = os.pipe(), os.pipe()  # plugin -> checker: the kernel; checker -> plugin: closed when done
+    plugin_fds, checker_fds = (back[0], handover[1]), (handover[0], back[1])
+    process = _start(command, private, env, plugin_fds)
+    checker_command = [sys.executable, "-m", "mercadofresco.course.checker"]
+    checker_process = _start(checker_command, private, env, checker_fds, log=private / "checker.log")
+    for fd in (*handover, *back):
+        os.close(fd)  # each end lives in one child only: a child that dies closes it, and the other sees EOF
     run, seen, ticks = Run(rows=[]), set(), 0
+    graders = [process, checker_process]
     cpu = watch.CpuWatch(CPU_WINDOW_SECONDS, full_after=CPU_WINDOW_SECONDS - 2 * WATCH_SECONDS)
-    while process.poll() is None:
+    while alive := [p for p in graders if p.poll() is None]:
         with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=WATCH_SECONDS)
+            alive[0].wait(timeout=WATCH_SECONDS)
         learner, ticks = _learner_processes(box, process.pid, seen), ticks + 1
         used = watch.resident_mb(learner)
         if box.user is not None and learner:  # its /tmp, /dev/shm… are memory too
             used += watch.scratch_mb(learner[0])
-        checker, folders = watch.held_by_checker(process.pid, held)  # the checker's work for this learner
+        checker, folders = watch.held_by_checker([p.pid for p in graders], held)  # the grader's work for them
         disk, database, why = files_mb(Path(box.workdir) if ticks % 4 == 0 else None, folders)
         checker_mb = watch.resident_mb(checker) + database
         cpus = cpu.sample(time.monotonic(), watch.cpu_seconds(learner + checker))
         run.peak_mb, run.peak_cpus = max(run.peak_mb, used), max(run.peak_cpus, cpus)
         run.checker_peak_mb = max(run.checker_peak_mb, checker_mb)
         why = why or passed(limits, used, disk, cpus, checker_mb, database)
-        if why and not run.stopped:  # the kernel dies with them, and the checker too: nothing more is graded
-            run.stopped = why
-            watch.kill(learner)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
         if time.monotonic() - started > budget:
-            run.stopped = run.stopped or f"the notebook ran past its total time limit ({budget:.0f} s)"
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+            why = why or f"the notebook ran past its total time limit ({budget:.0f} s)"
+        if why and not run.stopped:  # the kernel dies with them, the checker too: nothing more is graded
+            run.stopped = why
+            watch.kill(learner + checker)
+            _kill_groups(graders)
+    if checker_process.returncode and not run.stopped:  # a fault of the grader's: its log goes to the instructor
+        run.stopped = CHECKER_FAILED.format(code=checker_process.returncode)
+        log = (private / "checker.log").read_text(errors="replace").splitlines()[-20:]
+        print(protocol.shown("\n".join(["The checker's last words:", *log]), 4_000), file=sys.stderr)
     run.left_behind = _clean_up(box, seen)
     if record.exists():
         run.rows = protocol.read_rows(record.read_text())
     return run
+
+
+def _start(
+    command: list[str], private: Path, env: dict, fds: tuple[int, int], log: Path | None = None
+) -> subprocess.Popen:
+    """One of the grader's two processes, in a session of its own, holding its ends of the pipes (`fds`)."""
+    env = dict(env, **{protocol.HANDOVER_ENV: ",".join(str(fd) for fd in fds)})
+    with open(log or os.devnull, "wb") as stderr:
+        return subprocess.Popen(
+            command,
+            cwd=private,
+            env=env,
+            pass_fds=fds,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            start_new_session=True,
+        )
+
+
+def _kill_groups(processes: list[subprocess.Popen]) -> None:
+    for process in processes:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
 
 
 def _clean_up(box: sb.Sandbox, seen: set[int]) -> list[str]:

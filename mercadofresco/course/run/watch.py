@@ -146,10 +146,11 @@ class CpuWatch:
         return sum(s for _, s in self.samples[1:]) / (now - self.samples[0][0])
 
 
-def held_by_checker(runner: int, told: Path) -> tuple[list[int], list[Path]]:
-    """What the grader's checker holds for one learner: its processes (the checker's own, `runner`, and what it said
-    in `told` it started for that learner: lab 3's database), and the folders of their files (memory, in /dev/shm)."""
-    pids, folders = [runner], []
+def held_by_checker(graders: list[int], told: Path) -> tuple[list[int], list[Path]]:
+    """What the grader holds for one learner: its processes (`graders`: pytest, which reads the kernel's output,
+    and the checker; and what the checker said in `told` it started for that learner: lab 3's database), and the
+    folders of their files (memory, in /dev/shm)."""
+    pids, folders = list(graders), []
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
         said = json.loads(told.read_text())
         for server in said["pids"]:
