@@ -5,7 +5,8 @@ Five processes take part in grading one learner: the grader (`grading`), the run
 checker, which runs the hidden checks (`python -m mercadofresco.course.checker`), and the learner's kernel. The
 grader writes a `Plan` (a JSON file named by `PLAN_ENV`). The plugin appends a `CellRow` to the record for each
 learner cell that failed; after the last cell it hands the kernel to the checker (a `Handover`, one JSON line
-on a pipe) and waits until the checker closes its own pipe back; the checker appends a `CheckRow` for each
+on a pipe), runs the `ServeCell` the checker sends back with nbval's own client (connected to the kernel before
+any learner code ran), and waits until the checker closes its pipe; the checker appends a `CheckRow` for each
 hidden check and a `NoteRow` for what the instructor should read. Everything here is plain data with one
 `to_json`/`from_json` each, and this module imports nothing of `course/`, so every process can share it.
 
@@ -21,9 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 PLAN_ENV = "MERCADOFRESCO_GRADING_PLAN"  # the plan's path, in the environment of the runner and of pytest
-# The two pipes between the plugin and the checker, as "read,write" file descriptors in each one's environment:
-# the plugin writes the `Handover` and reads until the checker closes its end (the checks are over).
+# The two pipes between the plugin and the checker, as "read,write" file descriptors in each one's environment.
+# Plugin -> checker: the `Handover`, then SERVE_CELL_ENDED once the kernel has answered the serve cell.
+# Checker -> plugin: the `ServeCell` once the checker listens; then nothing until it closes its end (done).
 HANDOVER_ENV = "MERCADOFRESCO_GRADING_HANDOVER"
+SERVE_CELL_ENDED = "serve cell ended"
 GRADER_FOLDER = ".grader"  # in a learner's working copy: the checker's sockets, which the kernel may not change
 CELL_TIMEOUT_SECONDS = 20.0  # a lab cell's time, in the grader and in selfcheck alike (`run.limits.Limits`)
 
@@ -131,14 +134,13 @@ class Plan:
 
 @dataclass(frozen=True)
 class Handover:
-    """What the plugin tells the checker after the learner's last cell: the kernel to serve, or why there is none.
+    """What the plugin tells the checker after the learner's last cell: the kernel to check, or why there is none.
 
-    `connection_file` is the kernel's (in the grader's private folder), `pgid` its process group, which the
-    checker interrupts as jupyter_client does. `gone` is why no check can run ("" when the kernel is there);
-    `stopped` says a learner cell stopped the run, which the report tells from the cell's own row.
+    `pid` is the kernel's process, `pgid` its process group, which the checker interrupts as jupyter_client
+    does. `gone` is why no check can run ("" when the kernel is there); `stopped` says a learner cell stopped the
+    run, which the report tells from the cell's own row.
     """
 
-    connection_file: str = ""
     pid: int = 0
     pgid: int = 0
     gone: str = ""
@@ -150,13 +152,7 @@ class Handover:
     @classmethod
     def from_json(cls, data: dict) -> Handover:
         try:
-            return cls(
-                str(data["connection_file"]),
-                int(data["pid"]),
-                int(data["pgid"]),
-                str(data["gone"]),
-                data["stopped"] is True,
-            )
+            return cls(int(data["pid"]), int(data["pgid"]), str(data["gone"]), data["stopped"] is True)
         except (KeyError, TypeError, ValueError) as exc:
             raise ProtocolError(f"a handover without what it needs: {exc}") from None
 
@@ -169,6 +165,23 @@ class Handover:
             return cls.from_json(json.loads(text))
         except json.JSONDecodeError as exc:
             raise ProtocolError(f"a handover that is not JSON: {exc}") from None
+
+
+@dataclass(frozen=True)
+class ServeCell:
+    """What the checker asks the plugin to run once it listens: the cell that connects the kernel to it."""
+
+    source: str
+
+    def dumps(self) -> str:
+        return json.dumps({"serve": self.source}) + "\n"
+
+    @classmethod
+    def loads(cls, text: str) -> ServeCell:
+        try:
+            return cls(str(json.loads(text)["serve"]))
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise ProtocolError(f"not a serve cell: {exc}") from None
 
 
 @dataclass(frozen=True)

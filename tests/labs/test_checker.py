@@ -511,7 +511,7 @@ def test_a_kernel_that_keeps_calling_past_a_checks_budget_is_interrupted_then_hu
     interrupted = []
     lab.interrupt = lambda: interrupted.append(True)
     lab.call_budget, lab.calls_this_check = 10, 10  # spent: the wire never went silent (clock.now() in a loop)
-    with pytest.raises(TimeoutError, match="more than 10 calls during one check"):
+    with pytest.raises(TimeoutError, match="more than 10 calls during this check"):
         lab.handle("method", [None, "now", [], {}])
     with pytest.raises(TimeoutError):
         lab.handle("method", [None, "now", [], {}])
@@ -520,6 +520,28 @@ def test_a_kernel_that_keeps_calling_past_a_checks_budget_is_interrupted_then_hu
     with pytest.raises(boundary.BoundaryError, match="kept calling the checker past a check's 10 calls"):
         lab.handle("method", [None, "now", [], {}])
     assert lab.stopped.startswith("your code kept calling the checker")
+
+
+def test_a_kernel_that_keeps_calling_past_a_checks_time_is_interrupted_then_hung_up_on():
+    """A hostile session's function blocked SIGINT and called clock.now() every 10 s: never silent, never past its
+    calls, it held the grading slot for the notebook's whole budget. Past the check's time it is interrupted; past
+    the grace too, hung up on."""
+    lab = checker.Lab(("sqs",))
+    interrupted = []
+    lab.interrupt = lambda: interrupted.append(True)
+    lab.call_budget, lab.grace_seconds = 100_000, 20.0
+    lab.check_ends = time.monotonic() + 60  # within its time: served
+    with pytest.raises(PermissionError):  # no such object: the call itself was let through, to be refused
+        lab.handle("method", [None, "now", [], {}])
+    lab.check_ends = time.monotonic() - 1
+    for _ in range(2):
+        with pytest.raises(TimeoutError, match="still running past this check's time limit: interrupted"):
+            lab.handle("method", [None, "now", [], {}])
+    assert interrupted == [True] and lab.over_budget  # once; the check fails whatever the kernel answers later
+    lab.check_ends = time.monotonic() - 21
+    with pytest.raises(boundary.BoundaryError, match="busy past a check's time limit"):
+        lab.handle("method", [None, "now", [], {}])
+    assert lab.stopped.startswith("your code kept the checker busy")
 
 
 def test_a_request_in_any_protocol_but_awss_json_is_refused_before_moto_sees_it():
@@ -642,3 +664,47 @@ def test_a_target_sent_twice_or_naming_more_than_one_action_is_refused_and_runs_
         answer = _sqs(lab, "GetQueueAttributes", {"QueueUrl": url, "AttributeNames": ["ApproximateNumberOfMessages"]})
     assert json.loads(answer[2])["Attributes"]["ApproximateNumberOfMessages"] == "0"  # nothing was sent
     assert [call["action"] for call in lab.aws_calls] == ["CreateQueue", "GetQueueAttributes"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="connecting as another user needs root")
+def test_a_connection_from_anyone_but_the_learner_is_dropped_and_the_learners_kernel_still_accepted():
+    """A hostile session pointed its own grading's root client at a classmate's checker socket (a link where its
+    kernel's socket had been): the classmate's checker refused that connection and lost every check. A stranger's
+    connection is now closed and the wait goes on; only strangers, and the wait ends naming them."""
+    import tempfile
+
+    from mercadofresco.course.checker import connection
+
+    learner = 65534  # nobody
+    workdir = Path(tempfile.mkdtemp(prefix="mercadofresco-accept-"))
+    try:
+        workdir.chmod(0o755)
+        listener, path = checker.listen(workdir, learner)
+        with ThreadPoolExecutor(1) as pool:
+            waiting = pool.submit(connection.accept_kernel, listener, learner, 10)
+            strangers = [socket.socket(socket.AF_UNIX) for _ in range(3)]
+            for stranger in strangers:
+                stranger.connect(str(path))  # root, first: not the learner's kernel
+            kernel = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    f"import os, socket, time; os.setuid({learner}); s = socket.socket(socket.AF_UNIX)"
+                    f"; s.connect({str(path)!r}); s.sendall(b'kernel'); time.sleep(10)",
+                ]
+            )
+            try:
+                assert waiting.result(timeout=15).recv(6) == b"kernel"
+            finally:
+                kernel.kill()
+        for stranger in strangers:
+            assert stranger.recv(1) == b""  # closed by the checker
+        late = socket.socket(socket.AF_UNIX)
+        late.connect(str(path))
+        with pytest.raises(boundary.BoundaryError, match=r"within 1 s \(refused 1 connection\(s\) from uid 0\)"):
+            connection.accept_kernel(listener, learner, timeout=1)
+        listener.close()
+    finally:
+        import shutil
+
+        shutil.rmtree(workdir, ignore_errors=True)

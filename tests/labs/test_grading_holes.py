@@ -114,6 +114,30 @@ DEEP = """import os
 for _ in range(3000):  # shutil.rmtree recurses: removing this working copy once stopped the whole grading
     os.mkdir("d")
     os.chdir("d")"""
+# A hostile session's attack on a classmate (7 December): the kernel reads the host's socket table for the other
+# learners' checker sockets, puts a link to one where its own shell socket was, and drops its shell socket, so a
+# root client that (re)connects to the kernel lands on the classmate's checker, which once refused the connection
+# and with it every check of the classmate's.
+HIJACKER = """import json, os, threading, time
+conn = json.load(open(".kernel.json"))
+shell = f"{conn['ip']}-{conn['shell_port']}" if conn["transport"] == "ipc" else None
+here = os.getcwd()
+def point(target):
+    os.symlink(target, shell + ".tmp")
+    os.rename(shell + ".tmp", shell)
+def hunt():
+    while True:
+        for line in open("/proc/1/net/unix"):
+            path = line.split()[-1] if len(line.split()) >= 8 else ""
+            if path.endswith("/.grader/boundary") and path.startswith(os.path.dirname(here) + "/l-") and here not in path:
+                get_ipython().kernel.shell_stream.socket.close(linger=0)  # its file goes with it
+                time.sleep(0.3)
+                point(path)  # nbval's client reconnects every 0.1 s
+                return
+        time.sleep(0.01)
+if shell:
+    threading.Thread(target=hunt, daemon=True).start()
+x = 1"""
 SYSV_KEY = 0x4D46  # a System V shared memory key: the segment would outlive every process without an IPC namespace
 SYSV = f"""import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
@@ -158,6 +182,7 @@ def hostile(tmp_path_factory):
     borrowed.write_text("x = 1")
     _learner(folder, "wen_borrower", f"exec(open({str(borrowed)!r}).read())", f"open({str(ROOT / 'README.md')!r})")
     _learner(folder, "yago_fake_memory", "x = 1", 'raise type("MemoryError", (Exception,), {})("not really")', "y = 2")
+    _learner(folder, "xeno_hijacker", HIJACKER)
     _learner(folder, "zoe_ok_after_them", "x = 1")
     protected = {path: _digest(path) for path in (ROOT / "solutions", ROOT / "mercadofresco", solutions)}
     limits = nbrun.Limits(cell_timeout_seconds=30, memory_mb=1536)
@@ -170,6 +195,12 @@ def hostile(tmp_path_factory):
     out = base / "report"
     reports.write_all(graded, "lab1", out)
     return {r.learner: r for r in graded}, out, protected, solutions, seconds
+
+
+def test_a_learner_who_points_a_root_client_at_a_classmates_checker_costs_the_classmate_nothing(hostile):
+    graded = hostile[0]
+    refused = [(name, r.reason) for name, report in graded.items() for r in report.checks if "uid 0" in r.reason]
+    assert not refused, refused
 
 
 def test_correct_notebooks_score_full_marks_whatever_their_file_name(hostile):
@@ -366,25 +397,19 @@ def test_an_exception_merely_named_memoryerror_stops_nothing_and_blames_no_limit
     assert report.notes == ["your code cell [2]: MemoryError: not really"]
 
 
-ALONE_CHECKS = """from mercadofresco.course.checker import Check
-
-SERVICES = ()
-CHECKS = [Check("checker_alone", "checker_alone hint " * 5), Check("x_is_one", "x_is_one hint " * 5)]
-
-
-def setup(lab):
-    SETUP
-
+# The tiny lab's checks, and one that says where it runs.
+ALONE_CHECKS = (
+    TINY_CHECKS.replace("CHECKS = [", 'CHECKS = [Check("checker_alone", "checker_alone hint " * 5), ').replace(
+        "def setup(lab):\n    pass", "def setup(lab):\n    SETUP"
+    )
+    + """
 
 def check_checker_alone(lab):
     import sys
     loaded = sorted(name for name in sys.modules if name.split(".")[0] in ("pytest", "_pytest", "nbval"))
     assert not loaded and sys.argv[0].endswith("__main__.py"), (sys.argv, loaded[:5])
-
-
-def check_x_is_one(lab):
-    assert lab.value("x") == 1
 """
+)
 NO_GRADER_ENV = """import os
 x = 1 if not [name for name in os.environ if name.startswith("MERCADOFRESCO_GRADING")] else 0"""
 
@@ -402,7 +427,7 @@ def test_the_checks_run_in_a_checker_process_of_their_own_not_in_pytest(tmp_path
     assert path.exists()
     [report] = grading.grade(folder, "lab1", nbrun.Limits(cell_timeout_seconds=20), solutions_dir=solutions)
     if setup == "pass":
-        assert (report.score, report.max_score) == (2, 2), (report.checks, report.notes)
+        assert (report.score, report.max_score) == (3, 3), (report.checks, report.notes)
         return
     assert report.score == 0, report.checks
     assert any("the grader's checker failed (exit code 1)" in note for note in report.notes), report.notes

@@ -20,6 +20,7 @@ from mercadofresco.course.checker.connection import SERVE_CELL_ENDED, listen, se
 from mercadofresco.course.checker.lab import (
     ARGUMENTS_DIFFER,
     AWS_MB,
+    CHECK_TIMEOUTS,
     GRACE_CALLS,
     Check,
     Failed,
@@ -33,6 +34,7 @@ from mercadofresco.course.checker.lab import (
 __all__ = [
     "ARGUMENTS_DIFFER",
     "AWS_MB",
+    "CHECK_TIMEOUTS",
     "GRACE_CALLS",
     "SERVE_CELL_ENDED",
     "BoundaryError",

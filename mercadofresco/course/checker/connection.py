@@ -49,24 +49,34 @@ def accept_kernel(
 ) -> socket.socket:
     """Accept the kernel's connection (from the learner's user only, when there is one).
 
-    `ended()` is true once the kernel has finished the serve cell: it will not connect any more (a learner's
-    compiler or audit hook emptied the cell), so the grader says so then instead of after `timeout`.
+    A connection from anyone else is closed and the wait goes on: a learner graded beside this one once pointed
+    a root client of its own grading at this socket (a symlink where its kernel's socket had been), and had this
+    connection refused would have cost the learner here every check. `ended()` is true once the kernel has
+    finished the serve cell: it will not connect any more (a learner's compiler or audit hook emptied the cell),
+    so the grader says so then instead of after `timeout`.
     """
     deadline = time.monotonic() + timeout
     listener.settimeout(CONNECT_POLL_SECONDS)
+    strangers: list[int] = []
     while True:
         try:
             sock, _ = listener.accept()
-            break
         except TimeoutError:
             if ended():
-                raise BoundaryError(SERVE_CELL_ENDED) from None
+                raise BoundaryError(SERVE_CELL_ENDED + _strangers(strangers)) from None
             if time.monotonic() >= deadline:
-                raise BoundaryError(f"the kernel did not connect within {timeout:g} s") from None
-    sock.settimeout(None)
-    if uid is not None:
+                raise BoundaryError(f"the kernel did not connect within {timeout:g} s{_strangers(strangers)}") from None
+            continue
+        if uid is None:
+            break
         _, peer_uid, _ = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
-        if peer_uid != uid:
-            sock.close()
-            raise BoundaryError(f"a process of uid {peer_uid}, not the learner's kernel, connected")
+        if peer_uid == uid:
+            break
+        sock.close()
+        strangers.append(peer_uid)
+    sock.settimeout(None)
     return sock
+
+
+def _strangers(uids: list[int]) -> str:
+    return f" (refused {len(uids)} connection(s) from uid {', '.join(map(str, sorted(set(uids))))})" if uids else ""

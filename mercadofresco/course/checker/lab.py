@@ -52,6 +52,10 @@ STORY_LINES, STORY_CHARS = 30, 160  # of a counterexample's story in a report
 # mechanism_visibility, 7 December). A count, not a time: a loaded grader must not cut a slow correct check off
 # (120 s of wall time once did, in CI). Past it the kernel is interrupted; past it and GRACE_CALLS, hung up on.
 CALLS_PER_CHECK, GRACE_CALLS = 100_000, 1_000
+# And a time: a kernel that calls once every 10 s with SIGINT blocked is neither silent nor past its calls (a
+# hostile session held a grading slot for the notebook's whole budget so). Past this many of a cell's timeouts
+# the kernel is interrupted; past one more, hung up on. Generous: a loaded grader must not cut a correct check.
+CHECK_TIMEOUTS = 10
 AWS_MB = 16  # what the learner's code may send to the checker's moto in all (the solutions: 0.08-0.26 MB)
 # What the kernel may call on each kind of the checker's objects (anything else is refused): its proxy's CALLS.
 EXPOSED = {kind: proxy.CALLS for kind, proxy in learner_side.PROXIES.items()}
@@ -111,7 +115,9 @@ class Lab:
         # a kernel that keeps calling (clock.now() in a loop) is never silent.
         self.call_budget: int | None = None
         self.calls_this_check = 0
-        self._interrupted_at_budget = False
+        self.check_ends: float | None = None  # the time.monotonic() past which the kernel is interrupted
+        self.grace_seconds = 0.0  # past check_ends and this, hung up on
+        self.over_budget = ""  # what the kernel was interrupted for, "" while it has not been
 
     # -- the checker's own world ------------------------------------------------------
     def reset_world(self) -> None:
@@ -244,17 +250,25 @@ class Lab:
         raise PermissionError(f"the checker serves aws, method and model calls; not {name!r}")
 
     def _within_the_budget(self) -> None:
-        """Refuse a kernel's call once the check's budget of calls is spent; past the grace too, hang up."""
+        """Refuse a kernel's call once the check's budget of calls or time is spent; past the grace, hang up."""
         self.calls_this_check += 1
-        if self.call_budget is None or self.calls_this_check <= self.call_budget:
-            return
-        if self.calls_this_check > self.call_budget + GRACE_CALLS:
+        late = 0.0 if self.check_ends is None else time.monotonic() - self.check_ends
+        if self.call_budget is not None and self.calls_this_check > self.call_budget + GRACE_CALLS:
             self.stop(f"your code kept calling the checker past a check's {self.call_budget:,} calls, interrupted")
             raise BoundaryError(self.stopped)
-        if not self._interrupted_at_budget:
-            self._interrupted_at_budget = True
+        if late > self.grace_seconds:
+            self.stop("your code kept the checker busy past a check's time limit, interrupted")
+            raise BoundaryError(self.stopped)
+        if self.call_budget is not None and self.calls_this_check > self.call_budget:
+            self._interrupt_for(f"your code made more than {self.call_budget:,} calls during this check")
+        if late > 0:
+            self._interrupt_for("your code was still running past this check's time limit")
+
+    def _interrupt_for(self, why: str) -> None:
+        if not self.over_budget:
+            self.over_budget = why
             self.interrupt()
-        raise TimeoutError(f"your code made more than {self.call_budget:,} calls during one check: interrupted")
+        raise TimeoutError(f"{why}: interrupted")
 
     def _method(self, target: Any, method: Any, positional: Any, keywords: Any) -> Any:
         kind = next((k for k, obj in self.codec.refs.values() if obj is target), None)
@@ -379,12 +393,13 @@ def run_checks(module: Any, lab: Lab, seconds_each: float, only: tuple[str, ...]
         started = time.monotonic()
         verdict, reason, story = False, "", ()
         lab.wire.timeout_seconds = seconds_each
-        lab.call_budget, lab.calls_this_check, lab._interrupted_at_budget = CALLS_PER_CHECK, 0, False
+        lab.call_budget, lab.calls_this_check, lab.over_budget = CALLS_PER_CHECK, 0, ""
+        lab.check_ends, lab.grace_seconds = started + CHECK_TIMEOUTS * seconds_each, seconds_each
         lab.aws_calls.clear()
         try:
             getattr(module, f"check_{check.check}")(lab)
-            if lab._interrupted_at_budget:  # whatever it answered after that, it answered past its budget
-                raise AssertionError(f"your code made more than {CALLS_PER_CHECK:,} calls during this check")
+            if lab.over_budget:  # whatever it answered after that, it answered past its budget
+                raise AssertionError(lab.over_budget)
             verdict = True
         except AssertionError as exc:
             reason = shown(f"AssertionError: {exc or 'a check did not hold'}", REASON_CHARS)
@@ -408,7 +423,7 @@ def run_checks(module: Any, lab: Lab, seconds_each: float, only: tuple[str, ...]
         except BaseException as exc:  # a ConsumerCrash or the like that escaped: the check fails, grading goes on
             reason = shown(f"{type(exc).__name__}: the check was stopped by it", REASON_CHARS)
         finally:
-            lab.call_budget = None
+            lab.call_budget = lab.check_ends = None
         yield CheckRow(check.check, verdict, reason, story, round(time.monotonic() - started, 3))
 
 

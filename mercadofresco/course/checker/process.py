@@ -5,12 +5,16 @@
 The runner starts it with the grader's plan (`protocol.PLAN_ENV`) and two pipes (`protocol.HANDOVER_ENV`). It
 waits, doing nothing, until nbval has run the learner's cells and the grader's plugin hands it the kernel (a
 `protocol.Handover` on the first pipe); then, as the grader's user, it loads the lab's checks, builds its own
-world (moto, lab 3's database), connects a kernel client of its own, sends the serve cell
-(`connection.serve_source`), runs every check against that world and appends their rows to the record. Closing
-the second pipe (exiting) tells the plugin it may shut the kernel down.
+world (moto, lab 3's database), listens on a socket in the learner's working copy and asks the plugin to run
+the serve cell (`protocol.ServeCell`), which connects the kernel to it; it runs every check against its own
+world and appends their rows to the record. Closing the second pipe (exiting) tells the plugin it may shut the
+kernel down.
 
-Nothing here depends on nbval: the kernel is reached as any Jupyter client reaches one (its connection file),
-and interrupted as jupyter_client interrupts one (SIGINT to its process group).
+The serve cell goes through nbval's client, connected before any learner code ran: a client the checker made
+now would follow the paths of the kernel's sockets, which are in the learner's working copy and the learner's to
+replace (with a link to a classmate's checker, a hostile session found). The checker itself opens nothing of
+the learner's but its own socket, whose peer it checks (`connection.accept_kernel`); it interrupts the kernel
+as jupyter_client does (SIGINT to its process group).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import sys
 from pathlib import Path
@@ -29,26 +34,33 @@ from mercadofresco.course.checker.boundary import BoundaryError
 from mercadofresco.course.checker.connection import listen, serve_source
 
 KERNEL_DIED_BEFORE = "the kernel had died before the checks"
+LINE_BYTES = 64 * 1024  # the plugin's lines are short; a longer one is not the plugin's
 
 
-def read_handover(fd: int) -> protocol.Handover | None:
-    """The plugin's handover from pipe `fd`; None if the plugin ended without one (a run stopped or killed)."""
-    with os.fdopen(fd, "rb") as pipe:
-        line = pipe.readline(64 * 1024)
-    return protocol.Handover.loads(line.decode()) if line.strip() else None
+class Pipe:
+    """The plugin's lines on pipe `fd`: the handover, then word that the serve cell has ended."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.buffer, self.closed = fd, b"", False
+
+    def line(self, timeout: float | None) -> str | None:
+        """The next line, waiting up to `timeout` seconds (None: until there is one); None if none came."""
+        while b"\n" not in self.buffer and not self.closed and len(self.buffer) < LINE_BYTES:
+            ready, _, _ = select.select([self.fd], [], [], timeout)
+            if not ready:
+                return None
+            chunk = os.read(self.fd, 4096)
+            self.closed = not chunk
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line.decode(errors="replace") if line else None
 
 
 class Kernel:
-    """The learner's kernel as the checker reaches it: a client of its own, and its process group to interrupt."""
+    """The learner's kernel as the checker sees it: its process, whether its serve cell has ended, an interrupt."""
 
-    def __init__(self, handover: protocol.Handover) -> None:
-        from jupyter_client import BlockingKernelClient
-
-        self.pid, self.pgid = handover.pid, handover.pgid
-        self.client = BlockingKernelClient(connection_file=handover.connection_file)
-        self.client.load_connection_file()
-        self.client.start_channels(iopub=False, stdin=False, hb=False, control=False)  # nbval's client reads iopub
-        self.serve_id = ""
+    def __init__(self, handover: protocol.Handover, pipe: Pipe) -> None:
+        self.pid, self.pgid, self.pipe, self.serve_cell_over = handover.pid, handover.pgid, pipe, False
 
     def alive(self) -> bool:
         """False once the kernel's process has exited (a zombie its parent, pytest, has not reaped runs nothing)."""
@@ -58,28 +70,17 @@ class Kernel:
             return False
         return state not in ("Z", "X")
 
-    def serve(self, path: Path) -> None:
-        """Send the serve cell: the kernel connects to the checker's socket at `path` and answers its calls."""
-        self.serve_id = self.client.execute(serve_source(path), allow_stdin=False, store_history=False)
-
     def serve_cell_ended(self) -> bool:
-        """True once the kernel has answered the serve cell (run, emptied or aborted) or died."""
-        if not self.alive():
-            return True
-        with contextlib.suppress(Exception):  # queue.Empty: no reply yet
-            while True:
-                reply = self.client.get_shell_msg(timeout=0.01)
-                if reply.get("parent_header", {}).get("msg_id") == self.serve_id:
-                    return True
-        return False
+        """True once the plugin has seen the kernel answer the serve cell (run, emptied or aborted), or it died."""
+        if not self.serve_cell_over:
+            line = self.pipe.line(timeout=0)
+            self.serve_cell_over = line == protocol.SERVE_CELL_ENDED or self.pipe.closed
+        return self.serve_cell_over or not self.alive()
 
     def interrupt(self) -> None:
         """SIGINT to the kernel's process group, as jupyter_client's KernelManager.interrupt_kernel sends it."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.pgid, signal.SIGINT)
-
-    def close(self) -> None:
-        self.client.stop_channels()
 
 
 def _tell_the_watch(plan: protocol.Plan, lab: checks_lab.Lab) -> None:
@@ -91,14 +92,14 @@ def _tell_the_watch(plan: protocol.Plan, lab: checks_lab.Lab) -> None:
     Path(plan.checker).write_text(json.dumps(held))
 
 
-def check(plan: protocol.Plan, handover: protocol.Handover) -> list[protocol.Row]:
+def check(plan: protocol.Plan, handover: protocol.Handover, pipe: Pipe, plugin_fd: int) -> list[protocol.Row]:
     """Every hidden check of the plan's lab, against this process's own world and the kernel handed over."""
     module = checks_lab.load_checks(Path(plan.checks))
     wanted = [c for c in module.CHECKS if not plan.only or c.check in plan.only]
     if handover.stopped:
         return []  # a learner cell stopped the run: the report says which (grading.score)
-    kernel = Kernel(handover) if not handover.gone else None
-    if kernel is None or not kernel.alive():
+    kernel = Kernel(handover, pipe)
+    if handover.gone or not kernel.alive():
         why = handover.gone or KERNEL_DIED_BEFORE
         return [protocol.CheckRow(c.check, False, f"not run: {why}") for c in wanted]
     services = tuple(getattr(module, "SERVICES", ("sqs", "dynamodb")))
@@ -109,7 +110,8 @@ def check(plan: protocol.Plan, handover: protocol.Handover) -> list[protocol.Row
     try:
         module.setup(lab)
         _tell_the_watch(plan, lab)
-        kernel.serve(path)
+        with contextlib.suppress(BrokenPipeError):  # the plugin is gone: the kernel never connects, and we say so
+            os.write(plugin_fd, protocol.ServeCell(serve_source(path)).dumps().encode())
         with checks_lab.world_of_the_checker():
             try:
                 lab.connect(listener, plan.uid, ended=kernel.serve_cell_ended)
@@ -121,7 +123,6 @@ def check(plan: protocol.Plan, handover: protocol.Handover) -> list[protocol.Row
         listener.close()
         path.unlink(missing_ok=True)
         lab.close()
-        kernel.close()
     if lab.wire is not None and lab.wire.out_of_turn:
         rows.append(protocol.NoteRow(f"the kernel sent {lab.wire.out_of_turn} message(s) out of turn (dropped)"))
     return rows
@@ -132,10 +133,11 @@ def main(environ: Any = os.environ) -> int:
     plan = protocol.Plan.loads(Path(environ[protocol.PLAN_ENV]).read_text())
     read_fd, write_fd = (int(fd) for fd in environ[protocol.HANDOVER_ENV].split(","))
     try:
-        handover = read_handover(read_fd)
-        if handover is None:
+        pipe = Pipe(read_fd)
+        line = pipe.line(timeout=None)
+        if line is None:
             return 0  # pytest ended before the last cell: nothing to check, the runner reports why
-        rows = check(plan, handover)
+        rows = check(plan, protocol.Handover.loads(line), pipe, write_fd)
         with open(plan.record, "a", encoding="utf-8") as record:
             record.write(protocol.write_rows(rows))
     finally:

@@ -2,10 +2,13 @@
 
 Loaded into the grader's own `pytest --nbval-lax` process (`-p mercadofresco.course.run.nbplugin`),
 never into the learner's kernel. It records nbval's outcome for each learner cell (one line of reason, never
-the cell's source). After the last cell it writes a `protocol.Handover` (the kernel's connection file and
-process group, or why there is no kernel to check) on the pipe to the checker, a process of its own
-(`python -m mercadofresco.course.checker`, started by `nbrun`), and waits until the checker closes its pipe
-back: only then may nbval shut the kernel down. Nothing of the checks, their world or the wire runs here.
+the cell's source). After the last cell it writes a `protocol.Handover` (the kernel's process and process
+group, or why there is no kernel to check) on the pipe to the checker, a process of its own (`python -m
+mercadofresco.course.checker`, started by `nbrun`); when the checker listens it sends back the serve cell,
+which this process runs with nbval's client (connected before any learner code ran, so the learner could not
+point it elsewhere), telling the checker when the kernel has answered it; then it waits until the checker
+closes its pipe: only then may nbval shut the kernel down. Nothing of the checks, their world or the wire
+runs here.
 
 The record (JSON lines) is written to a file in the grader's private folder, which the learner's user cannot
 read or write.
@@ -178,48 +181,69 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
-    """After the last cell: hand the kernel to the checker, and keep it running until the checks are over."""
+    """After the last cell: hand the kernel to the checker, run its serve cell, keep the kernel until it is done."""
     plan = getattr(item.config, "mf_plan", None)
     pipes = os.environ.get(protocol.HANDOVER_ENV)
     if plan is not None and pipes and nextitem is None and hasattr(item, "cell_num"):
         read_fd, write_fd = (int(fd) for fd in pipes.split(","))
         kernel = item.parent.kernel
-        with contextlib.suppress(BrokenPipeError):  # the checker is gone: the runner says why
-            os.write(write_fd, handover(kernel, stopped=bool(item.session.shouldstop)).dumps().encode())
-        os.close(write_fd)
-        wait_for_the_checker(read_fd, kernel)
+        try:
+            with contextlib.suppress(BrokenPipeError):  # the checker is gone: the runner says why
+                os.write(write_fd, handover(kernel, stopped=bool(item.session.shouldstop)).dumps().encode())
+                serve_for_the_checker(read_fd, write_fd, kernel)
+        finally:
+            os.close(write_fd)
+            os.close(read_fd)
     yield
 
 
 def handover(kernel: Any, stopped: bool) -> protocol.Handover:
-    """What the checker needs of nbval's kernel: its connection file and process group, or why it is gone."""
+    """What the checker needs of nbval's kernel: its process and process group, or why it is gone."""
     if stopped:
         return protocol.Handover(stopped=True)
     if kernel is None or not kernel.is_alive():
         return protocol.Handover(gone="the kernel had died before the checks")
     provisioner = kernel.km.provisioner
-    return protocol.Handover(kernel.km.connection_file, int(provisioner.pid), int(provisioner.pgid or provisioner.pid))
+    return protocol.Handover(int(provisioner.pid), int(provisioner.pgid or provisioner.pid))
 
 
-def wait_for_the_checker(read_fd: int, kernel: Any) -> None:
-    """Until the checker closes its pipe (the checks are over), reading what the kernel prints meanwhile.
+def serve_for_the_checker(read_fd: int, write_fd: int, kernel: Any) -> None:
+    """Run the checker's serve cell when it asks, say when the kernel has answered it, wait until it is done.
 
     The learner's code runs for the checks and may print: nbval's client is subscribed to the kernel's output,
     so it is read here and dropped (`_get_message` caps it), never left to pile up in this process.
     """
+    asked, serve_id = b"", None
+    while True:
+        ready, _, _ = select.select([read_fd], [], [], POLL_SECONDS)
+        if ready:
+            chunk = os.read(read_fd, 65536)
+            if not chunk:
+                return  # the checker is done
+            asked += chunk
+            if serve_id is None and b"\n" in asked:
+                source = protocol.ServeCell.loads(asked.partition(b"\n")[0].decode()).source
+                serve_id = kernel.execute_cell_input(source, allow_stdin=False)
+        if serve_id and _answered(kernel, serve_id):
+            os.write(write_fd, f"{protocol.SERVE_CELL_ENDED}\n".encode())
+            serve_id = ""
+        _drop_output(kernel)
+
+
+def _answered(kernel: Any, msg_id: str) -> bool:
+    """True once the kernel has answered the request `msg_id`, aborted it or died: the serve cell is over."""
     try:
-        while True:
-            ready, _, _ = select.select([read_fd], [], [], POLL_SECONDS)
-            if ready and not os.read(read_fd, 4096):
-                return
-            _drop_output(kernel)
-    finally:
-        os.close(read_fd)
+        _await_reply(kernel, msg_id, timeout=0.01)
+    except Empty:
+        return False
+    except RuntimeError:  # the kernel died, or aborted the request
+        return True
+    except Exception:  # a reply of the kernel's own making, not of the protocol's shape: not the answer
+        return False
+    return True
 
 
 def _drop_output(kernel: Any) -> None:
-    if kernel is None:
-        return
-    with contextlib.suppress(Empty, RuntimeError):
+    with contextlib.suppress(Exception):  # Empty, a dead kernel, or a message of the kernel's own making
         for _ in range(1_000):
             kernel.get_message(stream="iopub", timeout=0)
