@@ -8,8 +8,9 @@ are skipped, see `queues.nothing_to_receive`), call a handler with a
 Lambda-shaped event, and delete the messages that succeeded. A handler that
 raises, times out or crashes deletes nothing: the visibility timeout brings the
 messages back, and the queue's own RedrivePolicy moves them to the DLQ after
-maxReceiveCount receives. A handler that returns `batchItemFailures` (partial
-batch response) keeps only those.
+maxReceiveCount receives. A handler that returns `batchItemFailures` keeps only
+those if the mapping has ReportBatchItemFailures; if not, Lambda reads no
+response and deletes the whole batch (AWS: services-sqs-errorhandling.html).
 
 The poller runs in virtual time (a `ClockedEnvironment`). Each invocation's
 handler runs as a `clock.Task`: it runs alone until it waits (for the gateway,
@@ -269,9 +270,9 @@ class Poller:
         except Exception as exc:  # a handler error fails the whole batch, as in Lambda
             invocation.record("handler_error", "", f"{type(exc).__name__}: {exc}")
             return []
+        if not self.config.report_batch_item_failures:
+            return messages  # Lambda reads no response it was not told to: a success deletes the whole batch
         failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
-        if failed and not self.config.report_batch_item_failures:
-            return []  # without ReportBatchItemFailures any failure retries the batch
         return [m for m in messages if m["MessageId"] not in failed]
 
     def _delete(self, invocation: Invocation, messages: list[dict[str, Any]]) -> None:

@@ -100,11 +100,19 @@ def test_partial_batch_response_redelivers_only_the_bad_message(aws, clock):
     assert run.in_dlq == 1
 
 
-def test_without_partial_batch_response_one_bad_message_repeats_nine_good_ones(aws, clock):
-    run = case.partial_batch(aws, clock, report_batch_item_failures=False)
+def test_a_handler_that_raises_on_one_bad_message_repeats_nine_good_ones(aws, clock):
+    run = case.partial_batch(aws, clock, report_batch_item_failures=False, raises=True)
     assert set(run.discounts.values()) == {5}  # 45 discounts for 9 orders: 36 of them duplicates
     assert run.summary()["duplicated"] == 36
     assert run.in_dlq == 10  # the good ones end in the DLQ too
+
+
+def test_without_report_batch_item_failures_a_returned_failure_is_not_read_and_the_bad_message_is_lost(aws, clock):
+    """Issue 50: Lambda reads no batchItemFailures it was not told to; the invocation succeeded, the batch is gone."""
+    run = case.partial_batch(aws, clock, report_batch_item_failures=False)
+    assert set(run.discounts.values()) == {1} and run.summary()["duplicated"] == 0
+    assert run.receives[case.BAD_MESSAGE] == 1  # deleted with the good ones
+    assert run.in_dlq == 0  # never reaches the DLQ: lost in silence
 
 
 # -- visibility and emails ---------------------------------------------------------------------

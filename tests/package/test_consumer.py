@@ -67,13 +67,15 @@ def test_partial_batch_response_keeps_only_the_failed_message_and_the_dlq_gets_i
     assert len(failed) == 4 and "missing field(s): importe, version" in failed[0]
 
 
-def test_without_report_batch_item_failures_one_bad_message_repeats_the_good_ones(aws, clock):
+def test_without_report_batch_item_failures_the_reported_bad_message_is_deleted_with_the_batch(aws, clock):
     config = lambda_poller.PollerConfig(report_batch_item_failures=False)
     poller, provider = make_poller(aws, clock, config=config)
     aws.sqs.send_message(QueueUrl=aws.orders.url, MessageBody="not json")
     orders.send_order(aws.sqs, aws.orders.url, ORDER)
     poller.run_until_idle(3_600)
-    assert provider.charges_per_order()["PED-2026-084417"] == 4  # charged on every receive of the batch
+    assert provider.charges_per_order()["PED-2026-084417"] == 1  # the invocation succeeded: charged once
+    assert counts(aws)["visible"] == counts(aws)["in_flight"] == 0  # "not json" is gone…
+    assert counts(aws, aws.orders.dlq_url)["visible"] == 0  # …and not in the DLQ
 
 
 def test_function_timeout_deletes_nothing(aws, clock):

@@ -6,8 +6,8 @@
   email. Then a queue in between with a key, and the key marked before waiting.
 - `stock_discounts`: visibility 30 s against batches that take up to 90 s; the
   non-idempotent `ADD stock -1` shows every message processed twice.
-- `partial_batch`: one bad message in a batch of 10, with and without
-  `batchItemFailures`.
+- `partial_batch`: one bad message in a batch of 10: the handler raises, or
+  returns it in `batchItemFailures`, with and without ReportBatchItemFailures.
 
 Models, named as such: `EmailProvider` (AWS has none), the direct invocation
 (moto runs no Lambda), and the Lambda poller of `models.lambda_poller`.
@@ -204,11 +204,16 @@ def _delete(aws: world.World, pair: queues.QueuePair) -> None:
 # -- problem 2: the stock consumer ----------------------------------------------------------
 @dataclass
 class DiscountStock:
-    """CloudShop's inventory consumer: `ADD stock -1` per order (not idempotent), each message taking a while."""
+    """CloudShop's inventory consumer: `ADD stock -1` per order (not idempotent), each message taking a while.
+
+    A malformed order is reported in `batchItemFailures`, or with `raises` the invocation fails once the batch is
+    done (the usual "process them all, then throw if one failed").
+    """
 
     dynamodb: Any
     rng: random.Random
     seconds_per_message: tuple[float, float] = (1.0, 9.0)
+    raises: bool = False
 
     def __call__(self, event: dict[str, Any], context: lambda_poller.Invocation) -> dict[str, Any]:
         failures = []
@@ -227,6 +232,8 @@ class DiscountStock:
                 UpdateExpression="ADD stock :sold",
                 ExpressionAttributeValues={":sold": {"N": "-1"}},
             )
+        if failures and self.raises:  # the whole batch fails: Lambda makes all of it visible again
+            raise orders.MalformedOrderError(f"{len(failures)} malformed order(s) in the batch")
         return {"batchItemFailures": failures}
 
 
@@ -279,13 +286,14 @@ def _run_stock(
     config: lambda_poller.PollerConfig,
     seconds_per_message: tuple[float, float],
     seed: int,
+    raises: bool = False,
 ) -> StockRun:
     pair = queues.create_queue_pair(
         aws.sqs, STOCK_QUEUE, STOCK_DLQ, visibility_timeout_seconds=visibility, max_receive_count=5
     )
     pedido_ids = [orders.parse_order(b).pedido_id for b in bodies if _valid(b)]
     _stock_table(aws, pedido_ids)
-    handler = DiscountStock(aws.dynamodb, random.Random(seed), seconds_per_message)
+    handler = DiscountStock(aws.dynamodb, random.Random(seed), seconds_per_message, raises)
     poller = lambda_poller.Poller(aws.sqs, pair.url, handler, clock, config)
     orders.send_entries(aws.sqs, pair.url, [{"MessageBody": body} for body in bodies])
     poller.run_until_idle(6 * 3_600)
@@ -338,8 +346,11 @@ def stock_discounts(
     return _run_stock(aws, clock, bodies, visibility_timeout_seconds, config, (1.0, 9.0), seed)
 
 
-def partial_batch(aws: world.World, clock: VirtualClock, report_batch_item_failures: bool) -> StockRun:
-    """Nine good orders and one with a negative amount in one batch of 10; the batch fails on the bad one."""
+def partial_batch(
+    aws: world.World, clock: VirtualClock, report_batch_item_failures: bool, raises: bool = False
+) -> StockRun:
+    """Nine good orders and one with a negative amount in one batch of 10; the handler reports the bad one in
+    `batchItemFailures`, or with `raises` fails the invocation on it."""
     bodies = [orders.order_body(orders.Order(orders.order_id(700_000 + i), Decimal("19.90"))) for i in range(9)]
     bodies.insert(4, '{"importe": "-19.90", "pedido_id": "PED-2026-700099", "version": 1}')
     config = lambda_poller.PollerConfig(
@@ -348,4 +359,4 @@ def partial_batch(aws: world.World, clock: VirtualClock, report_batch_item_failu
         report_batch_item_failures=report_batch_item_failures,
         max_idle_poll_seconds=20,
     )
-    return _run_stock(aws, clock, bodies, 30, config, (0.0, 0.0), seed=0)  # the time it takes is not the point
+    return _run_stock(aws, clock, bodies, 30, config, (0.0, 0.0), seed=0, raises=raises)  # time is not the point
