@@ -270,8 +270,9 @@ QUIZ = {
     3: "Which of these deserves a retry? (a) 400 (b) 402 (c) 404 (d) 429",
     4: "SDK 5 attempts, maxReceiveCount 4, workflow 4 attempts: calls to a dead gateway for one order? (a number)",
     5: (
-        "Class 210: per-message timeout 25 s, batch of 10. The smallest visibility timeout by its rule, in seconds? "
-        "(a number)"
+        "Class 210's rule of thumb is visibility >= per-message timeout x batch. With 25 s and a batch of 10, the "
+        "smallest visibility timeout it allows, in seconds? (a number; with Lambda the rule that binds is visibility "
+        ">= the function timeout, 6 x advised: notebook 18)"
     ),
     6: "Inspecting a DLQ you should: (a) delete what you read (b) use a short visibility timeout and delete nothing",
 }
