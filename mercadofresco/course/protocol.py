@@ -8,7 +8,8 @@ learner cell that failed; after the last cell it hands the kernel to the checker
 on a pipe), runs the `ServeCell` the checker sends back with nbval's own client (connected to the kernel before
 any learner code ran), and waits until the checker closes its pipe; the checker appends a `CheckRow` for each
 hidden check and a `NoteRow` for what the instructor should read. Everything here is plain data with one
-`to_json`/`from_json` each, and this module imports nothing of `course/`, so every process can share it.
+`to_json`/`from_json` each (and `Pipe`, which reads those lines off a pipe), and this module imports nothing of
+`course/`, so every process can share it.
 
 A row's `kind` says which record it is; a verdict is the checker's `CheckRow.verdict`, never a word in a text.
 """
@@ -17,7 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
+import select
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -27,6 +30,7 @@ PLAN_ENV = "MERCADOFRESCO_GRADING_PLAN"  # the plan's path, in the environment o
 # Checker -> plugin: the `ServeCell` once the checker listens; then nothing until it closes its end (done).
 HANDOVER_ENV = "MERCADOFRESCO_GRADING_HANDOVER"
 SERVE_CELL_ENDED = "serve cell ended"
+LINE_BYTES = 64 * 1024  # the processes' lines are short; a longer one is not theirs
 GRADER_FOLDER = ".grader"  # in a learner's working copy: the checker's sockets, which the kernel may not change
 CELL_TIMEOUT_SECONDS = 20.0  # a lab cell's time, in the grader and in selfcheck alike (`run.limits.Limits`)
 
@@ -130,6 +134,25 @@ class Plan:
     @classmethod
     def loads(cls, text: str) -> Plan:
         return cls.from_json(json.loads(text))
+
+
+class Pipe:
+    """The lines one grader process writes to another on pipe `fd` (the handover, the serve cell…)."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd, self.buffer, self.closed = fd, b"", False
+
+    def line(self, timeout: float | None) -> str | None:
+        """The next line, waiting up to `timeout` seconds (None: until there is one); None if none came."""
+        while b"\n" not in self.buffer and not self.closed and len(self.buffer) < LINE_BYTES:
+            ready, _, _ = select.select([self.fd], [], [], timeout)
+            if not ready:
+                return None
+            chunk = os.read(self.fd, 4096)
+            self.closed = not chunk
+            self.buffer += chunk
+        line, _, self.buffer = self.buffer.partition(b"\n")
+        return line.decode(errors="replace") if line else None
 
 
 @dataclass(frozen=True)

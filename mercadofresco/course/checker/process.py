@@ -22,7 +22,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import select
 import signal
 import sys
 from pathlib import Path
@@ -34,32 +33,12 @@ from mercadofresco.course.checker.boundary import BoundaryError
 from mercadofresco.course.checker.connection import listen, serve_source
 
 KERNEL_DIED_BEFORE = "the kernel had died before the checks"
-LINE_BYTES = 64 * 1024  # the plugin's lines are short; a longer one is not the plugin's
-
-
-class Pipe:
-    """The plugin's lines on pipe `fd`: the handover, then word that the serve cell has ended."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd, self.buffer, self.closed = fd, b"", False
-
-    def line(self, timeout: float | None) -> str | None:
-        """The next line, waiting up to `timeout` seconds (None: until there is one); None if none came."""
-        while b"\n" not in self.buffer and not self.closed and len(self.buffer) < LINE_BYTES:
-            ready, _, _ = select.select([self.fd], [], [], timeout)
-            if not ready:
-                return None
-            chunk = os.read(self.fd, 4096)
-            self.closed = not chunk
-            self.buffer += chunk
-        line, _, self.buffer = self.buffer.partition(b"\n")
-        return line.decode(errors="replace") if line else None
 
 
 class Kernel:
     """The learner's kernel as the checker sees it: its process, whether its serve cell has ended, an interrupt."""
 
-    def __init__(self, handover: protocol.Handover, pipe: Pipe) -> None:
+    def __init__(self, handover: protocol.Handover, pipe: protocol.Pipe) -> None:
         self.pid, self.pgid, self.pipe, self.serve_cell_over = handover.pid, handover.pgid, pipe, False
 
     def alive(self) -> bool:
@@ -92,7 +71,7 @@ def _tell_the_watch(plan: protocol.Plan, lab: checks_lab.Lab) -> None:
     Path(plan.checker).write_text(json.dumps(held))
 
 
-def check(plan: protocol.Plan, handover: protocol.Handover, pipe: Pipe, plugin_fd: int) -> list[protocol.Row]:
+def check(plan: protocol.Plan, handover: protocol.Handover, pipe: protocol.Pipe, plugin_fd: int) -> list[protocol.Row]:
     """Every hidden check of the plan's lab, against this process's own world and the kernel handed over."""
     module = checks_lab.load_checks(Path(plan.checks))
     wanted = [c for c in module.CHECKS if not plan.only or c.check in plan.only]
@@ -133,7 +112,7 @@ def main(environ: Any = os.environ) -> int:
     plan = protocol.Plan.loads(Path(environ[protocol.PLAN_ENV]).read_text())
     read_fd, write_fd = (int(fd) for fd in environ[protocol.HANDOVER_ENV].split(","))
     try:
-        pipe = Pipe(read_fd)
+        pipe = protocol.Pipe(read_fd)
         line = pipe.line(timeout=None)
         if line is None:
             return 0  # pytest ended before the last cell: nothing to check, the runner reports why

@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import select
 import time
 from pathlib import Path
 from queue import Empty
@@ -213,17 +212,11 @@ def serve_for_the_checker(read_fd: int, write_fd: int, kernel: Any) -> None:
     The learner's code runs for the checks and may print: nbval's client is subscribed to the kernel's output,
     so it is read here and dropped (`_get_message` caps it), never left to pile up in this process.
     """
-    asked, serve_id = b"", None
-    while True:
-        ready, _, _ = select.select([read_fd], [], [], POLL_SECONDS)
-        if ready:
-            chunk = os.read(read_fd, 65536)
-            if not chunk:
-                return  # the checker is done
-            asked += chunk
-            if serve_id is None and b"\n" in asked:
-                source = protocol.ServeCell.loads(asked.partition(b"\n")[0].decode()).source
-                serve_id = kernel.execute_cell_input(source, allow_stdin=False)
+    pipe, serve_id = protocol.Pipe(read_fd), None
+    while not pipe.closed:  # closed: the checker is done
+        line = pipe.line(timeout=POLL_SECONDS)
+        if line and serve_id is None:
+            serve_id = kernel.execute_cell_input(protocol.ServeCell.loads(line).source, allow_stdin=False)
         if serve_id and _answered(kernel, serve_id):
             os.write(write_fd, f"{protocol.SERVE_CELL_ENDED}\n".encode())
             serve_id = ""

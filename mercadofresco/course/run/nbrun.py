@@ -58,7 +58,12 @@ KERNEL_FOLDERS = [
     ("JUPYTER_DATA_DIR", ".jupyter/data"),
 ]
 GRADER_ONLY_ENV = (
-    *(SANDBOX_ENV, IPC_ENV, protocol.PLAN_ENV, protocol.HANDOVER_ENV, "JUPYTER_PATH", "JUPYTER_RUNTIME_DIR"),
+    SANDBOX_ENV,
+    IPC_ENV,
+    protocol.PLAN_ENV,
+    protocol.HANDOVER_ENV,
+    "JUPYTER_PATH",
+    "JUPYTER_RUNTIME_DIR",
 )
 CHECKER_FAILED = "the grader's checker failed (exit code {code}) before it wrote every verdict: the grader's fault"
 
