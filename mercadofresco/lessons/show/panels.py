@@ -1,0 +1,199 @@
+"""Panels: a notebook's controls, a button and the result, usable from the keyboard and with a screen reader."""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+WIDE = "min(640px, 100%)"  # ipywidgets' 300 px leave a slider a 100-135 px track, and cut a checkbox's question
+INTEGER = "mf-integer"  # the class of a log slider whose value the panel passes on as a whole number
+RUNNING = "mf-running"  # the button's class while its experiment runs
+QUEUED_SECONDS = 0.25  # a press that arrives this soon after a run ends was made during it
+LOG_STEPS = 100_000  # a log slider's steps end to end
+LOG_FORMAT = ".4g"  # a log slider's readout, and what the panel passes on
+GONE = "⚠ The kernel that drew this panel is gone: run the notebook's cells again (Run → Run All Cells) to use it."
+# JupyterLab marks every view of a widget whose kernel has restarted or died `jupyter-widgets-disconnected`, and
+# keeps drawing it: without this the panel looks alive and its button does nothing. The rules travel in the
+# panel's own HTML widget (which ipywidgets does not sanitise), so they need no extension. The focus ring takes
+# the theme's brand colour, 3 px wide: JupyterLab's own ring on a widget is about 2:1 against the page (WCAG
+# asks 3:1).
+PANEL_STYLE = (
+    "<style>"
+    ".mf-panel > .mf-panel-gone {display: none}"
+    ".mf-panel.jupyter-widgets-disconnected > .mf-panel-gone {display: block; font-weight: bold; color: #b00020}"
+    ".mf-panel.jupyter-widgets-disconnected > :not(.mf-panel-gone):not(.mf-panel-output)"
+    " {opacity: 0.4; pointer-events: none}"
+    ".mf-panel :focus-visible {outline: 3px solid var(--jp-brand-color0, #0d47a1) !important; outline-offset: 2px}"
+    "</style>"
+)
+# ipywidgets 8 names a text box, a dropdown and a checkbox by their label, but not a slider's handle nor its
+# editable readout, and gives a log slider's handle the exponent as its value. This script, shown once with each
+# panel (JupyterLab runs it for outputs the learner's own kernel made), names them by the slider's label, gives
+# them its tooltip (unit and range) as a description and the readout's value as the handle's spoken value, and
+# makes the panel's status line a live region, so a screen reader announces "Done: ..." after each run.
+ACCESSIBLE = """
+(() => {
+  if (window.mfPanelsAccessible) return;
+  window.mfPanelsAccessible = true;
+  const label = box => box.querySelector(':scope > .widget-label')?.textContent.trim() || '';
+  const fix = () => {
+    for (const panel of document.querySelectorAll('.mf-panel')) {
+      for (const box of panel.querySelectorAll('.widget-slider')) {
+        const name = label(box), help = box.getAttribute('title') || '';
+        const handle = box.querySelector('.noUi-handle'), readout = box.querySelector('.widget-readout');
+        if (!name || !handle) continue;
+        handle.setAttribute('aria-label', name);
+        if (help) handle.setAttribute('aria-description', help);
+        if (readout) {
+          handle.setAttribute('aria-valuetext', readout.textContent.trim());
+          readout.setAttribute('role', 'textbox');
+          readout.setAttribute('aria-label', name + ', typed');
+          if (help) readout.setAttribute('aria-description', help);
+        }
+      }
+      const status = panel.querySelector('.mf-panel-status .widget-html-content');
+      if (status && !status.hasAttribute('role')) {
+        status.setAttribute('role', 'status');
+        status.setAttribute('aria-live', 'polite');
+      }
+    }
+  };
+  let queued = false;
+  new MutationObserver(() => {
+    if (queued) return;
+    queued = true;
+    requestAnimationFrame(() => { queued = false; fix(); });
+  }).observe(document.body, {childList: true, subtree: true, characterData: true});
+  fix();
+})();
+"""
+
+
+def log_slider(description: str, value: float, low: float, high: float, integer: bool = False) -> Any:
+    """A slider on a log scale from `low` to `high`, for a setting whose useful values span orders of magnitude.
+
+    `low` and `high` are values, not exponents (ipywidgets' FloatLogSlider takes exponents). On a panel's
+    400-odd pixels of track a drag moves it 2-3 % a pixel; a value typed in the readout beside it stays what
+    was typed. The slider snaps what is typed to its steps, so they are fine (LOG_STEPS of them): 600 lands
+    on 600.02, where 1,000 steps from 1 to 86,399 put it on 602.
+    `panel` passes on what the readout shows: 4 significant digits, or with `integer` a whole number (an int).
+    """
+    import ipywidgets as widgets
+
+    low_exponent, high_exponent = math.log10(low), math.log10(high)
+    slider = widgets.FloatLogSlider(
+        value=value,
+        base=10,
+        min=low_exponent,
+        max=high_exponent,
+        step=(high_exponent - low_exponent) / LOG_STEPS,
+        readout_format="d" if integer else LOG_FORMAT,
+        description=description,
+        tooltip=f"from {low:,g} to {high:,g}, on a log scale",
+    )
+    if integer:
+        slider.add_class(INTEGER)
+    return slider
+
+
+def value_of(control: Any) -> Any:
+    """What the panel passes on for `control`: its value; for a log slider, what its readout shows."""
+    if INTEGER in getattr(control, "_dom_classes", ()):
+        return round(control.value)
+    if type(control).__name__ == "FloatLogSlider":  # typing 5 gives 5.0002: the readout says 5
+        return float(format(control.value, LOG_FORMAT))
+    return control.value
+
+
+def summary(result: Any) -> str:
+    """What the status line says of a result: a picture's text alternative, a table's caption or size."""
+    if result is None:
+        return "the result is below."
+    if hasattr(result, "alt"):
+        return result.alt
+    if hasattr(result, "rows") and hasattr(result, "caption"):
+        return result.caption or f"a table of {len(result.rows)} rows, below."
+    return str(result) if isinstance(result, str) else "the result is below."
+
+
+def panel(run: Callable[..., Any], controls: dict[str, Any], button: str = "Run experiment") -> Any:
+    """Controls, a button, a status line and an output area that shows what `run(**values)` prints and returns.
+
+    `controls` maps each argument of `run` to its widget; the widget's description is the label the learner
+    reads (and a screen reader says), a slider's tooltip its range. The output stays empty until the button is
+    pressed; then it shows the result for the chosen values (draw it the way the notebook drew its default
+    result above), and the status line, a live region, says "Done: " and what the result shows. A ValueError
+    (a value out of range, a combination that makes no sense) is shown, and announced, as a message naming the
+    control, not as a traceback. The button keeps the keyboard's focus through a run; a press made while one
+    runs is dropped. After a kernel restart the panel says that its kernel is gone (GONE) and greys its controls.
+    """
+    import ipywidgets as widgets  # imported here so the package works without a notebook
+    from IPython.display import Javascript, display
+
+    class Panel(widgets.VBox):
+        def __repr__(self) -> str:  # what a saved notebook shows before a kernel brings the widgets back
+            return "Interactive panel: run the notebook's cells in JupyterLab to use it."
+
+    output = widgets.Output()
+    output.add_class("mf-panel-output")
+    run_button = widgets.Button(description=button, button_style="primary")
+    hint = widgets.HTML(f"<i>Set the controls and press <b>{button}</b>: the result appears below.</i>")
+    status = widgets.HTML("")
+    status.add_class("mf-panel-status")
+    gone = widgets.HTML(PANEL_STYLE + GONE)
+    gone.add_class("mf-panel-gone")
+    for control in controls.values():
+        control.style.description_width = "initial"  # long labels stay readable
+        kind = type(control).__name__
+        if "Slider" in kind or kind == "Checkbox":
+            control.layout.width = WIDE
+        if "Slider" in kind and not control.tooltip and kind != "FloatLogSlider":
+            control.tooltip = f"from {control.min:,g} to {control.max:,g}"
+    ended = [-math.inf]  # when the last run ended, on the kernel's monotonic clock
+
+    def on_click(_: Any) -> None:
+        # The kernel handles one message at a time: presses made during a run arrive the moment it ends. They are
+        # dropped (a person who saw the result presses later than QUEUED_SECONDS); the button stays enabled so
+        # that it keeps the keyboard's focus (a disabled button drops it to the page).
+        if time.monotonic() - ended[0] < QUEUED_SECONDS:
+            return
+        run_button.add_class(RUNNING)
+        status.value = "Running…"
+        said = "⚠ The experiment failed: the error is below."
+        with output:
+            output.clear_output()
+            print("Running…", flush=True)
+            output.clear_output(wait=True)  # "Running…" stays until the result replaces it
+            try:
+                result = run(**{name: value_of(control) for name, control in controls.items()})
+                if result is not None:
+                    display(result)
+                said = "Done: " + summary(result)
+            except ValueError as exc:
+                said = f"⚠ {refusal(str(exc), controls)}"
+                print(said)
+            finally:
+                sys.stdout.flush()  # the printed tables reach the page before the status says "done"
+                status.value = html.escape(said)
+                run_button.remove_class(RUNNING)
+                ended[0] = time.monotonic()
+
+    run_button.on_click(on_click)
+    box = Panel([gone, *controls.values(), widgets.HBox([run_button, hint]), status, output])
+    box.add_class("mf-panel")
+    box.button, box.output, box.gone, box.status = run_button, output, gone, status  # for tests and readers
+    display(Javascript(ACCESSIBLE))
+    return box
+
+
+def refusal(message: str, controls: dict[str, Any]) -> str:
+    """`message` with each argument name replaced by the label of the control that sets it."""
+    for name, control in controls.items():
+        label = getattr(control, "description", "") or name
+        message = re.sub(rf"(?<![\w-]){re.escape(name)}(?![\w-])", f"“{label}”", message)
+    return message
