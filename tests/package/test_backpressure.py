@@ -164,3 +164,48 @@ def test_both_models_scale_with_the_same_scaler():
     assert connections.ConnectionConfig().scaling == standard
     hasty = mass_redrive.run_mass_redrive(mass_redrive.MassRedriveConfig(max_concurrency=1_000, scaling="standard"))
     assert hasty.peak_at(40) <= standard.concurrency_after(40)  # 205 at most after 40 s
+
+
+def test_each_backpressure_figure_says_its_numbers_and_reads_without_colour():
+    from mercadofresco.lessons.backpressure import figures
+    from mercadofresco.lessons.show.pictures import series
+    from mercadofresco.sims import storm
+    from tests.notebooks.colour_vision import problems
+
+    config = buffer.FridayConfig(profile=(buffer.Segment(20, 22, 900),))
+    depths = (0, 300, 150, 0, 0)  # one sample every half hour, 20:00 to 22:00
+    evening = buffer.FridayResult(config, arrived=1_800, processed=1_800)
+    evening.rows = [
+        {"hour": 20 + i / 2, "depth": d, "oldest_minutes": d / 10, "arriving_per_hour": 900.0}
+        for i, d in enumerate(depths)
+    ]
+    friday = figures.friday({"bursts": evening, "steady": evening}, "a short Friday")
+    assert "against the consumers' 600/h (top)" in friday.alt and "20:00 to 22:00" in friday.alt
+    assert "bursts: 1,800 arrived, the queue peaks at 300 messages at 20:30, the oldest waits up to 30 min, " in (
+        friday.alt
+    )
+    assert "empty again at 21:30" in friday.alt
+
+    def asked(cap: str, values: tuple[int, ...]) -> connections.ConnectionResult:
+        result = connections.ConnectionResult(connections.ConnectionConfig(cap=cap), peak_demand=max(values))
+        result.rows = [{"second": 5 * i, "connections_asked": v} for i, v in enumerate(values)]
+        result.finished_seconds = 60
+        return result
+
+    limits = figures.connections([asked("none", (0, 150, 250, 0)), asked("pool", (0, 150, 150, 0))])
+    assert "whose limit is 200" in limits.alt
+    assert "none: at most 250, above the limit from 10 s, done in 1 min" in limits.alt
+    assert "pool 150: at most 150, never above the limit" in limits.alt
+
+    def stormy(depths: tuple[int, ...], in_dlq: int) -> storm.StormRun:
+        rows = [storm.StormSample(10 * (i + 1), 10.0, 1.0, d, 0, 20, False) for i, d in enumerate(depths)]
+        return storm.StormRun(storm.StormConfig(), storm.Defences(), rows, 100, 100 - in_dlq, in_dlq, 0, [], None, 0)
+
+    runs = {"hold": stormy((10, 600, 700, 0), 0), "add pollers": stormy((10, 400, 0, 0), 37)}
+    answers = figures.upstream_downstream(runs, 500)
+    assert "hold: the queue peaks at 700 orders, above the alarm from 20 s to 30 s, and 0 orders" in answers.alt
+    assert "add pollers: the queue peaks at 400 orders, never above the alarm, and 37 orders end in the DLQ" in (
+        answers.alt
+    )
+    for picture in (friday, limits, answers):
+        assert problems(series(picture.figure)) == [], picture.alt

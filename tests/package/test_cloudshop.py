@@ -165,3 +165,28 @@ def test_the_dlq_bodies_are_the_producers_bodies():
     for importe in (Decimal("48.20"), Decimal("-9.00")):
         expected = orders.order_body(orders.Order("PED-2026-084417", importe))
         assert dead_letters.order_body("PED-2026-084417", importe) == expected
+
+
+def test_each_cloudshop_figure_says_its_numbers_and_reads_without_colour():
+    from mercadofresco.lessons.cloudshop import figures
+    from mercadofresco.lessons.show.pictures import series
+    from tests.notebooks.colour_vision import problems
+
+    timeline = [
+        {"seconds": seconds, "consumer": consumer, "event": "received", "pedido_id": pedido, "detail": ""}
+        for seconds, consumer in ((0.0, "consumidor-1"), (31.0, "consumidor-2"))
+        for pedido in ("PED-2026-600000", "PED-2026-600001", "PED-2026-600002")
+    ]
+    run = case.StockRun(discounts={}, receives={row["pedido_id"]: 2 for row in timeline}, in_dlq=0, timeline=timeline)
+    receives = figures.stock_receives(run, 30)
+    assert "A row per order (3 orders)" in receives.alt
+    assert "6 receives: 3 by consumidor-1 at 0 s; 3 by consumidor-2 at 31 s. Each order was received 2 times." in (
+        receives.alt
+    )
+    letters = dead_letters.billing_dlq(counts={"transient": 400, "poison": 20, "data": 5})
+    discovered = letters[0].sent_at + dead_letters.DISCOVERED_AFTER
+    clock = figures.dlq_clock(letters, discovered, dead_letters.alarm_instants(letters, discovered))
+    assert "425 in all: transient 400 on day 0, poison 20 on" in clock.alt
+    assert f"discovered {discovered:%d %b %H:%M}; retention deletes " in clock.alt
+    for picture in (receives, clock):
+        assert problems(series(picture.figure)) == [], picture.alt

@@ -347,3 +347,42 @@ def test_give_up_keeps_the_reason_and_the_send_time(aws, clock):
     (sample,) = dlq.inspect(aws.sqs, aws.orders.dlq_url, max_messages=5)
     assert sample.reason == reason
     assert sample.sent_at == clock.now() - dt.timedelta(seconds=600)  # the original send, not the copy's
+
+
+def test_each_dlq_figure_says_its_numbers_and_reads_without_colour():
+    from mercadofresco.clock import MADRID
+    from mercadofresco.lessons.show.pictures import series
+    from tests.notebooks.colour_vision import problems
+
+    start = dt.datetime(2026, 10, 18, 22, 0, tzinfo=MADRID)  # a Sunday
+
+    def sample(minutes: float) -> dlq.Sample:
+        return dlq.Sample("m", "{}", start + dt.timedelta(minutes=minutes), 1, None, None, None)
+
+    burst, drip = [sample(m) for m in (0, 5, 12)], [sample(60 * h) for h in (0, 24, 48, 72)]
+    arrivals = figures.arrivals({"rafaga": burst, "goteo": drip}, "two DLQs")
+    assert arrivals.alt.startswith("two DLQs. ")
+    assert "rafaga: 3 messages, sent Sun 18 22:00 to Sun 18 22:12 (12 min)" in arrivals.alt
+    assert "goteo: 4 messages, sent Sun 18 22:00 to Wed 21 22:00 (72 h)" in arrivals.alt
+
+    rows = [
+        {"at": start + dt.timedelta(minutes=5 * i), "visible": 2 + 3 * i, "oldest_minutes": 25.0 * i,
+         "count": "ALARM" if i >= 1 else "OK", "age": "ALARM" if 25 * i > 60 else "OK"}
+        for i in range(5)
+    ]  # fmt: skip
+    timeline = figures.alarm_timeline(rows)
+    assert "the messages go from 2 to 14, the oldest from 0 to 100 min against the 60 min line" in timeline.alt
+    assert "the count alarm went to ALARM at 22:05 (5 messages)" in timeline.alt
+    assert "the age alarm went to ALARM at 22:15 (oldest 75 min)" in timeline.alt
+
+    configs = [mass_redrive.MassRedriveConfig(messages=5_000), mass_redrive.MassRedriveConfig(
+        messages=5_000, release="paced", max_concurrency=40)]  # fmt: skip
+    results = [mass_redrive.run_mass_redrive(config) for config in configs]
+    redrive = figures.mass_redrive(results)
+    for result in results:
+        most = max(row.db_connections for row in result.timeline)
+        said = f"{figures.redrive_label(result.config)}: at most {most:,} connections, "
+        said += f"{result.failed_attempts:,} failed attempts, {result.back_in_dlq:,} back in the DLQ"
+        assert said in redrive.alt
+    for picture in (arrivals, timeline, redrive):
+        assert problems(series(picture.figure)) == [], picture.alt

@@ -177,11 +177,38 @@ def test_the_figures_draw_a_lane_per_consumer_and_a_bar_per_setup(aws, clock):
     from mercadofresco.lessons.ordering import figures
 
     run = stock_queue.run_ordering(aws, clock, stock_queue.OrderingConfig(groups=1, skus=4, consumers=2, messages=3))
-    lanes = figures.lanes([run])
+    lanes = figures.lanes([run]).figure
     assert [tick.get_text() for tick in lanes.axes[0].get_yticklabels()] == ["c1", "c2"]
     assert len(lanes.axes[0].patches) == 3  # one bar per message
     rows = [run.summary(), {**run.summary(), "setup": "standard queue"}]
-    assert [tick.get_text() for tick in figures.setups(rows).axes[0].get_yticklabels()] == [
+    assert [tick.get_text() for tick in figures.setups(rows).figure.axes[0].get_yticklabels()] == [
         "FIFO, 1 group",
         "standard queue",
     ]
+
+
+def test_each_ordering_figure_says_its_numbers_and_reads_without_colour(aws, clock):
+    from mercadofresco.lessons.ordering import figures
+    from mercadofresco.lessons.show.pictures import series
+    from tests.notebooks.colour_vision import problems
+
+    one, per_sku = (
+        stock_queue.run_ordering(aws, clock, stock_queue.OrderingConfig(groups=g, skus=4, consumers=2, messages=4))
+        for g in (1, 4)
+    )
+    pictures = {"throughput": figures.throughput([one, per_sku]), "lanes": figures.lanes([one, per_sku])}
+    rows = [one.summary(), {**per_sku.summary(), "out_of_order": 2, "wrong_skus": 1}]
+    pictures["setups"] = figures.setups(rows)
+    assert (
+        f"FIFO, 1 group: {one.per_minute:,g}; FIFO, group = sku: {per_sku.per_minute:,g}." in pictures["throughput"].alt
+    )
+    for run in (one, per_sku):  # each panel: its messages, its groups, the consumers that worked, the most at once
+        groups = len({row["grupo"] for row in run.applied})
+        assert f"{len(run.applied)} messages of {groups} group" in pictures["lanes"].alt
+        assert f"in {run.seconds:g} s" in pictures["lanes"].alt
+        assert f"at most {run.most_in_flight} at once" in pictures["lanes"].alt
+    lanes = pictures["lanes"].figure.axes[0]
+    assert {text.get_text() for text in lanes.texts} == {"grupo-0000"}  # the group written on each bar
+    assert f"FIFO, group = sku: {per_sku.per_minute:,g} a minute, 2 late, 1 wrong." in pictures["setups"].alt
+    for name, picture in pictures.items():
+        assert problems(series(picture.figure)) == [], name

@@ -308,3 +308,41 @@ def test_a_killed_process_leaves_no_server_behind(tmp_path):
     watchers[0].wait(timeout=30)
     assert not Path(directory).exists()
     assert not psutil.pid_exists(int(pid)) or psutil.Process(int(pid)).status() == psutil.STATUS_ZOMBIE
+
+
+def test_each_outbox_figure_says_its_numbers_and_reads_without_colour():
+    from mercadofresco.lessons.outbox import figures
+    from mercadofresco.lessons.show.pictures import series
+    from tests.notebooks.colour_vision import problems
+
+    results = [
+        experiments.LossResult("INSERT, then put_events", 20, 2, 20, 18, lost=2, phantom=0, duplicated=0),
+        experiments.LossResult("publish, then INSERT", 20, 2, 18, 20, lost=0, phantom=2, duplicated=0),
+        experiments.LossResult("outbox", 20, 2, 20, 20, lost=0, phantom=0, duplicated=1),
+    ]
+    losses = figures.losses(results, "20 orders")
+    assert losses.alt.startswith("20 orders. Bar chart: events lost, phantom")
+    assert "Each design takes 20 orders and 2 process deaths." in losses.alt
+    assert "INSERT, then put_events: 2 lost, 0 phantom, 0 duplicated; publish, then INSERT: 0 lost, 2 phantom" in (
+        losses.alt
+    )
+    assert "outbox: 0 lost, 0 phantom, 1 duplicated." in losses.alt
+
+    pending = (100, 300, 600, 0)  # every 10 minutes; the publisher is down for the first 30
+    rows = [
+        {"minute": 10 * (i + 1), "pending": p, "oldest_seconds": 60 * 10 * (i + 1) * (p > 0),
+         "pending_alarm": "ALARM" if p > outbox.PENDING_ALARM_ROWS else "OK", "age_alarm": "ALARM" if p else "OK"}
+        for i, p in enumerate(pending)
+    ]  # fmt: skip
+    backlog = figures.backlog(rows, 30)
+    assert "the publisher is down for the first 30 minutes" in backlog.alt
+    assert "Pending rows peak at 600 at minute 30, back to 0 at minute 40" in backlog.alt
+    assert "pending_alarm went to ALARM at minute 30 and age_alarm went to ALARM at minute 10" in backlog.alt
+
+    ages = (2, 14, 24, 24, 0)  # the oldest record's age every 6 hours; the stream trims at 24 h
+    lag = figures.pipe_lag([{"hour": 6.0 * (i + 1), "age_hours": a} for i, a in enumerate(ages)], 2, 26)
+    assert "the pipe is stopped from hour 2 to hour 28" in lag.alt
+    assert "It peaks at 24 h (the stream's trim) from hour 18 to hour 24, above the lag alarm from hour 6" in lag.alt
+    assert "and is 0 h at hour 30" in lag.alt
+    for picture in (losses, backlog, lag):
+        assert problems(series(picture.figure)) == [], picture.alt

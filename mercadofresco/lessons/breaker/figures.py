@@ -1,28 +1,44 @@
-"""The figure of notebook 09 (the circuit breaker during the outage); matplotlib.figure.Figure, never pyplot."""
+"""The figure of notebook 09 (the circuit breaker during the outage), a `show.Picture`."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from matplotlib.figure import Figure
+from mercadofresco.lessons import show
+from mercadofresco.lessons.show.pictures import GREY, PALETTE
 
 if TYPE_CHECKING:  # outage imports the Redis-backed breaker (redis, 0.15 s); here it only names a type
     from mercadofresco.lessons.breaker.outage import OutageRun
 
-COLORS = {"per_process": "tab:red", "shared": "tab:blue"}
+LOOKS = {"per_process": (show.BAD, "-"), "shared": (show.GOOD, "--")}  # colour and line style; each named at its end
 
 
-def gateway_calls(runs: list[OutageRun], title: str = "") -> Figure:
+def gateway_calls(runs: list[OutageRun], title: str = "") -> show.Picture:
     """Cumulative calls that reached the gateway, one line per kind of breaker; the outage shaded."""
-    figure = Figure(figsize=(8, 3.2), layout="constrained")
-    ax = figure.subplots()
-    for run in runs:
-        seconds = [call["second"] for call in run.calls]
-        ax.step(seconds, range(1, len(seconds) + 1), where="post", color=COLORS[run.mode], label=run.mode)
+    figure, ax = show.canvas(8, 3.2)
     down = runs[0].config.down_seconds
-    ax.axvspan(0, down, color="grey", alpha=0.15, label="gateway down")
+    said = []
+    for n, run in enumerate(runs):
+        colour, dashes = LOOKS.get(run.mode, (PALETTE[n % len(PALETTE)], ":"))
+        seconds = [call["second"] for call in run.calls]
+        ax.step(seconds, range(1, len(seconds) + 1), where="post", color=colour, ls=dashes, label=run.mode)
+        if seconds:  # the line's name written at its end
+            ax.annotate(run.mode, (seconds[-1], len(seconds)), xytext=(4, 0), textcoords="offset points",
+                        va="center", fontsize=8, color=colour)  # fmt: skip
+        while_down = run.calls_while_down()
+        calls = "call" if while_down == 1 else "calls"
+        said.append(
+            f"{run.mode}: {while_down:,} {calls} while it was down, {run.gateway_calls - while_down:,} after, "
+            f"{run.fast_failures:,} refused fast"
+        )
+    ax.axvspan(0, down, color=GREY, alpha=0.15, label="gateway down")
+    ax.text(down / 2, 0.97, "gateway down", transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=8)
     ax.set_xlabel("seconds since the gateway went down (virtual time)")
     ax.set_ylabel("calls that reached the gateway")
     ax.set_title(title)
     ax.legend(fontsize=8)
-    return figure
+    alt = (
+        f"Step chart{': ' + title if title else ''}. Calls that reached the gateway, added up over time, one line "
+        f"per kind of breaker; the gateway is down for the first {down:g} s (shaded). " + "; ".join(said) + "."
+    )
+    return show.Picture(figure, alt)

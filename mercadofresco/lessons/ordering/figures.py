@@ -1,53 +1,77 @@
-"""Figures for notebook 12 (ordering); like `show`, built on matplotlib.figure.Figure, never pyplot."""
+"""Figures for notebook 12 (ordering); like `show`, built on matplotlib.figure.Figure, never pyplot.
+
+Each returns a `show.Picture`: the figure and a text alternative that reads this run's numbers out.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from mercadofresco.lessons import show
 from mercadofresco.lessons.ordering.stock_queue import OrderingRun
+from mercadofresco.lessons.show.pictures import GREY, ORANGE, SLATE
 
-SETUP_COLOURS = {"standard queue": "tab:gray", "FIFO, group = sku": "tab:green"}  # any other FIFO setup: red
-
-
-def _colour(setup: str) -> str:
-    return SETUP_COLOURS.get(setup, "tab:red")
+SETUP_LOOKS = {"standard queue": (GREY, ".."), "FIFO, group = sku": (show.GOOD, "")}  # colour, hatch
+SERIAL = (show.BAD, "//")  # any other FIFO setup: few groups, so serial
 
 
-def throughput(runs: list[OrderingRun]) -> Figure:
+def _look(setup: str) -> tuple[str, str]:
+    """A setup's colour and hatch, the same in every figure of the notebook."""
+    return SETUP_LOOKS.get(setup, SERIAL)
+
+
+def throughput(runs: list[OrderingRun]) -> show.Picture:
     """Messages per virtual minute against the number of consumers, one bar per setup (log scale)."""
-    figure = Figure(figsize=(8, 3.2), layout="constrained")
-    ax = figure.subplots()
+    figure, ax = show.canvas()
     setups = list(dict.fromkeys(run.config.label() for run in runs))
     counts = list(dict.fromkeys(run.config.consumers for run in runs))
     width = 0.8 / len(setups)
+    said = []
     for s, setup in enumerate(setups):
         mine = {run.config.consumers: run.per_minute for run in runs if run.config.label() == setup}
         positions = [i + (s - (len(setups) - 1) / 2) * width for i in range(len(counts))]
-        bars = ax.bar(positions, [mine.get(c, 0) for c in counts], width, label=setup, color=_colour(setup))
+        colour, hatch = _look(setup)
+        heights = [mine.get(c, 0) for c in counts]
+        bars = ax.bar(positions, heights, width, label=setup, color=colour, hatch=hatch, edgecolor="white")
         ax.bar_label(bars, fmt="%g", fontsize=8)
+        said.append(f"{setup}: {show.numbers(heights)}")
     ax.set_xticks(range(len(counts)), [f"{c} consumer{'s' if c > 1 else ''}" for c in counts])
     ax.set_yscale("log")
     ax.set_ylim(10, max(run.per_minute for run in runs) * 3)
     ax.set_ylabel("messages per virtual minute")
-    ax.set_title("One group stays serial, whatever the number of consumers")
+    title = "One group stays serial, whatever the number of consumers"
+    ax.set_title(title)
     ax.legend(fontsize=8, loc="upper left")
-    return figure
+    alt = (
+        f"{title}. Bar chart: messages per virtual minute (log scale) with {show.numbers(counts)} consumers, "
+        f"a bar per setup. {'; '.join(said)}."
+    )
+    return show.Picture(figure, alt)
 
 
-def lanes(runs: list[OrderingRun]) -> Figure:
-    """One panel per run: a lane per consumer, a bar per message processed, coloured by its group."""
-    figure = Figure(figsize=(9, 1.2 + 1.6 * len(runs)), layout="constrained")
-    axes = figure.subplots(len(runs), 1, sharex=True, squeeze=False)[:, 0]
-    palette = [f"C{i}" for i in range(10)]
-    for ax, run in zip(axes, runs, strict=True):
+def _ink(colour: str) -> str:
+    """Black or white, whichever reads better on `colour` (WCAG contrast)."""
+    from matplotlib.colors import to_rgb
+
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(colour)]
+    luminance = 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+    return "black" if luminance > 0.179 else "white"
+
+
+def lanes(runs: list[OrderingRun]) -> show.Picture:
+    """One panel per run: a lane per consumer, a bar per message processed, coloured and labelled by its group."""
+    figure, axes = show.canvas(9, 1.2 + 1.6 * len(runs), len(runs), 1, sharex=True, squeeze=False)
+    said = []
+    for ax, run in zip(axes[:, 0], runs, strict=True):
         groups = list(dict.fromkeys(row["grupo"] for row in run.applied))
         for row in run.applied:
-            colour = palette[groups.index(row["grupo"]) % len(palette)]
+            colour = show.PALETTE[groups.index(row["grupo"]) % len(show.PALETTE)]
             width = row["ended"] - row["started"]
             ax.barh(row["consumer"], width, left=row["started"], color=colour, height=0.7, edgecolor="white")
+            middle = row["started"] + width / 2  # the group written on the bar: not by colour alone
+            ax.text(middle, row["consumer"], row["grupo"], ha="center", va="center", fontsize=6, color=_ink(colour))
         ax.set_yticks(range(run.config.consumers), [f"c{i + 1}" for i in range(run.config.consumers)], fontsize=7)
         ax.invert_yaxis()
         ax.set_title(
@@ -55,22 +79,33 @@ def lanes(runs: list[OrderingRun]) -> Figure:
             f"in {run.seconds:g} s, at most {run.most_in_flight} at once",
             fontsize=9,
         )
-    axes[-1].set_xlabel("virtual seconds (one colour per message group)")
-    return figure
+        busy = len({row["consumer"] for row in run.applied})
+        said.append(
+            f"{run.config.label()}, {run.config.consumers} consumers: {len(run.applied)} messages "
+            f"of {len(groups)} group{'s' if len(groups) != 1 else ''} in {run.seconds:g} s, "
+            f"processed by {busy} consumer{'s' if busy != 1 else ''}, at most {run.most_in_flight} at once"
+        )
+    axes[-1, 0].set_xlabel("virtual seconds (each bar is one message, labelled and coloured by its group)")
+    alt = "A lane per consumer, a bar per message over virtual seconds, labelled with its group. " + "; ".join(said)
+    return show.Picture(figure, alt + ".")
 
 
-def setups(rows: list[dict[str, Any]], title: str = "") -> Figure:
+def setups(rows: list[dict[str, Any]], title: str = "") -> show.Picture:
     """Two panels for the same messages through several setups: throughput, and what went out of order."""
-    figure = Figure(figsize=(10, 2.8), layout="constrained")
-    speed_ax, order_ax = figure.subplots(1, 2, sharey=True)
+    figure, (speed_ax, order_ax) = show.canvas(10, 2.8, 1, 2, sharey=True)
     labels = [row["setup"] for row in rows]
     y = list(range(len(rows)))
-    speed = speed_ax.barh(y, [row["per_minute"] for row in rows], color=[_colour(label) for label in labels])
+    colours, hatches = zip(*(_look(label) for label in labels), strict=True)
+    per_minute = [row["per_minute"] for row in rows]
+    speed = speed_ax.barh(y, per_minute, color=colours, hatch=hatches, edgecolor="white")
     speed_ax.bar_label(speed, fmt="%g", fontsize=8)
     speed_ax.set_xlabel("messages per virtual minute")
     speed_ax.set_yticks(y, labels)
-    late = order_ax.barh([i - 0.2 for i in y], [row["out_of_order"] for row in rows], height=0.4, color="tab:orange")
-    wrong = order_ax.barh([i + 0.2 for i in y], [row["wrong_skus"] for row in rows], height=0.4, color="black")
+    late = order_ax.barh([i - 0.2 for i in y], [row["out_of_order"] for row in rows], height=0.4, color=ORANGE)
+    wrong = order_ax.barh(
+        [i + 0.2 for i in y], [row["wrong_skus"] for row in rows], height=0.4, color=SLATE, hatch="//",
+        edgecolor="white",
+    )  # fmt: skip
     late.set_label("messages applied after a newer one of their sku")
     wrong.set_label("skus left with the wrong stock")
     order_ax.bar_label(late, fontsize=8)
@@ -79,5 +114,15 @@ def setups(rows: list[dict[str, Any]], title: str = "") -> Figure:
     order_ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     order_ax.legend(fontsize=8, loc="lower right")
     speed_ax.invert_yaxis()
-    figure.suptitle(title or "Order where it matters, parallelism where it does not", fontsize=10)
-    return figure
+    title = title or "Order where it matters, parallelism where it does not"
+    figure.suptitle(title, fontsize=10)
+    said = [
+        f"{row['setup']}: {row['per_minute']:,g} a minute, {row['out_of_order']:,g} late, {row['wrong_skus']:,g} wrong"
+        for row in rows
+    ]
+    alt = (
+        f"{title}. Two bar charts, a row per setup: messages per virtual minute, and how many messages were "
+        "applied after a newer one of their sku (late) and how many skus were left with the wrong stock (wrong). "
+        f"{'; '.join(said)}."
+    )
+    return show.Picture(figure, alt)

@@ -137,12 +137,13 @@ def bars(
             color=PALETTE[g % len(PALETTE)], hatch=HATCHES[g % len(HATCHES)], edgecolor="white",
         )  # fmt: skip
         ax.bar_label(drawn, fontsize=8)
-        pairs = ", ".join(f"{c} {h:,g}" for c, h in zip(categories, heights, strict=True))
-        said.append(f"{group} = {name}: {pairs}" if group else pairs)
+        pairs = "; ".join(f"{' '.join(c.split())}: {h:,g}" for c, h in zip(categories, heights, strict=True))
+        said.append(f"{group} = {name}, {pairs}" if group else pairs)
     ax.set_xticks(range(len(categories)), categories, fontsize=8)
     ax.set_ylabel(ylabel or value)
     ax.set_title(title)
     if group:
         ax.legend(fontsize=8)
-    alt = f"Bar chart{': ' + title if title else ''}. {ylabel or value} by {category}. " + "; ".join(said) + "."
+    # A category's line breaks (a long tick label) are read as spaces.
+    alt = f"Bar chart{': ' + title if title else ''}. {ylabel or value} by {category}. " + ". ".join(said) + "."
     return Picture(figure, alt)
