@@ -19,6 +19,9 @@ does the same from the lab's own last cell, after making sure the saved file
 holds the cell run last (otherwise it asks for a save, with a Save button), and
 shows the report as a rich output: the lab's parts with ✓ or ✗, the first
 failure open with what it found (a counterexample's story), the others folded.
+For a half-done lab it says once what the checks of a cell need ("5 checks need
+`fix_order`, `root_fix` and `fixed_config`, which cell [9] should set"), and it
+shows no path beyond the lab's folder or the workbook's.
 """
 
 from __future__ import annotations
@@ -149,18 +152,19 @@ def here(name: str, hidden: bool = True) -> None:
     instructor's hidden checks where solutions/ is there.
     """
     if os.environ.get(labs.WHOLE_RUN_ENV):  # selfcheck's own run of this notebook, the grader's, a refresh
-        print("(a run of the whole notebook by a tool: this cell checks nothing from inside it)")
+        _say("(a run of the whole notebook by a tool: this cell checks nothing from inside it)")
         return
     path = Path(name).resolve()
     if not path.exists():
-        print(f"⚠ {name} is not in this notebook's folder: pass its file name, e.g. here('{labs.LABS['lab1']}')")
+        example = labs.LABS["lab1"]
+        _say(f"⚠ {Path(name).name} is not in this notebook's folder: pass its file name, e.g. here('{example}')")
         return
     unsaved = _unsaved_cell(path)
     if unsaved is not None:
         _ask_for_a_save(unsaved)
         return
     arguments = [sys.executable, "-m", "mercadofresco.course.selfcheck", path.name, "--json"]
-    print(f"checking {path.name} as saved: a fresh kernel runs every cell, as the grader will…", flush=True)
+    _say(f"checking {path.name} as saved, in a fresh kernel, as the grader will…")
     environment = {**os.environ, labs.WHOLE_RUN_ENV: "1"}
     done = subprocess.run(
         arguments + (["--hidden"] if hidden else []),
@@ -172,8 +176,10 @@ def here(name: str, hidden: bool = True) -> None:
     )
     try:
         report = json.loads(done.stdout.strip().splitlines()[-1])
-    except (IndexError, json.JSONDecodeError):  # the check itself failed: show what it said
-        print(done.stdout + done.stderr)
+    except (IndexError, json.JSONDecodeError):  # the check itself failed: its last words, the rest in a terminal
+        said = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()] or ["(nothing)"]
+        _say(f"⚠ the check could not finish: {selfcheck_report.relative(said[-1], path.parent)}")
+        _say(f"  For all it said, run in a terminal: python -m mercadofresco.course.selfcheck {path.name}")
         return
     from IPython.display import display
 
@@ -196,10 +202,15 @@ def _unsaved_cell(path: Path) -> str | None:
 def _ask_for_a_save(unsaved: str) -> None:
     from IPython.display import HTML, display
 
-    print(f"⚠ The saved file does not hold the cell you ran last ({unsaved}): the check reads the saved file.")
-    print("  Save the notebook (Ctrl+S, or File > Save Notebook), then run this cell again.")
+    _say(f"⚠ The saved file does not hold the cell you ran last ({unsaved}): the check reads the saved file.")
+    _say("  Save the notebook (Ctrl+S, or File > Save Notebook), then run this cell again.")
     button = '<button class="jp-Button jp-mod-styled jp-mod-accept" data-commandlinker-command="docmanager:save">'
     display(HTML(f"{button}Save the notebook</button> then run this cell again."))
+
+
+def _say(text: str) -> None:
+    """Print a line of here()'s own, broken between words: a notebook would break it inside one."""
+    print(selfcheck_report.wrapped(text), flush=True)
 
 
 def _first_line(cell: nbformat.NotebookNode) -> str:
@@ -214,6 +225,8 @@ def _lab_of(path: Path) -> str | None:
 def report_of(path: Path, hidden_too: bool) -> dict:
     """Everything selfcheck found in the saved notebook at `path`, as plain data (what `here` shows)."""
     cells, stopped, hidden = examine(path)
+    missing = {name for cell in cells for line in cell.problem for name in selfcheck_report.NOT_DEFINED.findall(line)}
+    sources = [cell.source for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"]
     report = {
         "notebook": path.name,
         "cells": [asdict(cell) for cell in cells],
@@ -221,6 +234,7 @@ def report_of(path: Path, hidden_too: bool) -> dict:
         "hidden_checks": hidden,
         "blank": blank_answers(path),
         "hidden": None,
+        "named_in": selfcheck_report.named_in(sources, missing),
     }
     if hidden_too:
         lab = _lab_of(path)
@@ -228,7 +242,7 @@ def report_of(path: Path, hidden_too: bool) -> dict:
             report["hidden"] = "the hidden checks are your instructor's: they need solutions/, which is not here"
         else:
             report["hidden"] = hidden_report(path, lab)
-    return report
+    return selfcheck_report.relative(report, path.resolve().parent)
 
 
 def main(argv: list[str] | None = None) -> int:

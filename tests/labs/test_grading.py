@@ -17,7 +17,7 @@ import pytest
 
 from mercadofresco.course import checker, checks, grading, protocol
 from mercadofresco.course.grading import reports
-from mercadofresco.course.handout import labs
+from mercadofresco.course.handout import labs, selfcheck_report
 from mercadofresco.course.run import nbrun, watch
 from mercadofresco.course.run.limits import MIN_MEMORY_MB
 
@@ -459,6 +459,7 @@ def test_the_check_cell_asks_for_a_save_when_the_saved_file_lacks_the_cell_run_l
     text, displays = run_in_a_kernel(tmp_path, "pedido = 'PED-2026-084417'  # typed, run, never saved", CHECK_CELL)
     assert "does not hold the cell you ran last (pedido = 'PED-2026-084417'" in text
     assert "checking" not in text  # no run of a file that is not what the learner sees
+    assert all(len(line) <= selfcheck_report.WIDTH for line in text.splitlines())  # broken between words, not in one
     assert 'data-commandlinker-command="docmanager:save"' in displays[0]["text/html"]
 
 
@@ -475,6 +476,7 @@ def test_the_check_cell_runs_the_saved_lab_when_it_holds_the_cell_run_last(tmp_p
     assert html.count("<details open>") == 1 and "✗ <b>cell def " in html  # the first failure open, the rest folded
     assert "✗ <b>public check (a, mechanism 1)</b> failed (cell [4])" in html
     assert str(tmp_path) not in text + report["text/plain"] + html  # no absolute path
+    assert all(len(line) <= selfcheck_report.WIDTH for line in text.splitlines())
 
 
 def test_selfcheck_runs_cells_as_the_grader_does_a_slow_cell_interrupted_and_the_next_ones_run(tmp_path):

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import re
+from pathlib import Path
+
 import pytest
 
 from mercadofresco.lessons.cloudshop import case, checklist, dead_letters
 from mercadofresco.patterns import consumer_config
 
+ROOT = Path(__file__).resolve().parents[2]
 DAY = 86_400
 
 
@@ -79,6 +84,57 @@ def test_the_watch_alarms_are_defined_in_cloudwatch(aws):
     by_alarm = {row["alarm"]: row for row in held}
     assert by_alarm["cloudshop-inventario-fallidos-antiguedad-1h"]["threshold"] == 3_600
     assert by_alarm["cloudshop-inventario-errores"]["metric"] == "AWS/Lambda Errors"
+
+
+def committed_table(cell_id: str) -> str:
+    """The text of the table a cell of notebook 18 shows, as committed."""
+    notebook = json.loads((ROOT / "notebooks" / "18_cloudshop_case.ipynb").read_text())
+    cell = next(cell for cell in notebook["cells"] if cell.get("id") == cell_id)
+    return "".join(cell["outputs"][0]["data"]["text/plain"])
+
+
+def table_rows(text: str) -> list[dict[str, str]]:
+    """A table's text read back into rows: its columns are where the dashes under the header are."""
+    header, dashes, *lines = text.splitlines()
+    spans = [(m.start(), m.end()) for m in re.finditer(r"-+", dashes)]
+    spans[-1] = (spans[-1][0], None)  # the last column runs to the end of its line
+    names = [header[start:end].strip() for start, end in spans]
+    return [{name: line[start:end].strip() for name, (start, end) in zip(names, spans, strict=True)} for line in lines]
+
+
+def test_the_closing_tables_are_what_notebook_18_committed(aws, clock):
+    """The before/after table and the checklist's evidence, built by the package from the notebook's own runs."""
+    from mercadofresco.lessons.show.tables import Table
+    from mercadofresco.sims import mass_redrive
+
+    emails = [case.duplicate_emails(aws, clock, design, events=12, timeout_seconds=4) for design in case.EMAIL_DESIGNS]
+    stock = {visibility: case.stock_discounts(aws, clock, visibility) for visibility in (30, 300)}
+    letters = dead_letters.billing_dlq(seed=0)
+    discovered = letters[0].sent_at + dead_letters.DISCOVERED_AFTER
+    standard = {"max_concurrency": 1_000, "scaling": "standard"}
+    hasty, hasty_standard, paced = (
+        mass_redrive.run_mass_redrive(mass_redrive.MassRedriveConfig(**config))
+        for config in ({}, standard, {**standard, "release": "paced", "max_concurrency": 40})
+    )
+    measured = checklist.Measured(
+        emails=emails,
+        stock=stock,
+        letters=letters,
+        kinds=dead_letters.breakdown(letters),
+        expiring=dead_letters.expiring(letters, discovered, days=3),
+        alarm_times=dead_letters.alarm_times(letters, discovered),
+        hasty=hasty,
+        hasty_standard=hasty_standard,
+        paced=paced,
+    )
+    assert repr(Table(checklist.before_after(measured))) == committed_table("c032")
+    assert measured.lost_in_48h() == 38_912  # what notebook 18's three failures read next
+    watch = checklist.define_watch(aws, case.STOCK_QUEUE, case.STOCK_DLQ, "cloudshop-inventario")
+    judged = {row["item"]: row for row in checklist.run_checklist([], checklist.evidence(measured, watch))}
+    committed = table_rows(committed_table("i27-09"))
+    by_evidence = [row for row in committed if not row["evidence"].startswith("settings checker:")]
+    assert len(by_evidence) == sum(item.key not in checklist.RULES for item in checklist.CHECKLIST) == 11
+    assert [judged[row["item"]] for row in by_evidence] == by_evidence
 
 
 @pytest.mark.parametrize(

@@ -3,22 +3,147 @@
 The HTML is what `selfcheck.here` shows in the lab's last cell: each public check part with ✓ or ✗ and its cell as
 JupyterLab numbers it, the first failure open with what it found (a counterexample's story), the others folded
 (`<details>`, which a keyboard opens), the hidden checks folded too. Both forms read the same plain data
-(`selfcheck.report_of`), and neither shows a path beyond the notebook's own name.
+(`selfcheck.report_of`). They are written for a half-done lab as much as a finished one: the checks of a cell that
+could not run for one reason (a name an earlier cell should set) are said once, a path is shown from the lab's
+folder or the workbook's, and text breaks between words, never inside one.
 """
 
 from __future__ import annotations
 
+import ast
+import re
+import textwrap
 from html import escape
+from pathlib import Path
+from typing import TypeVar
+
+from mercadofresco.course.handout import labs
+
+WIDTH = 88  # the text form's lines: what a notebook beside its file browser shows without breaking a line
+COULD_NOT_RUN = " (the check could not run: "  # how `checks.expect` says the learner's code raised inside a check
+NOT_DEFINED = re.compile(r"NameError: name '(\w+)' is not defined")
+DEFINE = re.compile(r"^\s*# Define (.*)$", re.MULTILINE)  # how a lab's exercise cell asks for names
+NEEDS = "needs a name set by "  # the group of the checks that need names one cell should set
+ABSOLUTE_PATH = re.compile(r"(?<![\w./~-])/(?:[\w.@+-]+/)+[\w.@+-]*")  # /a/b..., not a/b, 1/2 or https://
+T = TypeVar("T")
+# JupyterLab styles an output's <pre> with `word-break: break-all`, which splits words anywhere: not ours.
+PRE = '<pre style="white-space: pre-wrap; word-break: normal; overflow-wrap: break-word">'
+
+
+def relative(data: T, folder: Path) -> T:
+    """`data` (a text, or the report) with every absolute path as the learner knows it: from the lab's folder
+    `folder`, the workbook's, or ~."""
+
+    def shown(found: re.Match) -> str:
+        path = Path(found.group())
+        for base, prefix in ((folder, ""), (labs.ROOT, ""), (Path.home(), "~/")):
+            if path.is_relative_to(base):
+                return prefix + path.relative_to(base).as_posix()
+        return path.name  # elsewhere (a library, a temporary folder): its file name says enough
+
+    if isinstance(data, str):
+        return ABSOLUTE_PATH.sub(shown, data)
+    if isinstance(data, list | tuple):
+        return type(data)(relative(item, folder) for item in data)
+    if isinstance(data, dict):
+        return {key: relative(value, folder) for key, value in data.items()}
+    return data
+
+
+def named_in(sources: list[str], names: set[str]) -> dict[str, int]:
+    """For each of `names`, the code cell (numbered from 1) that should set it: the first that assigns or defines
+    it, or asks for it ("# Define why_not_retry …"); else the first that uses it."""
+    sets: dict[str, int] = {}
+    uses: dict[str, int] = {}
+    for number, source in enumerate(sources, start=1):
+        asked = {word for line in DEFINE.findall(source) for word in re.findall(r"\w+", line)}
+        python = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+        try:
+            nodes = list(ast.walk(ast.parse(python)))
+        except SyntaxError:  # a learner's cell that does not parse: only its comments say something
+            nodes = []
+        bound = {node.id for node in nodes if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+        bound |= {node.name for node in nodes if isinstance(node, ast.FunctionDef | ast.ClassDef)}
+        used = {node.id for node in nodes if isinstance(node, ast.Name)}
+        sets |= {name: number for name in names & (bound | asked) if name not in sets}
+        uses |= {name: number for name in names & used if name not in uses}
+    return uses | sets
+
+
+def wrapped(line: str) -> str:
+    """One line broken between words at WIDTH, the next lines indented under it."""
+    indent = line[: len(line) - len(line.lstrip())]
+    return textwrap.fill(line, WIDTH, subsequent_indent=indent + "    ", break_long_words=False, break_on_hyphens=False)
+
+
+def problem_lines(cell: dict, setters: dict[str, int]) -> list[str]:
+    """A failing cell's problem as the report says it: the checks that could not run for one reason, in one line.
+
+    `setters` gives, for a name a NameError says is not defined, the cell that should set it (`named_in`). The
+    checks needing names one cell should set are said together; the checks another reason stopped, once when two
+    or more share it.
+    """
+    first, *rest = cell["problem"]
+    prefix = "CheckFailed: " if first.startswith("CheckFailed: ") else ""  # what the kernel says of a check cell
+    groups: dict[str, list[str]] = {}  # a group of checks that could not run -> the reason of each
+    entries: list[tuple[str | None, list[str]]] = []  # (its group or None, its lines), in the checks' order
+    lines = iter([first.removeprefix(prefix), *rest])
+    for line in lines:
+        _, marker, cause = line.partition(COULD_NOT_RUN)
+        if not marker:
+            entries.append((None, [line]))
+            continue
+        taken = [line]
+        while not taken[-1].endswith(")") and (more := next(lines, None)) is not None:  # an SQL error: LINE 1, ^
+            taken.append(more)
+        reason = cause.removesuffix(")")
+        group = _group(reason, setters, cell["number"])
+        if group not in groups:
+            entries.append((group, taken))
+        groups.setdefault(group, []).append(reason)
+    shown: list[str] = []
+    for index, (group, said) in enumerate(entries):
+        reasons = groups.get(group, []) if group else []
+        if group and group.startswith(NEEDS):
+            said = [_needs(reasons, setters, cell["number"])]
+        elif len(reasons) > 1:
+            said = [f"{len(reasons)} checks could not run: {group}"]
+        elif index == 0:
+            said = [prefix + said[0], *said[1:]]  # a check's own words, as the kernel said them
+        shown += said
+    return shown
+
+
+def _group(reason: str, setters: dict[str, int], number: int) -> str:
+    """What a check that could not run is said with: the cell that should set the name it needs, or its reason."""
+    missing = NOT_DEFINED.fullmatch(reason)
+    if missing is None:
+        return reason
+    setter = setters.get(missing.group(1), number)
+    return f"{NEEDS}{setter if setter < number else 'no cell'}"
+
+
+def _needs(reasons: list[str], setters: dict[str, int], number: int) -> str:
+    """One line for the checks of cell `number` that need names one earlier cell should set (or none does)."""
+    names = list(dict.fromkeys(NOT_DEFINED.fullmatch(reason).group(1) for reason in reasons))
+    quoted = [f"`{name}`" for name in names]
+    listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
+    checks = "1 check needs" if len(reasons) == 1 else f"{len(reasons)} checks need"
+    setter = setters.get(names[0], number)
+    if setter < number:
+        return f"{checks} {listed}, which cell [{setter}] should set: finish that cell first"
+    return f"{checks} {listed}, which no cell above sets: define {'it' if len(names) == 1 else 'them'} as asked"
 
 
 def as_text(report: dict) -> str:
     """The report as lines of text: failing cells first one first, blank answers, the hidden checks if run."""
     lines = []
     failing = [cell for cell in report["cells"] if cell["problem"]]
+    setters = report.get("named_in", {})
     if failing or report["stopped"]:
         lines.append(f"{len(failing)} cell(s) failed; fix them from the first one down:")
         for cell in failing:
-            first, *more = cell["problem"]
+            first, *more = problem_lines(cell, setters)
             lines.append(f"  cell [{cell['number']}] ({cell['first_line']}): {first}")
             lines += [f"      and: {line}" for line in more]
         if report["stopped"]:
@@ -27,9 +152,10 @@ def as_text(report: dict) -> str:
         lines.append(f"public checks passed; {_hidden(report)} run at grading")
     if report["blank"]:
         lines.append(f"{len(report['blank'])} written answer(s) still blank, after: " + "; ".join(report["blank"]))
-    if report["hidden"]:
-        lines += ["", "hidden checks, by the instructor's grader (you have the whole repository):", report["hidden"]]
-    return "\n".join(lines)
+    text = "\n".join(wrapped(line) for line in lines)
+    if report["hidden"]:  # the grader's own table, as it prints it
+        text += "\n\nhidden checks, by the instructor's grader (you have the whole repository):\n" + report["hidden"]
+    return text
 
 
 def _hidden(report: dict) -> str:
@@ -49,10 +175,10 @@ def as_html(report: dict) -> str:
             items.append(f"<li>✓ <b>{escape(name)}</b> passed ({where})</li>")
             continue
         opened = " open" if cell is failing[0] else ""
-        text = "\n".join(cell["problem"])
+        text = "\n".join(problem_lines(cell, report.get("named_in", {})))
         items.append(
             f"<li><details{opened}><summary>✗ <b>{escape(name)}</b> failed ({where})</summary>"
-            f'<pre style="white-space: pre-wrap">{escape(text)}</pre></details></li>'
+            f"{PRE}{escape(text)}</pre></details></li>"
         )
     if failing or report["stopped"]:
         head = f"✗ {len(failing)} cell(s) failed: fix them from the first one down (cell numbers as after Run All)."
@@ -67,7 +193,7 @@ def as_html(report: dict) -> str:
     if report["hidden"]:
         parts.append(
             "<details><summary>hidden checks, by the instructor's grader (you have the whole repository)</summary>"
-            f"<pre>{escape(report['hidden'])}</pre></details>"
+            f"{PRE}{escape(report['hidden'])}</pre></details>"
         )
     label = escape(f"selfcheck of {report['notebook']}")
     return f'<div role="region" aria-label="{label}">{"".join(parts)}</div>'

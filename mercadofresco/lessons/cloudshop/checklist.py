@@ -7,7 +7,10 @@
   CloudShop's queues and function, defined in moto's CloudWatch (which stores
   alarms and never evaluates them; `models.alarm_evaluation` does that part);
 - `three_failures`: the class's three failures beside the figure the
-  notebook measured for each.
+  notebook measured for each;
+- `Measured`, `before_after`, `evidence`: what the notebook's experiments
+  measured, read into class 210's before/after table and into the evidence
+  `run_checklist` judges its other items by.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from mercadofresco import alarms, world
+from mercadofresco.lessons.cloudshop import case, dead_letters
 from mercadofresco.patterns import consumer_config
+from mercadofresco.sims.mass_redrive import MassRedriveResult
 
 WATCH_TOPIC = "cloudshop-guardia"
 CONSUMERS_NAMESPACE = "CloudShop/Consumidores"  # the two signals AWS publishes no metric for
@@ -48,6 +53,50 @@ CHECKLIST = (
     Item("poison messages discarded with a record", "poison_discarded"),
 )
 RULES = {finding.rule for finding in consumer_config.check(consumer_config.ConsumerSettings("x", 1, 1, 1))}
+CLASS_210_RESULTS = (  # what class 210 reports, before -> after
+    ("duplicate emails", "1,840 -> 0"),
+    ("duplicate stock discounts", "340 -> 0"),
+    ("messages in the DLQ", "41,200 -> max 92"),
+    ("oldest message in the DLQ", "13 days -> 41 min"),
+    ("messages expired and lost", "almost 41,200 -> 0"),
+    ("redrives that caused an incident", "1 of 1 -> 0 of 7"),
+    ("messages discarded with a record", "0 -> 214"),
+)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What notebook 18's experiments measured, as its closing tables read it."""
+
+    emails: list[dict[str, Any]]  # case.duplicate_emails, a row for each of case.EMAIL_DESIGNS
+    stock: dict[int, case.StockRun]  # case.stock_discounts by visibility: 30 s and 300 s
+    letters: list[dead_letters.DeadLetter]  # billing's DLQ
+    kinds: list[dict[str, Any]]  # dead_letters.breakdown of the letters
+    expiring: list[dict[str, Any]]  # dead_letters.expiring: a row a day from the discovery
+    alarm_times: list[dict[str, Any]]  # dead_letters.alarm_times, in the order of dead_letters.alarm_rules
+    hasty: MassRedriveResult  # the redrive all at once, at class 210's ramp
+    hasty_standard: MassRedriveResult  # all at once, on a standard mapping
+    paced: MassRedriveResult  # paced, MaximumConcurrency 40
+
+    def duplicates(self, design: str) -> int:
+        """The extra emails customers got in the campaign through `design` (one of case.EMAIL_DESIGNS)."""
+        return next(row for row in self.emails if row["design"] == design)["duplicates"]
+
+    def stock_duplicated(self, visibility: int) -> int:
+        """The stock discounts repeated with a visibility timeout of `visibility` seconds."""
+        return self.stock[visibility].summary()["duplicated"]
+
+    def lost_in_48h(self) -> int:
+        """The messages retention deletes within two days of the discovery."""
+        return sum(row["expire"] for row in self.expiring[:2])
+
+    def age_alarm_fires(self) -> str:
+        """How long after the first dead letter the DLQ's age alarm (oldest > 1 h, to on-call) fires."""
+        return self.alarm_times[1]["fires_after_first_message"]
+
+    def to_discard(self) -> int:
+        """The messages to discard with a record: those whose data is wrong."""
+        return next(row for row in self.kinds if row["kind"] == "data")["messages"]
 
 
 def run_checklist(
@@ -171,3 +220,54 @@ def three_failures(duplicated_at_30s: int, orders: int, charged_twice: int, lost
             "measured": f"{lost_in_48h:,} messages expire within 48 h of the discovery (notebook 18)",
         },
     ]
+
+
+def before_after(measured: Measured) -> list[dict[str, Any]]:
+    """Class 210's before and after, each beside what this notebook's models of the same problem gave."""
+    direct, _, marked = (measured.duplicates(design) for design in case.EMAIL_DESIGNS)
+    campaign = measured.emails[0]["events"]
+    hasty, standard, paced = measured.hasty.back_in_dlq, measured.hasty_standard.back_in_dlq, measured.paced.back_in_dlq
+    models = {
+        "duplicate emails": f"{direct} of {campaign} -> {marked} of {campaign}",
+        "duplicate stock discounts": f"{measured.stock_duplicated(30)} of 10 -> {measured.stock_duplicated(300)} of 10",
+        "messages in the DLQ": f"{len(measured.letters):,} (input) -> not modelled",
+        "oldest message in the DLQ": f"13 d 1 h (input) -> age alarm at {measured.age_alarm_fires()}",
+        "messages expired and lost": f"{measured.lost_in_48h():,} within 48 h -> 0 if redriven",
+        "redrives that caused an incident": f"hasty: {hasty:,} (class 210's ramp), {standard} (standard mapping) "
+        f"back in the DLQ -> paced: {paced}",
+        "messages discarded with a record": f"{measured.to_discard()} to discard in this incident",
+    }
+    return [{"what": what, "class_210": said, "models": models[what]} for what, said in CLASS_210_RESULTS]
+
+
+def evidence(measured: Measured, watch: list[dict[str, Any]]) -> dict[str, tuple[bool | None, str]]:
+    """The evidence `run_checklist` judges the items that are not settings by: a verdict (None: not checked here)
+    and the figure or reason behind it. `watch` is the alarms `define_watch` defined."""
+    _, queue_key, marked = (measured.duplicates(design) for design in case.EMAIL_DESIGNS)
+    age_alarm = any(
+        row["metric"].endswith("ApproximateAgeOfOldestMessage") and "fallidos" in row["alarm"] for row in watch
+    )
+    paced = measured.paced.back_in_dlq
+    return {
+        "bus_one_to_many": (None, "a design choice; here one rule feeds one queue"),
+        "queue_between": (marked == 0, f"bus -> queue -> function: {marked} duplicates"),
+        "facts_with_data": (None, "this replay's events carry only pedido_id (a reference, not the data)"),
+        "idempotent": (
+            False,
+            f"email: {marked} duplicates with its key; inventario still runs ADD stock -1 without one "
+            f"(visibility 300 s stopped its {measured.stock_duplicated(30)} duplicates; a redrive would not)",
+        ),
+        "producer_key": (True, "correo-confirmacion:{pedido_id}, pedido_id from the producer's event"),
+        "in_progress_vs_done": (
+            queue_key > marked,
+            f"EN_CURSO until the wait: {queue_key} duplicates; COMPLETADO first: {marked}",
+        ),
+        "age_alarm": (age_alarm, f"oldest > 1 h fires {measured.age_alarm_fires()} after the first dead letter"),
+        "reason_kept": (
+            all(letter.reason.attributes() for letter in measured.letters),
+            f"all {len(measured.letters):,} carry their FailureReason as message attributes",
+        ),
+        "procedure_run": (None, "class 210's rehearsal; notebook 11 runs MercadoFresco's runbook"),
+        "rate_limited": (paced == 0, f"paced: {paced} back in the DLQ"),
+        "poison_discarded": (None, f"{measured.to_discard()} to discard; notebook 11 runs dlq.discard with its record"),
+    }
