@@ -1,9 +1,9 @@
-"""What EventBridge's PutEvents does that moto does not: a request over 256 KB refused, some entries failed.
+"""What EventBridge's PutEvents does that moto does not: a request over 1 MB refused, some entries failed.
 
-Measured on this machine (moto 5): moto refuses more than 10 entries in one
+Measured on this machine (moto 5.2.5): moto refuses more than 10 entries in one
 call (ValidationException), as EventBridge does, and reports a malformed
-Detail as a failed entry. It accepts a 300 KB request that EventBridge would
-refuse, and it never fails part of a call, which EventBridge may do: the
+Detail as a failed entry (`MalformedDetail`). It accepts a 1.1 MB request that
+EventBridge would refuse, and it never fails part of a call, which EventBridge may do: the
 answer then has `FailedEntryCount` > 0, and each failed entry an `ErrorCode`
 instead of an `EventId`. A publisher that reads the answer as all-or-nothing
 marks events published that never reached the bus.
@@ -28,7 +28,15 @@ from botocore.exceptions import ClientError
 from mercadofresco.errors import check_range
 
 MAX_ENTRIES = 10  # entries in one PutEvents call (moto refuses more too; checked here before any entry fails)
-MAX_REQUEST_BYTES = 256 * 1024  # EventBridge's limit for one PutEvents request, every entry together
+# EventBridge's limit for one PutEvents request, every entry together (as `request_bytes` counts). Since January
+# 2026, 1 MB: "AWS has raised the maximum payload size from 256 KB to 1 MB for asynchronous AWS Lambda function
+# invocations, Amazon Simple Queue Service (Amazon SQS), and Amazon EventBridge" (AWS Compute Blog,
+# https://aws.amazon.com/blogs/compute/more-room-to-build-serverless-services-now-support-payloads-up-to-1-mb);
+# the PutEvents reference now says "the total entry size must be less than 1MB"
+# (https://docs.aws.amazon.com/eventbridge/latest/APIReference/API_PutEvents.html). 1 MiB here, as AWS spells the
+# SQS half of the same change ("1 MiB or 1,048,576 bytes"). Older copies of AWS's pages, and botocore's PutEvents
+# documentation as late as 1.43, still say 256KB (262,144 bytes): the limit before the change.
+MAX_REQUEST_BYTES = 1024 * 1024
 FAILED = {"ErrorCode": "InternalFailure", "ErrorMessage": "Internal failure"}  # what EventBridge says, per entry
 
 

@@ -11,9 +11,11 @@ rest, on the virtual clock:
 - records older than `RETENTION_SECONDS` are trimmed: an unread one is an event lost;
 - a batch is published with put_events, then the checkpoint moves; a pipe that dies
   in between publishes that batch again on the next poll (at least once);
-- a batch the bus refuses is retried `MaximumRetryAttempts` times (read from the
-  pipe's configuration; the backoff between attempts is not modelled), then its
-  sequence numbers go to the pipe's DeadLetterConfig queue and the pipe moves on;
+- a batch the bus refuses, as a call or entry by entry (`FailedEntryCount`: Pipes
+  retries the entries that failed, AWS's "partial batch failure"), is retried
+  `MaximumRetryAttempts` times (read from the pipe's configuration; the backoff
+  between attempts is not modelled), then the sequence numbers of the whole batch
+  go to the pipe's DeadLetterConfig queue and the pipe moves on;
   with the default of -1 it is tried again at every poll until its records expire,
   and everything behind it in the shard waits;
 - `iterator_age_seconds` is the age of the oldest record not yet delivered, the
@@ -113,13 +115,18 @@ class StreamPipe:
         return published
 
     def _deliver(self, entries: list[dict[str, Any]], limit: int) -> bool:
-        """put_events, retried up to `limit` times at once (the backoff between attempts is not modelled)."""
+        """put_events, retried up to `limit` times at once (no backoff modelled); a retry sends the refused entries."""
         for _ in range(1 + max(limit, 0)):
             try:
-                self.events.put_events(Entries=entries)
-                return True
+                answer = self.events.put_events(Entries=entries)
             except ClientError:
                 self.failed_attempts += 1
+                continue
+            results = answer.get("Entries", [])
+            entries = [entry for entry, result in zip(entries, results, strict=True) if "ErrorCode" in result]
+            if not entries:
+                return True
+            self.failed_attempts += 1
         return False
 
     def _dead_letter(self, batch: list[dict[str, Any]], parameters: dict[str, Any]) -> None:

@@ -79,7 +79,7 @@ CHECKS = [
     Check(
         "partial_put_events",
         "(c) EventBridge may refuse some entries of a call (FailedEntryCount, an ErrorCode per entry) and accepts "
-        "at most 10 entries and 256 KB a call: no event may be lost to either.",
+        "at most 10 entries and 1 MB a call: no event may be lost to either.",
     ),
     Check(
         "partial_index",

@@ -24,11 +24,18 @@ def test_moto_itself_refuses_eleven_entries_as_eventbridge_does(events):
     assert event_faults.refusal(_entries(10)) == ""
 
 
-def test_the_model_refuses_a_request_over_256_kb_which_moto_takes(events):
-    big = _entries(1, size=300_000)
+def test_the_model_refuses_a_request_over_1_mb_which_moto_takes(events):
+    big = _entries(1, size=event_faults.MAX_REQUEST_BYTES + 50_000)
+    assert event_faults.MAX_REQUEST_BYTES == 1_048_576  # AWS's 1 MB since January 2026 (the module says where)
     assert events.put_events(Entries=big)["FailedEntryCount"] == 0  # moto takes it: the model is needed
     with pytest.raises(ClientError, match="over the limit"):
         event_faults.FaultyEvents(events).put_events(Entries=big)
+
+
+def test_a_request_over_the_old_256_kb_and_under_1_mb_is_taken():
+    assert event_faults.refusal(_entries(1, size=300_000)) == ""
+    assert event_faults.refusal(_entries(4, size=250_000)) == ""  # 1,000,000 bytes and more, every entry together
+    assert "over the limit" in event_faults.refusal(_entries(5, size=250_000))
 
 
 def test_a_partly_failed_call_answers_an_error_code_where_an_entry_failed_and_sends_only_the_others(events):
@@ -77,7 +84,7 @@ def test_the_graders_bus_refuses_what_eventbridge_refuses_and_fails_part_of_a_ca
 
     bus = bus_class(lab)
     assert bus({"Entries": _entries(11)}, serve)[0] == 400  # refused before moto is asked
-    assert bus({"Entries": _entries(1, size=300_000)}, serve)[0] == 400
+    assert bus({"Entries": _entries(1, size=event_faults.MAX_REQUEST_BYTES)}, serve)[0] == 400
     assert served == [] and len(bus.refused) == 2
     bus = bus_class(lab, seed=3, partial=0.5)
     status, answer = bus({"Entries": _entries(10)}, serve)

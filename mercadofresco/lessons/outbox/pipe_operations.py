@@ -7,8 +7,9 @@ and trims what is older than 24 hours. Two runs on the virtual clock:
 - `stopped_pipe`: carts are abandoned all along, the pipe stops for some hours and
   comes back (and dies once right after its first batch, so that batch goes out
   twice); every period the lag alarm looks at the age of the oldest undelivered record;
-- `poison_record`: one cart whose event the bus refuses (a Detail over 256 KB, refused
-  by `models.event_faults` as EventBridge does), with and without a retry limit.
+- `poison_record`: one cart whose event the bus refuses at every attempt (injected: its
+  Detail is cut short, not valid JSON, which moto refuses as EventBridge does, entry by
+  entry, with `MalformedDetail`), with and without a retry limit.
 """
 
 from __future__ import annotations
@@ -24,13 +25,14 @@ from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
 from mercadofresco.lessons.outbox import streams
 from mercadofresco.lessons.outbox.experiments import BusTap
-from mercadofresco.models import alarm_evaluation, event_faults, stream_pipe
+from mercadofresco.models import alarm_evaluation, stream_pipe
 
 PIPE_NAME = "pipe-mf-carritos-abandonados"
 PIPE_DLQ = "mercadofresco-pipe-carritos-fallidos"
 LAG_ALARM = "mercadofresco-pipe-carritos-antiguedad"
 LAG_ALARM_SECONDS = 3_600  # an hour behind: 23 hours left before the stream starts deleting
 ROLE_ARN = "arn:aws:iam::123456789012:role/mercadofresco-pipes"
+POISONED_CART = 2  # poison_record: the cart whose event the bus refuses every time
 
 
 @dataclass(frozen=True)
@@ -74,13 +76,11 @@ def create_pipe(aws: world.World, stream_arn: str, retries: int = 3, batch_size:
 
 
 def _entry(record: dict[str, Any]) -> dict[str, Any] | None:
-    """The CarritoAbandonado of an ABANDONADO insert (its notes too), None for any other change."""
+    """The CarritoAbandonado of an ABANDONADO insert, None for any other change."""
     image = record["dynamodb"].get("NewImage", {})
     if record["eventName"] != "INSERT" or image.get("estado", {}).get("S") != "ABANDONADO":
         return None
     detail = {"carrito_id": image["carrito_id"]["S"], "evento_id": record["dynamodb"]["SequenceNumber"]}
-    if "notas" in image:
-        detail["notas"] = image["notas"]["S"]
     return {
         "Source": names.ORDER_SOURCE,
         "DetailType": streams.CART_ABANDONED,
@@ -89,10 +89,8 @@ def _entry(record: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def _abandon(aws: world.World, number: int, notes: str = "") -> None:
+def _abandon(aws: world.World, number: int) -> None:
     item = {"carrito_id": {"S": f"CAR-2026-{number:06d}"}, "estado": {"S": "ABANDONADO"}}
-    if notes:
-        item["notas"] = {"S": notes}
     aws.dynamodb.put_item(TableName=streams.CARTS_TABLE, Item=item)
 
 
@@ -150,15 +148,15 @@ def _set_state(pipe: stream_pipe.StreamPipe, running: bool, now_running: bool) -
 def poison_record(
     aws: world.World, clock: VirtualClock, retries: int, carts: int = 8, hours: int = 26
 ) -> dict[str, Any]:
-    """One cart an hour, a poll every 2 hours; cart 2 carries 270 KB of notes, so the bus refuses its event."""
+    """One cart an hour, a poll every 2 hours; cart 2's event has a Detail that is not JSON, so the bus refuses it."""
     pipe = create_pipe(aws, streams.create_carts_table(aws.dynamodb), retries=retries, batch_size=1)
-    pipe.events = BusTap(event_faults.FaultyEvents(aws.client("events")))  # refuses requests over 256 KB
+    pipe.to_entry = _cut_short  # moto answers cart 2's entry with MalformedDetail, at every attempt
     dlq_url = aws.sqs.get_queue_url(QueueName=PIPE_DLQ)["QueueUrl"]
     dlq_before = _visible(aws, dlq_url)
     start, delivered_at = clock.now(), {}
     for hour in range(hours):
         if hour < carts:  # cart n is abandoned at hour n - 1
-            _abandon(aws, hour + 1, notes="x" * 270_000 if hour == 1 else "")
+            _abandon(aws, hour + 1)
         clock.advance_to(start + dt.timedelta(hours=hour + 1))
         if hour % 2:
             pipe.poll(clock.now())
@@ -172,6 +170,14 @@ def poison_record(
         "refused cart to the DLQ": _visible(aws, dlq_url) - dlq_before,
         "refused cart lost (trimmed)": len(pipe.expired),
     }
+
+
+def _cut_short(record: dict[str, Any]) -> dict[str, Any] | None:
+    """`_entry`, but cart 2's Detail ends halfway (injected): not valid JSON, which no retry can mend."""
+    entry = _entry(record)
+    if entry is not None and json.loads(entry["Detail"])["carrito_id"] == f"CAR-2026-{POISONED_CART:06d}":
+        entry["Detail"] = entry["Detail"][: len(entry["Detail"]) // 2]
+    return entry
 
 
 def _visible(aws: world.World, queue_url: str) -> int:
