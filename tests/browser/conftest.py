@@ -3,7 +3,8 @@
 The notebooks run two at a time (the machine has two cores), in a thread that tests/conftest.py starts with the
 session's first test (`STARTED_EARLY`, as for the strict nbval runs): the whole set runs while the other tests
 do, filling the CPU they leave idle, and the tests that read its reports come last (tests/conftest.py's order).
-Without Debian's chromium the suite is skipped with the reason, except in CI (CI=true), where it fails.
+Without Debian's chromium the suite is skipped with the reason, except in CI (CI=true), where it fails; so is the
+accessibility pass without axe-core (.ci/run installs it from npm).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests import scheduling
-from tests.browser.lab import CHROMIUM, ROOT, LabServer, chromium_missing
+from tests.browser.lab import CHROMIUM, ROOT, LabServer, axe_missing, chromium_missing
 
 ARTIFACTS = ROOT / "tests" / "browser" / "artifacts"  # screenshots; not committed (.gitignore)
 CONCURRENT_NOTEBOOKS = 2
@@ -29,13 +30,22 @@ def learner_notebooks() -> list[str]:
     return [str(path.relative_to(ROOT)) for path in found]
 
 
+def _needed(reason: str | None, what: str) -> None:
+    """Skip with `reason` when something the test needs is missing; in CI (CI=true), fail."""
+    if reason and os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+        pytest.fail(f"{what} cannot run in CI: {reason}")
+    if reason:
+        pytest.skip(f"{what} skipped: {reason}")
+
+
 @pytest.fixture(scope="session")
 def browser_ready() -> None:
-    reason = chromium_missing()
-    if reason and os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-        pytest.fail(f"the browser suite cannot run in CI: {reason}")
-    if reason:
-        pytest.skip(f"browser suite skipped: {reason}")
+    _needed(chromium_missing(), "the browser suite")
+
+
+@pytest.fixture(scope="session")
+def axe_ready(browser_ready) -> None:
+    _needed(axe_missing(), "the accessibility pass")
 
 
 @pytest.fixture(scope="session")

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mercadofresco.lessons.show.panels import LOG
+from tests.browser.lab import AXE
 from tests.browser.panels import Change, Interaction
 from tests.notebooks.try_this import TRACK_PIXELS, Scenario, scenarios
 
@@ -55,6 +57,8 @@ class Report:
     steps: list[str] = field(default_factory=list)  # when each stage finished, in seconds from the start
     closed: bool = False  # the page holds no notebook any more: the next one may open in it
     in_open_page: bool = False  # opened in the JupyterLab the page already had, not loaded from its URL
+    accessibility: list[str] | None = None  # axe's serious and critical findings; None: axe did not run
+    axe_counts: dict[str, int] = field(default_factory=dict)  # "rule (impact)" -> elements, every impact
 
 
 def notebook_facts(path: Path) -> dict[str, Any]:
@@ -112,6 +116,9 @@ async def check_notebook(
         if not lab:
             await _check_nav_links(page, report, root, relative)
         mark("checked")
+        if AXE.is_file():  # without it the accessibility test says why (test_browser.py)
+            await _check_axe(page, report)
+            mark("axe")
         await _check_panels(page, report, facts["panels"], interaction, artifacts / workspace, facts["try_this"])
         mark("panels")
     except Exception as exc:  # a timeout or a missing element is a finding, reported with the others
@@ -216,6 +223,51 @@ async def _check_mermaid(page: Any, report: Report, indices: list[int]) -> None:
             report.problems.append(
                 f"the mermaid diagram of cell {index} has an error: {(await cell.inner_text())[:300]}"
             )
+        # JupyterLab's renderer makes the diagram's accTitle its alt ("Image" without one) and its accDescr a
+        # caption only a screen reader reads.
+        alt = await cell.locator(".jp-RenderedMermaid img").first.get_attribute("alt")
+        if alt in (None, "", "Image") or not await cell.locator(".jp-RenderedMermaid figcaption").count():
+            report.problems.append(
+                f"the mermaid diagram of cell {index} has no text alternative (alt {alt!r}): give it accTitle and"
+                " accDescr"
+            )
+
+
+# What axe judges: what the notebook itself puts on the page, its cells' outputs (panels included) and its rendered
+# markdown; not JupyterLab's editors, toolbars and side panels around them (JupyterLab's to fix, and many).
+AXE_SCOPE = ".jp-Notebook .jp-OutputArea-output, .jp-Notebook .jp-MarkdownOutput"
+AXE_IMPACTS = ("serious", "critical")  # a finding of these fails the notebook; the others are only counted
+# axe skips its page-level rules (a title, a lang, a main landmark, a skip link) by itself for a part of a page.
+# `region` is off too: it wants every piece of content inside a landmark, and where the notebook sits among the
+# page's landmarks is JupyterLab's layout, not the notebook's (it would flag every output; moderate anyway).
+AXE_OFF = ("region",)
+AXE_RUN = """async ([scope, off]) => {
+  const include = [...document.querySelectorAll(scope)];
+  if (!include.length) return [];
+  const rules = Object.fromEntries(off.map(id => [id, {enabled: false}]));
+  const found = await axe.run({include}, {resultTypes: ['violations'], rules});
+  return found.violations.map(v => ({
+    id: v.id, impact: v.impact, help: v.help,
+    nodes: v.nodes.map(n => ({target: n.target.join(' '), html: n.html})),
+  }));
+}"""
+
+
+async def _check_axe(page: Any, report: Report) -> None:
+    """axe-core over the notebook's outputs and rendered markdown, in one run: serious and critical findings."""
+    if not await page.evaluate("typeof window.axe === 'object'"):
+        await page.add_script_tag(path=str(AXE))  # once a page: the next notebook opened in it reuses it
+    report.accessibility = []
+    for violation in await page.evaluate(AXE_RUN, [AXE_SCOPE, list(AXE_OFF)]):
+        rule, nodes = f"{violation['id']} ({violation['impact']})", violation["nodes"]
+        report.axe_counts[rule] = len(nodes)
+        if violation["impact"] in AXE_IMPACTS:
+            shown = "; ".join(f"{n['target'][-80:]} {_snippet(n['html'])}" for n in nodes[:3])
+            report.accessibility.append(f"{rule}, {len(nodes)} element(s), {violation['help']}: {shown}")
+
+
+def _snippet(html: str) -> str:
+    return repr(html if len(html) <= 120 else html[:117] + "...")
 
 
 async def _check_panels(
@@ -232,7 +284,10 @@ async def _check_panels(
         await panel.scroll_into_view_if_needed()
         button = panel.locator(".widget-button").first
         name = (await button.inner_text()).strip()
-        before = await _press(panel, name)
+        if number == 0:  # one panel a notebook is used from the keyboard alone, its first press
+            before = await _press_by_keyboard(panel, report, name)
+        else:
+            before = await _press(panel, name)
         if interaction is None:  # a notebook without an entry: the panel must answer with something
             ok = before.strip() and "⚠" not in before and "Traceback" not in before
             report.panels.append(f"panel {number + 1}: pressed {name!r}, it answered")
@@ -245,6 +300,8 @@ async def _check_panels(
             await panel.screenshot(path=str(shots) + f"-panel-{number + 1}.png")
         if number == 0 and tries:  # the "try this" speaks of the notebook's first panel (each has one)
             await _check_try_this(page, panel, report, tries, name)
+        if number == 0:  # last: whatever the arrows leave the slider at, nothing runs after it
+            await _check_arrows(panel, report)
 
 
 async def _check_tables(panel: Any, report: Report, number: int, shots: Path) -> None:
@@ -353,16 +410,19 @@ def _parsed(kind: str, shown: object) -> object:
     return shown
 
 
-# Counts the button's returns from disabled to enabled: the panel disables it while its experiment runs.
+# Counts the runs that ended: the panel's button carries RUNNING ("mf-running") while its experiment runs. The class
+# a record changed to is the next record's old value, or for the last one the button's class now.
 COUNT_RUNS = """button => {
   if (button.mfObserver) return;
   button.dataset.mfRuns = '0';
+  const running = classes => (classes ?? '').split(/\\s+/).includes('mf-running');
   button.mfObserver = new MutationObserver(changes => {
-    for (const change of changes) {
-      if (change.oldValue !== null && !button.disabled) button.dataset.mfRuns = String(+button.dataset.mfRuns + 1);
-    }
+    changes.forEach((change, i) => {
+      const now = i + 1 < changes.length ? changes[i + 1].oldValue : button.className;
+      if (running(change.oldValue) && !running(now)) button.dataset.mfRuns = String(+button.dataset.mfRuns + 1);
+    });
   });
-  button.mfObserver.observe(button, {attributes: true, attributeFilter: ['disabled'], attributeOldValue: true});
+  button.mfObserver.observe(button, {attributes: true, attributeFilter: ['class'], attributeOldValue: true});
 }"""
 
 
@@ -379,9 +439,19 @@ async def _settle(page: Any) -> None:
 async def _press(panel: Any, name: str) -> str:
     """Press the panel's button, wait until the experiment has run (the button came back), return the output's text."""
     button = panel.locator(".widget-button", has_text=name)
-    await button.evaluate(COUNT_RUNS)
-    runs = int(await button.get_attribute("data-mf-runs"))
+    runs = await _runs(button)
     await button.click()
+    return await _ran(panel, button, runs)
+
+
+async def _runs(button: Any) -> int:
+    """How many runs of this button have ended so far (COUNT_RUNS watches it from the first call)."""
+    await button.evaluate(COUNT_RUNS)
+    return int(await button.get_attribute("data-mf-runs"))
+
+
+async def _ran(panel: Any, button: Any, runs: int) -> str:
+    """Wait for the end of run number `runs + 1`, then return the output's text."""
     await button.and_(panel.page.locator(f'[data-mf-runs="{runs + 1}"]')).wait_for(timeout=PANEL_SECONDS * 1000)
     output = panel.locator(".mf-panel-output")
     for _ in range(50):  # the result follows the button within moments; "Running…" must be gone
@@ -390,6 +460,103 @@ async def _press(panel: Any, name: str) -> str:
             break
         await panel.page.wait_for_timeout(100)
     return text
+
+
+# A panel's controls, the way Tab reaches them: focus the first control's first focusable element (a slider's
+# handle) as tabbing into the panel would; count the controls and the sliders (a slider takes two Tabs: its handle,
+# then the readout a value can be typed in).
+FOCUS_FIRST = """panel => {
+  const controls = [...panel.children].filter(child => !child.matches(
+    '.mf-panel-gone, .mf-panel-status, .mf-panel-output') && !child.querySelector('.widget-button'));
+  const focusable = 'input, select, textarea, button, [contenteditable="true"], [tabindex]:not([tabindex="-1"])';
+  controls[0]?.querySelector(focusable)?.focus();
+  return {controls: controls.length, sliders: panel.querySelectorAll('.widget-slider').length,
+          focused: document.activeElement.className || document.activeElement.tagName};
+}"""
+# What has the keyboard's focus, as a report names it.
+FOCUSED = """() => {
+  const element = document.activeElement;
+  if (!element || element === document.body) return 'the page itself (body)';
+  const text = (element.getAttribute('aria-label') || element.textContent || '').trim().slice(0, 30);
+  return `${element.tagName.toLowerCase()}.${[...element.classList].slice(0, 3).join('.')} ${JSON.stringify(text)}`;
+}"""
+IS_FOCUSED = "element => document.activeElement === element"
+
+
+async def _press_by_keyboard(panel: Any, report: Report, name: str) -> str:
+    """Use the panel from the keyboard alone: Tab from its first control to its button, Enter, and then the button
+    must still have the focus and the panel's live region say how the run ended ("Done: …", or "⚠ …" when the
+    values are refused). Falls back to a click when Tab cannot reach the button, so the other checks still run."""
+    page = panel.page
+    began = time.monotonic()
+    button = panel.locator(".widget-button", has_text=name)
+    runs = await _runs(button)
+    found = await panel.evaluate(FOCUS_FIRST)
+    most = found["controls"] + found["sliders"] + 3
+    visited = []
+    for _ in range(most):
+        await page.keyboard.press("Tab")
+        visited.append(await page.evaluate(FOCUSED))
+        if await button.evaluate(IS_FOCUSED):
+            break
+    else:
+        report.problems.append(
+            f"keyboard: {most} Tabs from the panel's first control ({found['focused']}) did not reach its button"
+            f" {name!r}; the focus went {' -> '.join(visited)}"
+        )
+        return await _press(panel, name)
+    tabbed = time.monotonic() - began
+    await page.keyboard.press("Enter")
+    text = await _ran(panel, button, runs)
+    if not await button.evaluate(IS_FOCUSED):
+        focused = await page.evaluate(FOCUSED)
+        report.problems.append(f"keyboard: after the run the focus is on {focused}, not on the button {name!r}")
+    status = panel.locator(".mf-panel-status [role=status][aria-live]")
+    said = (await status.inner_text()).strip() if await status.count() == 1 else None
+    if said is None:
+        report.problems.append("keyboard: the panel has no status line marked as a live region (role=status)")
+    elif not said.startswith(("Done", "⚠")):
+        report.problems.append(f"keyboard: after the run the panel's live region says {said[:120]!r}")
+    report.panels.append(
+        f"keyboard: {len(visited)} Tab(s) to {name!r} ({tabbed:.1f} s), Enter; announced {str(said)[:80]!r}"
+    )
+    return text
+
+
+async def _check_arrows(panel: Any, report: Report) -> None:
+    """ArrowRight then ArrowLeft (the other way round at the top) on the first linear slider's handle: the readout
+    moves one step and back, and the handle's spoken value (aria-valuetext) follows it. A log slider's step is too
+    small to show in its readout: one is typed in (the readout is a named text box)."""
+    slider = panel.locator(f".widget-slider:not(.{LOG})").first  # show.log_slider marks its sliders
+    if not await slider.count():
+        return
+    began = time.monotonic()
+    handle, readout = slider.locator(".noUi-handle"), slider.locator(".widget-readout")
+    await handle.focus()
+    shown = (await readout.inner_text()).strip()
+    value, top = [float(await handle.get_attribute(name)) for name in ("aria-valuenow", "aria-valuemax")]
+    keys = ("ArrowLeft", "ArrowRight") if value >= top else ("ArrowRight", "ArrowLeft")
+    steps: list[str] = []
+    for key in keys:
+        await handle.press(key)
+        for _ in range(20):  # the readout follows the handle within moments
+            step = (await readout.inner_text()).strip()
+            if step != (steps[-1] if steps else shown):
+                break
+            await panel.page.wait_for_timeout(50)
+        steps.append(step)
+    for _ in range(20):  # the panel's script (show.panels.ACCESSIBLE) follows the readout on the next frame
+        spoken = await handle.get_attribute("aria-valuetext")
+        if spoken == steps[-1]:
+            break
+        await panel.page.wait_for_timeout(50)
+    report.panels.append(
+        f"{' then '.join(keys)}: {shown} -> {' -> '.join(steps)}, spoken {spoken!r} ({time.monotonic() - began:.1f} s)"
+    )
+    if steps[0] == shown or steps[1] != shown:
+        report.problems.append(f"keyboard: {' then '.join(keys)} moved the slider's readout {shown} -> {steps}")
+    if spoken != steps[1]:
+        report.problems.append(f"keyboard: the slider's handle says {spoken!r}, its readout {steps[1]!r}")
 
 
 async def _set(panel: Any, change: Change) -> None:

@@ -20,6 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
+# axe-core from npm, as .ci/run installs it (`npm install --prefix .cache/axe axe-core@…`): the accessibility pass.
+AXE = ROOT / ".cache" / "axe" / "node_modules" / "axe-core" / "axe.min.js"
 ISOLATED = {  # environment variable -> folder under the run's own directory
     "HOME": "home",
     "JUPYTER_CONFIG_DIR": "jupyter/config",
@@ -141,4 +143,11 @@ def chromium_missing() -> str | None:
         import playwright  # noqa: F401
     except ImportError:
         return "Playwright for Python is not installed (pip install -e '.[dev]')"
+    return None
+
+
+def axe_missing() -> str | None:
+    """Why the accessibility pass cannot run here, or None."""
+    if not AXE.is_file():
+        return f"axe-core is not installed ({AXE.relative_to(ROOT)}; .ci/run installs it with npm)"
     return None

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser.conftest import ARTIFACTS, CONCURRENT_NOTEBOOKS, WHOLE_SET, learner_notebooks, run_all
-from tests.browser.lab import LabServer
+from tests.browser.lab import ROOT, LabServer
 from tests.browser.panels import LESSON_PANELS
 
 STARTED_EARLY = WHOLE_SET  # tests/conftest.py starts it with the session's first test
@@ -24,6 +24,15 @@ def test_notebook_runs_and_its_panels_answer(reports, path):
     report = reports[path]
     print(f"{path}: {report.seconds:.1f} s ({', '.join(report.steps)}); " + "; ".join(report.panels))
     assert not report.problems, f"{path}:\n  " + "\n  ".join(report.problems)
+
+
+@pytest.mark.parametrize("path", learner_notebooks())
+def test_notebook_has_no_serious_accessibility_findings(axe_ready, reports, path):
+    """axe-core over the notebook's outputs and rendered markdown: no serious or critical finding (driver.py)."""
+    report = reports[path]
+    print(f"{path}: axe found {report.axe_counts or 'nothing'}")
+    assert report.accessibility is not None, f"{path}: the run stopped before the accessibility pass: {report.problems}"
+    assert not report.accessibility, f"{path}:\n  " + "\n  ".join(report.accessibility)
 
 
 def test_every_lesson_panel_in_the_interaction_table_exists():
@@ -70,6 +79,50 @@ def test_the_suite_fails_when_the_widget_extension_is_disabled(browser_ready, tm
         assert any("panel(s) in the notebook, 0 drawn as widgets" in p for p in reports[path].problems), path
     assert not reports[paths[1]].in_open_page, "the notebook after a problem was opened in the same page"
     assert ARTIFACTS.exists()
+
+
+PROOF = ARTIFACTS / "accessibility" / "fails_the_accessibility_passes.ipynb"  # served; not committed
+PROOF_CELLS = [
+    ("markdown", "# A notebook made to fail the accessibility passes"),
+    ("code", "%matplotlib inline\nimport matplotlib.pyplot as plt\n\nplt.plot([1, 2, 3])\nplt.show()"),
+    ("code", "import ipywidgets as widgets\n\nwidgets.IntSlider()  # no description: its handle has no name"),
+    (
+        "code",
+        "import time\n\nfrom mercadofresco.lessons import show\n\n\n"
+        "def run(orders):\n"
+        "    box.button.disabled = True  # what a panel must not do: a disabled button drops the keyboard's focus\n"
+        "    time.sleep(0.5)\n"
+        "    box.button.disabled = False\n"
+        "    return f'{orders} orders'\n\n\n"
+        "box = show.panel(run, {'orders': widgets.IntSlider(value=5, min=1, max=10, description='orders')})\n"
+        "box",
+    ),
+    ("markdown", "**Next:** [00 · Start here](../../../../notebooks/00_start_here.ipynb)"),  # the suite's link check
+]
+
+
+def test_the_accessibility_passes_fail_a_figure_without_alt_an_unlabelled_slider_and_a_button_losing_focus(
+    axe_ready, lab_server
+):
+    """The same driver on a notebook made to fail: a plain matplotlib figure (a PNG, no text alternative), an
+    ipywidgets slider without a description, and a panel whose run disables its button."""
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    new = {"code": nbformat.v4.new_code_cell, "markdown": nbformat.v4.new_markdown_cell}
+    notebook.cells = [new[kind](source) for kind, source in PROOF_CELLS]
+    PROOF.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, PROOF)
+    relative = PROOF.relative_to(ROOT).as_posix()
+    report = asyncio.run(run_all(lab_server, [relative], {}, workers=1))[relative]
+    print(f"{relative}: axe found {report.axe_counts}; {report.problems}")
+    found = [line.split(" (")[0] for line in report.accessibility or []]
+    assert "image-alt" in found, report.accessibility  # the figure
+    assert report.axe_counts.get("aria-input-field-name (serious)") == 1, report.axe_counts  # the bare slider alone
+    lost = [problem for problem in report.problems if problem.startswith("keyboard: after the run the focus is on")]
+    assert lost, report.problems
+    assert len(report.problems) == 1, report.problems  # the rest of the panel works
 
 
 def test_after_the_first_notebook_of_each_worker_the_others_open_in_the_page_it_has(reports):

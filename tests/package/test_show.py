@@ -34,8 +34,8 @@ def test_a_table_is_html_for_jupyter_and_the_same_html_each_time():
 
 def test_timeline_figure_has_a_lane_per_consumer(aws, clock):
     run = experiments.slow_gateway(aws, clock)
-    figure = figures.timeline(run)
-    labels = [tick.get_text() for tick in figure.axes[0].get_yticklabels()]
+    picture = figures.timeline(run)
+    labels = [tick.get_text() for tick in picture.figure.axes[0].get_yticklabels()]
     assert labels == ["consumidor-1", "consumidor-2"]
 
 
@@ -53,6 +53,7 @@ def test_panel_names_the_control_the_learner_touched(aws, clock, capsys):
     assert "⚠ “orders (x100)” must be between 1 and 50; got 500" in shown
     assert "order_count" not in shown
     assert not box.button.disabled  # ready for the next try
+    assert box.status.value == "⚠ “orders (x100)” must be between 1 and 50; got 500"  # announced, not only shown
 
 
 def test_refusal_replaces_whole_names_only():
@@ -69,7 +70,7 @@ def test_a_redrive_without_failures_draws_its_axis_from_zero():
 
     paced = mass_redrive.run_mass_redrive(mass_redrive.MassRedriveConfig(release="paced", max_concurrency=40))
     assert paced.summary()["failed_attempts"] == 0
-    right = figures.mass_redrive([paced]).axes[1]
+    right = figures.mass_redrive([paced]).figure.axes[1]
     assert right.get_ylim() == (0, 1)
 
 
@@ -97,3 +98,64 @@ def test_a_panel_says_when_its_kernel_is_gone():
     assert ".mf-panel > .mf-panel-gone {display: none}" in box.gone.value
     assert ".mf-panel.jupyter-widgets-disconnected > .mf-panel-gone {display: block" in box.gone.value
     assert box.children[1].layout.width == show.WIDE  # a slider gets a track a learner can aim at
+
+
+def test_a_table_has_headers_a_screen_reader_uses_and_a_region_the_keyboard_reaches():
+    rows = [{"pedido_id": "PED-0001", "charges": 2}, {"pedido_id": "PED-0002", "charges": 1}]
+    html = show.Table(rows, caption="Charges per order")._repr_html_()
+    assert '<th scope="col" style="text-align: left; vertical-align: bottom">pedido_id</th>' in html
+    assert '<th scope="row" style="text-align: left; white-space: nowrap">PED-0001</th>' in html  # names its row
+    assert "<caption>Charges per order</caption>" in html
+    assert '<div class="mf-table" role="region" tabindex="0" aria-label="Charges per order"' in html
+    assert 'aria-label="Table of pedido_id, charges"' in show.Table(rows)._repr_html_()  # no caption: its columns
+
+
+def test_a_panel_keeps_its_button_and_announces_what_the_run_showed():
+    import ipywidgets as widgets
+
+    from mercadofresco.lessons.show import panels
+
+    classes = []
+    slider = widgets.IntSlider(value=5, min=0, max=900, description="wait (s)")
+
+    def run(wait):
+        classes.append(list(box.button._dom_classes))
+        show.table([{"orders_sent": wait, "charges": wait, "in_dlq": 0}])
+
+    box = show.panel(run, {"wait": slider})
+    assert slider.tooltip == "in seconds, from 0 to 900"  # its unit and range, for a screen reader too
+    assert "mf-panel-status" in box.status._dom_classes and box.status.value == ""
+    box.button.click()
+    assert classes == [[show.RUNNING]]  # marked while it runs, never disabled
+    assert show.RUNNING not in box.button._dom_classes and not box.button.disabled
+    assert box.status.value == "Done: orders sent 5, charges 5, in DLQ 0"
+    box.button.click()  # a press that arrives within QUEUED_SECONDS of a run's end was made during it: dropped
+    assert len(classes) == 1 and panels.QUEUED_SECONDS > 0
+
+
+def test_a_panel_announces_a_pictures_text_and_a_tables_size():
+    from mercadofresco.lessons.show import panels
+
+    rows = [{"a": 1}, {"a": 2}]
+    assert panels.summary(None) == "the result is below."
+    assert panels.summary(show.Table(rows)) == "a table of 2 rows"
+    assert panels.summary(show.Table(rows, caption="Two rows")) == "Two rows"
+    assert panels.summary("(no caveat)", [show.Table(rows[:1])]) == "a 1; (no caveat)"
+
+
+def test_a_panel_refuses_a_control_without_a_label_and_describes_numbers():
+    import ipywidgets as widgets
+    import pytest
+
+    from mercadofresco.lessons.show import panels
+
+    with pytest.raises(ValueError, match="'key' has no description"):
+        show.panel(lambda key: None, {"key": widgets.Dropdown(options=["a", "b"])})
+    assert panels.describe(widgets.IntSlider(min=1, max=500, description="rate (/s)")) == "per second, from 1 to 500"
+    assert panels.describe(widgets.BoundedIntText(min=1, max=10_000_000, description="orders")) == (
+        "from 1 to 10,000,000"
+    )
+    assert panels.describe(widgets.IntText(description="visibility (s)")) == "in seconds"
+    assert panels.describe(widgets.Checkbox(description="concurrency cap (20)")) == ""  # a count, not a unit
+    log = show.log_slider("cap (ms)", 2000, 1, 3600)
+    assert log.tooltip == "in milliseconds, from 1 to 3,600, on a log scale" and panels.LOG in log._dom_classes

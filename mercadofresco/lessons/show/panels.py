@@ -7,11 +7,14 @@ import math
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
+
+from mercadofresco.lessons.show.tables import Table, cell, recorded
 
 WIDE = "min(640px, 100%)"  # ipywidgets' 300 px leave a slider a 100-135 px track, and cut a checkbox's question
 INTEGER = "mf-integer"  # the class of a log slider whose value the panel passes on as a whole number
+LOG = "mf-log"  # the class of every log slider: its handle's own value is an exponent, its arrow steps tiny
 RUNNING = "mf-running"  # the button's class while its experiment runs
 QUEUED_SECONDS = 0.25  # a press that arrives this soon after a run ends was made during it
 LOG_STEPS = 100_000  # a log slider's steps end to end
@@ -31,35 +34,48 @@ PANEL_STYLE = (
     ".mf-panel :focus-visible {outline: 3px solid var(--jp-brand-color0, #0d47a1) !important; outline-offset: 2px}"
     "</style>"
 )
+# Units as a screen reader should say them, by what a label writes in its brackets: "wait (s)" is in seconds.
+UNIT_WORDS = {
+    "s": "in seconds", "ms": "in milliseconds", "min": "in minutes", "h": "in hours", "/s": "per second",
+    "/h": "per hour", "%": "in percent", "USD": "in US dollars",
+}  # fmt: skip
 # ipywidgets 8 names a text box, a dropdown and a checkbox by their label, but not a slider's handle nor its
-# editable readout, and gives a log slider's handle the exponent as its value. This script, shown once with each
-# panel (JupyterLab runs it for outputs the learner's own kernel made), names them by the slider's label, gives
-# them its tooltip (unit and range) as a description and the readout's value as the handle's spoken value, and
-# makes the panel's status line a live region, so a screen reader announces "Done: ..." after each run.
+# editable readout, gives a log slider's handle the exponent as its value, and puts a control's tooltip on its
+# label only (a title there describes nothing). This script, shown once with each panel (JupyterLab runs it for
+# outputs the learner's own kernel made), names the handle and the readout by the slider's label, gives every
+# control's focusable parts its tooltip (unit and range) as their description and the handle the readout's value
+# as its spoken value, and makes the panel's status line a live region, so a screen reader announces "Done: ..."
+# after each run. It watches the page, so a panel drawn again (Run All) gets the same.
 ACCESSIBLE = """
 (() => {
   if (window.mfPanelsAccessible) return;
   window.mfPanelsAccessible = true;
-  const label = box => box.querySelector(':scope > .widget-label')?.textContent.trim() || '';
+  const set = (element, name, value) => {
+    if (value && element.getAttribute(name) !== value) element.setAttribute(name, value);
+  };
   const fix = () => {
     for (const panel of document.querySelectorAll('.mf-panel')) {
-      for (const box of panel.querySelectorAll('.widget-slider')) {
-        const name = label(box), help = box.getAttribute('title') || '';
+      for (const box of panel.querySelectorAll(':scope > .widget-inline-hbox')) {
+        const label = box.querySelector(':scope > .widget-label');
+        const name = label?.textContent.replace(/\\u200b/g, '').trim() || '';
+        const help = label?.getAttribute('title') || '';
         const handle = box.querySelector('.noUi-handle'), readout = box.querySelector('.widget-readout');
-        if (!name || !handle) continue;
-        handle.setAttribute('aria-label', name);
-        if (help) handle.setAttribute('aria-description', help);
-        if (readout) {
-          handle.setAttribute('aria-valuetext', readout.textContent.trim());
-          readout.setAttribute('role', 'textbox');
-          readout.setAttribute('aria-label', name + ', typed');
-          if (help) readout.setAttribute('aria-description', help);
+        if (handle && name) {
+          set(handle, 'aria-label', name);
+          if (readout) set(handle, 'aria-valuetext', readout.textContent.trim());
+        }
+        if (readout && name) {
+          set(readout, 'role', 'textbox');
+          set(readout, 'aria-label', name + ', typed');
+        }
+        for (const part of box.querySelectorAll('input, select, textarea, .noUi-handle, .widget-readout')) {
+          if (help !== 'null') set(part, 'aria-description', help);
         }
       }
       const status = panel.querySelector('.mf-panel-status .widget-html-content');
-      if (status && !status.hasAttribute('role')) {
-        status.setAttribute('role', 'status');
-        status.setAttribute('aria-live', 'polite');
+      if (status) {
+        set(status, 'role', 'status');
+        set(status, 'aria-live', 'polite');
       }
     }
   };
@@ -94,11 +110,26 @@ def log_slider(description: str, value: float, low: float, high: float, integer:
         step=(high_exponent - low_exponent) / LOG_STEPS,
         readout_format="d" if integer else LOG_FORMAT,
         description=description,
-        tooltip=f"from {low:,g} to {high:,g}, on a log scale",
     )
+    slider.tooltip = describe(slider, f"from {cell(low)} to {cell(high)}, on a log scale")
+    slider.add_class(LOG)
     if integer:
         slider.add_class(INTEGER)
     return slider
+
+
+def describe(control: Any, span: str = "") -> str:
+    """What a control's tooltip says, and a screen reader reads after its name: its unit and its range.
+
+    The unit comes from the label's brackets ("wait (s)": "in seconds"); the range, `span` or the control's own
+    `min` and `max` ("from 0 to 900").
+    """
+    bracket = re.search(r"\(([^()]+)\)\s*$", getattr(control, "description", "") or "")
+    unit = bracket.group(1).strip() if bracket else ""
+    if not span and hasattr(control, "min") and hasattr(control, "max"):
+        span = f"from {cell(control.min)} to {cell(control.max)}"
+    said = UNIT_WORDS.get(unit, f"in {unit}" if unit and not unit[0].isdigit() else "")  # not "(20)", a count
+    return ", ".join(part for part in (said, span) if part)
 
 
 def value_of(control: Any) -> Any:
@@ -110,30 +141,34 @@ def value_of(control: Any) -> Any:
     return control.value
 
 
-def summary(result: Any) -> str:
-    """What the status line says of a result: a picture's text alternative, a table's caption or size."""
-    if result is None:
-        return "the result is below."
-    if hasattr(result, "alt"):
-        return result.alt
-    if hasattr(result, "rows") and hasattr(result, "caption"):
-        return result.caption or f"a table of {len(result.rows)} rows, below."
-    return str(result) if isinstance(result, str) else "the result is below."
+def summary(result: Any, tables: Sequence[Table] = ()) -> str:
+    """What the status line says after "Done: ": the tables the run showed (`tables`, each by `Table.said`) and
+    the result (a picture's text alternative, a table's, a text), or that the result is below."""
+    said = [table.said() for table in tables[:2]]
+    if isinstance(result, Table):
+        said.append(result.said())
+    elif hasattr(result, "alt"):
+        said.append(result.alt)
+    elif isinstance(result, str):
+        said.append(result)
+    return "; ".join(said) if said else "the result is below."
 
 
 def panel(run: Callable[..., Any], controls: dict[str, Any], button: str = "Run experiment") -> Any:
     """Controls, a button, a status line and an output area that shows what `run(**values)` prints and returns.
 
     `controls` maps each argument of `run` to its widget; the widget's description is the label the learner
-    reads (and a screen reader says), a slider's tooltip its range. The output stays empty until the button is
-    pressed; then it shows the result for the chosen values (draw it the way the notebook drew its default
-    result above), and the status line, a live region, says "Done: " and what the result shows. A ValueError
-    (a value out of range, a combination that makes no sense) is shown, and announced, as a message naming the
-    control, not as a traceback. The button keeps the keyboard's focus through a run; a press made while one
-    runs is dropped. After a kernel restart the panel says that its kernel is gone (GONE) and greys its controls.
+    reads (and a screen reader says), so a control without one is refused (ValueError). A number's tooltip says
+    its unit and range (`describe`), which a screen reader says after its name. The output stays empty until the
+    button is pressed; then it shows the result for the chosen values (draw it the way the notebook drew its
+    default result above), and the status line, a live region, says "Done: " and what the run showed (`summary`).
+    A ValueError (a value out of range, a combination that makes no sense) is shown, and announced, as a message
+    naming the control, not as a traceback. The button keeps the keyboard's focus through a run; a press made
+    while one runs is dropped. After a kernel restart the panel says that its kernel is gone (GONE) and greys its
+    controls.
     """
     import ipywidgets as widgets  # imported here so the package works without a notebook
-    from IPython.display import Javascript, display
+    from IPython.display import display
 
     class Panel(widgets.VBox):
         def __repr__(self) -> str:  # what a saved notebook shows before a kernel brings the widgets back
@@ -147,13 +182,15 @@ def panel(run: Callable[..., Any], controls: dict[str, Any], button: str = "Run 
     status.add_class("mf-panel-status")
     gone = widgets.HTML(PANEL_STYLE + GONE)
     gone.add_class("mf-panel-gone")
-    for control in controls.values():
+    for name, control in controls.items():
+        if not (getattr(control, "description", "") or "").strip():
+            raise ValueError(f"the control for {name!r} has no description: it is the label a learner reads")
         control.style.description_width = "initial"  # long labels stay readable
         kind = type(control).__name__
         if "Slider" in kind or kind == "Checkbox":
             control.layout.width = WIDE
-        if "Slider" in kind and not control.tooltip and kind != "FloatLogSlider":
-            control.tooltip = f"from {control.min:,g} to {control.max:,g}"
+        if not control.tooltip and (hasattr(control, "min") or kind in ("IntText", "FloatText")):
+            control.tooltip = describe(control) or None  # a number's unit and range: on hover, and said after its name
     ended = [-math.inf]  # when the last run ended, on the kernel's monotonic clock
 
     def on_click(_: Any) -> None:
@@ -170,10 +207,11 @@ def panel(run: Callable[..., Any], controls: dict[str, Any], button: str = "Run 
             print("Running…", flush=True)
             output.clear_output(wait=True)  # "Running…" stays until the result replaces it
             try:
-                result = run(**{name: value_of(control) for name, control in controls.items()})
+                with recorded() as tables:
+                    result = run(**{name: value_of(control) for name, control in controls.items()})
                 if result is not None:
                     display(result)
-                said = "Done: " + summary(result)
+                said = "Done: " + summary(result, tables)
             except ValueError as exc:
                 said = f"⚠ {refusal(str(exc), controls)}"
                 print(said)
@@ -187,7 +225,9 @@ def panel(run: Callable[..., Any], controls: dict[str, Any], button: str = "Run 
     box = Panel([gone, *controls.values(), widgets.HBox([run_button, hint]), status, output])
     box.add_class("mf-panel")
     box.button, box.output, box.gone, box.status = run_button, output, gone, status  # for tests and readers
-    display(Javascript(ACCESSIBLE))
+    # JupyterLab runs the script for an output the learner's kernel made; a saved notebook opened untrusted shows
+    # the text form instead, empty here (a Javascript object's would read "<IPython.core.display.Javascript object>").
+    display({"application/javascript": ACCESSIBLE, "text/plain": ""}, raw=True)
     return box
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import html
+from collections.abc import Iterator
 from typing import Any
 
 # Unit suffixes of the package's column names, as a header shows them: "oldest_wait_min" reads "oldest wait (min)".
@@ -15,6 +17,8 @@ ACRONYMS = {"dlq": "DLQ", "erp": "ERP", "db": "DB", "ttl": "TTL", "usd": "USD", 
 # The lesson's own names, shown as the code spells them (a learner looks for them in the package); a name without
 # "_" (AWS's MessageGroupId) is shown as it is.
 VERBATIM = {"pedido_id", "idempotency_key", "referencia_cobro", "cobrado_en", "caduca_bloqueo", "expira_en"}
+SAID_CELLS = 6  # an announcement of a one-row table says this many of its cells
+_RECORDING: list[list[Table]] = []  # the lists `recorded` fills, innermost last
 
 
 def header(column: str) -> str:
@@ -78,6 +82,15 @@ class Table:
         text = "\n".join([line(headers), "  ".join("-" * width for width in widths), *map(line, cells)])
         return f"{self.caption}\n{text}" if self.caption else text
 
+    def said(self) -> str:
+        """What an announcement says of the table: its caption, its one row ("charges 2, in DLQ 0"), or its size."""
+        if self.caption:
+            return self.caption
+        if len(self.rows) != 1:
+            return f"a table of {len(self.rows)} rows"
+        pairs = [f"{header(c)} {cell(v)}" for c, v in zip(self.columns, self.rows[0], strict=True)]
+        return ", ".join(pairs[:SAID_CELLS]) + (", …" if len(pairs) > SAID_CELLS else "")
+
     def _repr_html_(self) -> str:
         if not self.rows:
             return "<p><i>(no rows)</i></p>"
@@ -85,13 +98,18 @@ class Table:
         numeric = [all(_is_number(row[i]) for row in self.rows) for i in range(len(headers))]
         name = self.caption or "Table of " + ", ".join(headers)
 
+        def align(i: int) -> str:
+            return "right" if numeric[i] else "left"
+
+        # JupyterLab's own rules set every cell's white-space: the table's style would not reach them. A data cell
+        # never wraps; a column header may take two lines, at the bottom of its cell, so the table stays narrow.
         def data(i: int, value: Any) -> str:
             tag, scope = ("th", ' scope="row"') if i == 0 else ("td", "")
-            align = "right" if numeric[i] else "left"
-            return f'<{tag}{scope} style="text-align: {align}">{html.escape(cell(value))}</{tag}>'
+            style = f"text-align: {align(i)}; white-space: nowrap"
+            return f'<{tag}{scope} style="{style}">{html.escape(cell(value))}</{tag}>'
 
         head = "".join(
-            f'<th scope="col" style="text-align: {"right" if numeric[i] else "left"}">{html.escape(text)}</th>'
+            f'<th scope="col" style="text-align: {align(i)}; vertical-align: bottom">{html.escape(text)}</th>'
             for i, text in enumerate(headers)
         )
         body = "".join("<tr>" + "".join(data(i, v) for i, v in enumerate(row)) + "</tr>" for row in self.rows)
@@ -101,8 +119,7 @@ class Table:
         return (
             f'<div class="mf-table" role="region" tabindex="0" aria-label="{html.escape(name)}"'
             ' style="overflow-x: auto; max-width: 100%">'
-            f'<table style="white-space: nowrap">{caption}<thead><tr>{head}</tr></thead>'
-            f"<tbody>{body}</tbody></table></div>"
+            f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
         )
 
 
@@ -125,7 +142,21 @@ def table(rows: list[dict[str, Any]], columns: list[str] | None = None, caption:
     """
     from IPython.display import display
 
-    display(Table(rows, columns, caption))
+    shown = Table(rows, columns, caption)
+    for tables in _RECORDING:
+        tables.append(shown)
+    display(shown)
+
+
+@contextlib.contextmanager
+def recorded() -> Iterator[list[Table]]:
+    """The tables `table` shows while the block runs, in order (a panel's status line speaks of them)."""
+    tables: list[Table] = []
+    _RECORDING.append(tables)
+    try:
+        yield tables
+    finally:
+        _RECORDING.remove(tables)
 
 
 def items(dynamodb_items: list[dict[str, Any]], columns: list[str] | None = None) -> None:
