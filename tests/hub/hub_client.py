@@ -192,7 +192,7 @@ def run_notebook(hub: Hub, user: str, home_path: str, committed: Path) -> list[s
             errors = [output for output in outputs if output.output_type == "error"]
             if errors:  # nbval fails a cell that raises, whatever its committed outputs
                 problems.append(f"cell {number} raised {errors[0].ename}: {errors[0].evalue}")
-            elif "NBVAL_IGNORE_OUTPUT" not in cell.source and cell.execution_count is not None:
+            elif "nbval-ignore-output" not in cell.metadata.get("tags", []) and cell.execution_count is not None:
                 difference = compare(cell.outputs, outputs)
                 if difference:
                     problems.append(f"cell {number}: {difference}")

@@ -64,7 +64,7 @@ def judge(path: Path) -> dict:
             refused = error["ename"] == "RealTimeRefusedError"
             detail = error["evalue"]
             return verdict | {"verdict": "refused" if refused else "error", "cell": index, "detail": detail}
-        if before.source.lstrip().startswith("# NBVAL_IGNORE_OUTPUT"):
+        if "nbval-ignore-output" in before.get("metadata", {}).get("tags", []):
             continue
         if texts(before.outputs) != texts(after.outputs):
             detail = {"committed": texts(before.outputs)[0][:600], "got": texts(after.outputs)[0][:600]}
