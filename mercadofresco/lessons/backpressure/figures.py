@@ -28,10 +28,6 @@ def _look(number: int, points: int, runs: int) -> dict[str, Any]:
     }
 
 
-def _titled(title: str, text: str) -> str:
-    return f"{title}. {text}" if title else text
-
-
 def _hour_ticks(ax: Any, start: float, end: float) -> None:
     hours = range(int(start), int(end) + 1)
     ax.set_xticks(list(hours), [clock_time(h) for h in hours], fontsize=8)
@@ -74,7 +70,7 @@ def friday(results: dict[str, FridayResult], title: str = "") -> show.Picture:
         f"the oldest message's age (bottom), {clock_time(first.start_hour)} to {clock_time(first.end_hour)}. "
         f"{'; '.join(said)}."
     )
-    return show.Picture(figure, _titled(title, alt))
+    return show.Picture(figure, show.titled(title, alt))
 
 
 def connections(results: list[ConnectionResult], title: str = "") -> show.Picture:
@@ -103,7 +99,7 @@ def connections(results: list[ConnectionResult], title: str = "") -> show.Pictur
         f"Connections asked of aurora-mf-escritor, whose limit is {limit:,}, over the seconds since the consumers "
         f"started, a line per defence. {'; '.join(said)}."
     )
-    return show.Picture(figure, _titled(title, alt))
+    return show.Picture(figure, show.titled(title, alt))
 
 
 def upstream_downstream(runs: dict[str, StormRun], alarm_threshold: float, title: str = "") -> show.Picture:
@@ -135,4 +131,4 @@ def upstream_downstream(runs: dict[str, StormRun], alarm_threshold: float, title
         f"(right) over seconds; the gateway is degraded from {config.degrade_from:g} s to {config.degrade_until:g} s. "
         f"{'; '.join(said)}."
     )
-    return show.Picture(figure, _titled(title, alt))
+    return show.Picture(figure, show.titled(title, alt))

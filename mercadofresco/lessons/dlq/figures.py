@@ -81,10 +81,6 @@ def _span(delta: dt.timedelta) -> str:
     return f"{minutes} min" if minutes < 120 else f"{minutes / 60:,.0f} h"
 
 
-def _titled(title: str, text: str) -> str:
-    return f"{title}. {text}" if title else text
-
-
 def arrivals(groups: dict[str, list[Sample]], title: str = "") -> show.Picture:
     """When each DLQ's messages were sent: one lane per incident, one tick per message (Madrid time)."""
     figure, ax = show.canvas(9, 0.7 + 0.6 * len(groups))
@@ -103,7 +99,7 @@ def arrivals(groups: dict[str, list[Sample]], title: str = "") -> show.Picture:
     ax.set_xlabel("sent (Madrid time)")
     ax.set_title(title)
     alt = "A lane per DLQ, a tick per message at the time it was sent (Madrid time). "
-    return show.Picture(figure, _titled(title, alt + "; ".join(said) + "."))
+    return show.Picture(figure, show.titled(title, alt + "; ".join(said) + "."))
 
 
 def alarm_timeline(rows: list[dict[str, Any]], title: str = "") -> show.Picture:
@@ -139,7 +135,7 @@ def alarm_timeline(rows: list[dict[str, Any]], title: str = "") -> show.Picture:
         f"{max(visible):,g}, the oldest from {oldest[0]:,g} to {max(oldest):,g} min against the "
         f"{OLDEST_ALARM_MINUTES} min line; {' and '.join(alarms)}."
     )
-    return show.Picture(figure, _titled(title, alt))
+    return show.Picture(figure, show.titled(title, alt))
 
 
 def mass_redrive(results: list[MassRedriveResult], title: str = "") -> show.Picture:
@@ -177,4 +173,4 @@ def mass_redrive(results: list[MassRedriveResult], title: str = "") -> show.Pict
         f"Database connections in use against the limit of {limit:,} (left), failed attempts and messages back "
         f"in the DLQ (right), over model minutes. {'; '.join(said)}."
     )
-    return show.Picture(figure, _titled(title, alt))
+    return show.Picture(figure, show.titled(title, alt))

@@ -17,10 +17,6 @@ from mercadofresco.patterns import outbox
 OUTCOMES = ("lost", "phantom", "duplicated")
 
 
-def _titled(title: str, text: str) -> str:
-    return f"{title}. {text}" if title else text
-
-
 def losses(results: list[LossResult], title: str = "") -> show.Picture:
     """Lost events, phantom events and duplicates, one group of bars per design."""
     rows = [
@@ -37,7 +33,7 @@ def losses(results: list[LossResult], title: str = "") -> show.Picture:
         "Bar chart: events lost, phantom (an event for an order that does not exist) and duplicated, "
         f"a group of bars per design.{deaths} {'; '.join(said)}."
     )  # said per design: the bars' own text would read the designs with their line breaks
-    return show.Picture(picture.figure, _titled(title, alt))
+    return show.Picture(picture.figure, show.titled(title, alt))
 
 
 def backlog(rows: list[dict[str, Any]], down_minutes: int, title: str = "") -> show.Picture:
@@ -78,7 +74,7 @@ def backlog(rows: list[dict[str, Any]], down_minutes: int, title: str = "") -> s
         f"{down_minutes:g} minutes. Pending rows peak at {peak:,} at minute {at_peak:g}, {back}; "
         f"{' and '.join(alarms)}."
     )
-    return show.Picture(figure, _titled(title, alt))
+    return show.Picture(figure, show.titled(title, alt))
 
 
 def pipe_lag(rows: list[dict[str, Any]], stops_at: float, down_hours: float, title: str = "") -> show.Picture:
@@ -105,4 +101,4 @@ def pipe_lag(rows: list[dict[str, Any]], stops_at: float, down_hours: float, tit
         f"{stops_at:g} to hour {stops_at + down_hours:g}. It peaks at {peak:g} h ({trimmed}) {held}, "
         f"{crossed}, and is {ages[-1]:g} h at hour {hours[-1]:g}."
     )
-    return show.Picture(figure, _titled(title, alt))
+    return show.Picture(figure, show.titled(title, alt))

@@ -21,13 +21,24 @@ from mercadofresco.lessons.show.panels import (
     summary,
     value_of,
 )
-from mercadofresco.lessons.show.pictures import BAD, GOOD, HATCHES, MARKERS, PALETTE, Picture, bars, canvas, numbers
+from mercadofresco.lessons.show.pictures import (
+    BAD,
+    GOOD,
+    HATCHES,
+    MARKERS,
+    PALETTE,
+    Picture,
+    bars,
+    canvas,
+    numbers,
+    titled,
+)
 from mercadofresco.lessons.show.tables import Table, cell, duration, header, items, table
 
 __all__ = [
     "BAD", "GONE", "GOOD", "HATCHES", "INTEGER", "LOG_FORMAT", "MARKERS", "PALETTE", "RUNNING", "WIDE",
     "Picture", "Table", "bars", "canvas", "cell", "duration", "header", "items", "log_slider", "numbers", "panel",
-    "refusal", "summary", "table", "value_of",
+    "refusal", "summary", "table", "titled", "value_of",
 ]  # fmt: skip
 
 

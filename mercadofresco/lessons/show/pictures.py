@@ -106,6 +106,11 @@ def _look(handle: Any) -> dict[str, Any]:
     return {"colour": colors.to_hex(over_white), "marker": marker, "linestyle": linestyle, "hatch": hatch}
 
 
+def titled(title: str, text: str) -> str:
+    """A text alternative that starts with the figure's title, which is part of the picture: "Title. Text"."""
+    return f"{title}. {text}" if title else text
+
+
 def numbers(values: list[float], unit: str = "") -> str:
     """A list of numbers as a sentence says them: "3, 5 and 9 s"."""
     shown = [f"{value:,g}" for value in values]
