@@ -91,12 +91,20 @@ class Table:
         pairs = [f"{header(c)} {cell(v)}" for c, v in zip(self.columns, self.rows[0], strict=True)]
         return ", ".join(pairs[:SAID_CELLS]) + (", …" if len(pairs) > SAID_CELLS else "")
 
+    def _name(self, headers: list[str]) -> str:
+        """A table's name without a caption: its columns, and its rows from first to last (two tables of one
+        notebook with the same columns get different names, so a screen reader's list of regions tells them apart).
+        """
+        first, last = cell(self.rows[0][0]), cell(self.rows[-1][0])
+        rows = f"1 row, {first}" if len(self.rows) == 1 else f"{len(self.rows)} rows, {first} to {last}"
+        return f"Table of {', '.join(headers)}: {rows}"
+
     def _repr_html_(self) -> str:
         if not self.rows:
             return "<p><i>(no rows)</i></p>"
         headers = [header(column) for column in self.columns]
         numeric = [all(_is_number(row[i]) for row in self.rows) for i in range(len(headers))]
-        name = self.caption or "Table of " + ", ".join(headers)
+        name = self.caption or self._name(headers)
 
         def align(i: int) -> str:
             return "right" if numeric[i] else "left"
