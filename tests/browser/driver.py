@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -302,6 +303,7 @@ async def _check_panels(
             await _check_try_this(page, panel, report, tries, name)
         if number == 0:  # last: whatever the arrows leave the slider at, nothing runs after it
             await _check_arrows(panel, report)
+            await _check_typed_then_tab(panel, report)
 
 
 async def _check_tables(panel: Any, report: Report, number: int, shots: Path) -> None:
@@ -557,6 +559,45 @@ async def _check_arrows(panel: Any, report: Report) -> None:
         report.problems.append(f"keyboard: {' then '.join(keys)} moved the slider's readout {shown} -> {steps}")
     if spoken != steps[1]:
         report.problems.append(f"keyboard: the slider's handle says {spoken!r}, its readout {steps[1]!r}")
+
+
+async def _check_typed_then_tab(panel: Any, report: Report) -> None:
+    """A value typed beside the first slider counts once Tab leaves it (not only on Enter); on a log slider, an
+    arrow moves the readout (its own step, a 100,000th of the span, would not show)."""
+    slider = panel.locator(".widget-slider").first
+    if not await slider.count():
+        return
+    handle, readout = slider.locator(".noUi-handle"), slider.locator(".widget-readout")
+    log = LOG in (await slider.get_attribute("class") or "")
+    low, high = [float(await handle.get_attribute(name)) for name in ("aria-valuemin", "aria-valuemax")]
+    held = (await readout.inner_text()).strip()
+    typed = f"{10**low:g}" if log else f"{low:g}"
+    if float(held.replace(",", "")) == float(typed):
+        typed = f"{10**high:g}" if log else f"{high:g}"
+    await readout.focus()
+    await readout.press("Control+a")
+    await readout.type(typed)
+    await readout.press("Tab")
+    wanted = math.log10(float(typed)) if log else float(typed)
+    for _ in range(40):
+        now = float(await handle.get_attribute("aria-valuenow"))
+        if abs(now - wanted) < 1e-6 * max(1.0, abs(wanted)):
+            break
+        await panel.page.wait_for_timeout(50)
+    report.panels.append(f"typed {typed} then Tab: the slider holds {now:g}")
+    if abs(now - wanted) >= 1e-6 * max(1.0, abs(wanted)):
+        report.problems.append(f"keyboard: {typed} typed beside the slider then Tab, the slider still holds {now:g}")
+    if log:
+        shown = (await readout.inner_text()).strip()
+        await handle.focus()
+        await handle.press("ArrowLeft" if float(typed) >= 10**high else "ArrowRight")
+        for _ in range(40):
+            moved = (await readout.inner_text()).strip()
+            if moved != shown:
+                break
+            await panel.page.wait_for_timeout(50)
+        if moved == shown:
+            report.problems.append(f"keyboard: an arrow on the log slider left its readout at {shown}")
 
 
 async def _set(panel: Any, change: Change) -> None:

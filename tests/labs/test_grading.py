@@ -339,6 +339,7 @@ def test_the_looping_notebook_is_cut_off_reported_and_only_a_dead_kernel_stops_t
     dani = next(learner for learner in report["learners"] if learner["learner"] == "dani_loops")
     # cut off by the time limit, or by the memory limit if the list fills it first
     slow = f"your code cell [2]: Timeout of {CELL_TIMEOUT} seconds exceeded executing cell (interrupted)"
+    assert dani["notes"], f"no note on the looping notebook (seen once on a loaded box): {dani}"
     assert dani["notes"][0] in (
         slow,
         "your code cell [2]: MemoryError: the cell ran out of memory (the grader's memory limit)",

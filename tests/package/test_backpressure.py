@@ -193,7 +193,11 @@ def test_each_backpressure_figure_says_its_numbers_and_reads_without_colour():
         return result
 
     limits = figures.connections([asked("none", (0, 150, 250, 0)), asked("pool", (0, 150, 150, 0))])
-    assert "whose limit is 200" in limits.alt
+    assert limits.alt.startswith("Connections asked of aurora-mf-escritor, a line per defence, over the seconds")
+    assert "the limit of 200 connections" in limits.alt
+    title = "Connections asked of aurora-mf-escritor (limit 200)"
+    titled = figures.connections([asked("none", (0, 150, 250, 0))], title)
+    assert titled.alt.startswith(f"{title}. A line per defence over the seconds") and titled.alt.count(title) == 1
     assert "none: at most 250, above the limit from 10 s, done in 1 min" in limits.alt
     assert "pool 150: at most 150, never above the limit" in limits.alt
 

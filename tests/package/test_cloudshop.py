@@ -244,5 +244,14 @@ def test_each_cloudshop_figure_says_its_numbers_and_reads_without_colour():
     clock = figures.dlq_clock(letters, discovered, dead_letters.alarm_instants(letters, discovered))
     assert "425 in all: transient 400 on day 0, poison 20 on" in clock.alt
     assert f"discovered {discovered:%d %b %H:%M}; retention deletes " in clock.alt
+    for note in clock.figure.axes[0].texts:  # dark ink on a white box, over the bars and the dashed lines
+        assert note.get_color() == "black" and note.get_bbox_patch().get_facecolor()[:3] == (1, 1, 1), note
+    letters = dead_letters.billing_dlq(seed=0)  # notebook 18's: data on day 0 and 6 to 13 is a sliver on the log bars
+    discovered = letters[0].sent_at + dead_letters.DISCOVERED_AFTER
+    clock = figures.dlq_clock(letters, discovered, dead_letters.alarm_instants(letters, discovered))
+    assert "transient 38,900 on day 0, poison 2,180 on days 6 to 13, data 120, seen on days 1 to 5 (the other 75, " in (
+        clock.alt
+    )
+    assert figures._days([0, 6, 7, 8]) == "days 0 and 6 to 8" and figures._days([12, 13]) == "days 12 and 13"
     for picture in (receives, clock):
         assert problems(series(picture.figure)) == [], picture.alt

@@ -58,6 +58,10 @@ def test_the_slow_gateway_timeline_says_its_charges_and_redelivery(aws, clock):
     left, right = picture.figure.axes[0].get_xlim()
     assert left < 0 < max(row["seconds"] for row in run.timeline) <= right
     assert repr(picture) == picture.alt and problems(series(picture.figure)) == []
+    ax = picture.figure.axes[0]
+    notes = [text for text in ax.texts if "€ charged" in text.get_text()]
+    assert notes and {text.get_color() for text in notes} == {figures.INK}  # 7.6:1 on white, not DARK_ORANGE's 3.4:1
+    assert any(line.get_color() == figures.DARK_ORANGE and line.get_linestyle() == "--" for line in ax.lines)
 
 
 def test_a_run_that_never_redelivers_gets_an_axis_from_zero(aws, clock):

@@ -107,8 +107,12 @@ def test_a_table_has_headers_a_screen_reader_uses_and_a_region_the_keyboard_reac
     assert '<th scope="row" style="text-align: left; white-space: nowrap">PED-0001</th>' in html  # names its row
     assert "<caption>Charges per order</caption>" in html
     assert '<div class="mf-table" role="region" tabindex="0" aria-label="Charges per order"' in html
-    # Without a caption: its columns and rows, so two tables of one notebook with the same columns differ.
-    assert 'aria-label="Table of pedido_id, charges: 2 rows, PED-0001 to PED-0002"' in show.Table(rows)._repr_html_()
+    # Without a caption: its columns, size and first row, so two tables of one notebook with the same columns differ.
+    assert 'aria-label="Table of pedido_id, charges (2 rows, first PED-0001)"' in show.Table(rows)._repr_html_()
+    # A first column of numbers, or of values that repeat, names no row: no row headers then.
+    for first in ([5, 6], ["incident", "incident"]):
+        plain = show.Table([{"case": value, "charges": 2} for value in first])._repr_html_()
+        assert 'scope="row"' not in plain and "(2 rows)" in plain
 
 
 def test_a_panel_keeps_its_button_and_announces_what_the_run_showed():

@@ -95,9 +95,11 @@ def connections(results: list[ConnectionResult], title: str = "") -> show.Pictur
     ax.set_ylabel("connections asked")
     ax.set_title(title)
     ax.legend(fontsize=8, loc="upper right")
+    # A title (notebook 14's names the database) starts the text: the rest then does not say it again.
+    what = "A line per defence" if title else "Connections asked of aurora-mf-escritor, a line per defence,"
     alt = (
-        f"Connections asked of aurora-mf-escritor, whose limit is {limit:,}, over the seconds since the consumers "
-        f"started, a line per defence. {'; '.join(said)}."
+        f"{what} over the seconds since the consumers started; dashed, the limit of {limit:,} connections. "
+        f"{'; '.join(said)}."
     )
     return show.Picture(figure, show.titled(title, alt))
 

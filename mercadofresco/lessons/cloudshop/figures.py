@@ -25,6 +25,21 @@ def _seconds(values: list[float]) -> str:
     return f"at {low:,g} s" if low == high else f"from {low:,g} to {high:,g} s"
 
 
+def _days(days: list[int]) -> str:
+    """Days as a sentence says them, runs joined: "day 0", "days 1 to 5", "days 0 and 6 to 13", "days 12 and 13"."""
+    runs: list[list[int]] = []
+    for day in sorted(days):
+        if runs and day == runs[-1][1] + 1:
+            runs[-1][1] = day
+        else:
+            runs.append([day, day])
+    parts = []
+    for low, high in runs:
+        parts += [f"{low}"] if low == high else [f"{low}", f"{high}"] if high == low + 1 else [f"{low} to {high}"]
+    said = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+    return f"{'day' if len(days) == 1 else 'days'} {said}"
+
+
 def stock_receives(run: StockRun, visibility_seconds: float, title: str = "") -> show.Picture:
     """One row per message: a dot at each receive, its colour and marker saying the consumer that got it."""
     figure, ax = show.canvas(8, 3)
@@ -73,10 +88,12 @@ def dlq_clock(
         by_day[kind_of(letter)][(letter.sent_at - first) // one_day] += 1
     days = range(16)
     bottom = [0] * len(days)
+    segments = {}  # kind: (day, bottom, top) of each bar drawn, to say which ones the log scale lets one see
     for kind, counts in by_day.items():
         heights = [counts[d] for d in days]
         colour, hatch = KIND_LOOKS[kind]
         ax.bar(days, heights, bottom=bottom, color=colour, hatch=hatch, edgecolor="white", label=kind)
+        segments[kind] = [(d, b, b + h) for d, b, h in zip(days, bottom, heights, strict=True) if h]
         bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
     ax.set_yscale("symlog", linthresh=10)
     ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))  # 1,000 rather than 10³: plain text draws faster
@@ -87,17 +104,36 @@ def dlq_clock(
             continue
         x = (when - first).total_seconds() / 86_400
         ax.axvline(x, color=SLATE, linestyle="--", linewidth=1)
-        ax.annotate(f" {label}", (x, 10 ** (4 - 0.6 * i)), fontsize=8, color=SLATE)
+        ax.annotate(  # dark ink on a white box: readable over the bars and the other dashed lines
+            f" {label}", (x, 10 ** (4 - 0.6 * i)), fontsize=8, color="black",
+            bbox=dict(facecolor="white", edgecolor="none", alpha=0.85, pad=1),
+        )  # fmt: skip
     ax.set_xlabel(f"days since the first message ({first.astimezone(MADRID):%d %b %H:%M})")
     ax.set_ylabel("messages that day (log)")
     ax.legend(fontsize=8, loc="center right")
     ax.set_title("Billing's DLQ: 41,200 messages, the 14-day clock and the alarms that would have fired")
+    # A segment stacked on thousands is a sliver on the log scale: say the days where each kind can be seen
+    # (at least 1% of the axis' height) and the rest as too thin to see.
+    scale = ax.yaxis.get_transform()
+    low, high = scale.transform(ax.get_ylim())
     kinds = []
     for kind, counts in by_day.items():
-        if counts:
-            low, high = min(counts), max(counts)
-            on = f"day {low}" if low == high else f"days {low} to {high}"
-            kinds.append(f"{kind} {sum(counts.values()):,} on {on}")
+        if not counts:
+            continue
+        seen = [
+            d
+            for d, b, t in segments[kind]
+            if (scale.transform([t])[0] - scale.transform([b])[0]) >= 0.01 * (high - low)
+        ]
+        hidden = [d for d in counts if d not in seen]
+        total = f"{kind} {sum(counts.values()):,}"
+        if not hidden:
+            kinds.append(f"{total} on {_days(seen)}")
+        elif not seen:
+            kinds.append(f"{total} on {_days(hidden)}, too thin to see")
+        else:
+            rest = sum(counts[d] for d in hidden)
+            kinds.append(f"{total}, seen on {_days(seen)} (the other {rest:,}, on {_days(hidden)}, too thin to see)")
     said = [f"{label} {f'{when.astimezone(MADRID):%d %b %H:%M}' if when else 'never'}" for label, when in marks.items()]
     alt = (
         f"Billing's DLQ: messages arriving per day since the first ({first.astimezone(MADRID):%d %b %H:%M}), "

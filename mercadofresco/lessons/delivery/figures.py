@@ -9,6 +9,8 @@ from mercadofresco.lessons import show
 from mercadofresco.lessons.delivery.experiments import DeliveryRun
 from mercadofresco.lessons.show.pictures import BLUE, DARK_ORANGE
 
+INK = "#8f3a00"  # a dark orange for the 8 pt "€ charged" text: 7.6:1 on white (DARK_ORANGE is 3.4:1)
+
 EVENT_MARKERS = {"failed": ("x", show.BAD), "crashed": ("X", "black"), "deleted": ("D", show.GOOD)}
 SHORTEST_AXIS_SECONDS = 10  # a run over within a second still gets an axis a reader can read
 
@@ -59,7 +61,7 @@ def timeline(run: DeliveryRun, title: str = "") -> show.Picture:
     for seconds, count in charges.items():
         ax.axvline(seconds, color=DARK_ORANGE, linestyle="--", linewidth=1)
         said = "€ charged" if count == 1 else f"€ charged ×{count}"
-        ax.annotate(said, (seconds, len(consumers) - 0.45), fontsize=8, color=DARK_ORANGE)
+        ax.annotate(said, (seconds, len(consumers) - 0.45), fontsize=8, color=INK)  # the line keeps the orange
     ax.set_yticks(range(len(consumers)), consumers)
     ax.set_xlim(-0.03 * span, 1.03 * span)
     if ax.get_legend_handles_labels()[0]:

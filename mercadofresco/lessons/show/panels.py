@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import math
 import re
 import sys
@@ -16,6 +17,7 @@ WIDE = "min(640px, 100%)"  # ipywidgets' 300 px leave a slider a 100-135 px trac
 INTEGER = "mf-integer"  # the class of a log slider whose value the panel passes on as a whole number
 LOG = "mf-log"  # the class of every log slider: its handle's own value is an exponent, its arrow steps tiny
 RUNNING = "mf-running"  # the button's class while its experiment runs
+SAID_CHARACTERS = 200  # a status announcement says a picture's first sentences, about this long
 QUEUED_SECONDS = 0.25  # a press that arrives this soon after a run ends was made during it
 LOG_STEPS = 100_000  # a log slider's steps end to end
 LOG_FORMAT = ".4g"  # a log slider's readout, and what the panel passes on
@@ -28,10 +30,15 @@ GONE = "⚠ The kernel that drew this panel is gone: run the notebook's cells ag
 PANEL_STYLE = (
     "<style>"
     ".mf-panel > .mf-panel-gone {display: none}"
-    ".mf-panel.jupyter-widgets-disconnected > .mf-panel-gone {display: block; font-weight: bold; color: #b00020}"
+    ".mf-panel {padding-top: 4px}"  # the first control's focus ring is not cut at the top
+    ".mf-panel.jupyter-widgets-disconnected > .mf-panel-gone"
+    " {display: block; font-weight: bold; color: var(--jp-error-color1, #b00020)}"
     ".mf-panel.jupyter-widgets-disconnected > :not(.mf-panel-gone):not(.mf-panel-output)"
     " {opacity: 0.4; pointer-events: none}"
     ".mf-panel :focus-visible {outline: 3px solid var(--jp-brand-color0, #0d47a1) !important; outline-offset: 2px}"
+    # ipywidgets' own `outline: none !important` on text boxes is more specific than the rule above
+    ".mf-panel.mf-panel .jupyter-widgets input:focus-visible, .mf-panel.mf-panel .jupyter-widgets select:focus-visible"
+    " {outline: 3px solid var(--jp-brand-color0, #0d47a1) !important; outline-offset: 1px}"
     "</style>"
 )
 # Units as a screen reader should say them, by what a label writes in its brackets: "wait (s)" is in seconds.
@@ -49,6 +56,7 @@ UNIT_WORDS = {
 ACCESSIBLE = """
 (() => {
   if (window.mfPanelsAccessible) return;
+  const GONE = __GONE__;
   window.mfPanelsAccessible = true;
   const set = (element, name, value) => {
     if (value && element.getAttribute(name) !== value) element.setAttribute(name, value);
@@ -62,7 +70,8 @@ ACCESSIBLE = """
         const handle = box.querySelector('.noUi-handle'), readout = box.querySelector('.widget-readout');
         if (handle && name) {
           set(handle, 'aria-label', name);
-          if (readout) set(handle, 'aria-valuetext', readout.textContent.trim());
+          // the value the slider holds, not one being typed (it counts once the focus leaves the readout)
+          if (readout && document.activeElement !== readout) set(handle, 'aria-valuetext', readout.textContent.trim());
         }
         if (readout && name) {
           set(readout, 'role', 'textbox');
@@ -77,14 +86,55 @@ ACCESSIBLE = """
         set(status, 'role', 'status');
         set(status, 'aria-live', 'polite');
       }
+      if (panel.classList.contains('jupyter-widgets-disconnected')) {  // its kernel is gone: say so, once
+        if (status && status.textContent !== GONE) status.textContent = GONE;
+        for (const part of panel.querySelectorAll('input, select, button, .noUi-handle, .widget-readout')) {
+          set(part, 'aria-disabled', 'true');
+        }
+      }
     }
   };
+  // ipywidgets takes a value typed beside a slider on Enter, and on a blur its listener never hears (it listens
+  // on the slider's box, and a blur does not bubble): the focus leaving the readout (Tab) commits it too, with a
+  // blur that bubbles to that listener, so what the learner sees is what runs.
+  const commit = readout => readout.dispatchEvent(new FocusEvent('blur', {bubbles: true}));
+  document.addEventListener('focusout', event => {
+    if (event.target.matches?.('.mf-panel .widget-readout')) commit(event.target);
+  }, true);
+  // Keys a control or a table uses itself, which JupyterLab's command mode would take (it moves to another cell):
+  // a closed dropdown's arrows, a table region's scrolling keys. A log slider's arrows move it 1 % of its span
+  // (10 % with Page Up/Down), through its readout: its own step is a 100,000th, too small to see.
+  const scrolling = ['ArrowLeft', 'ArrowRight', 'ArrowUp', 'ArrowDown', 'Home', 'End', 'PageUp', 'PageDown'];
+  const steps = {ArrowRight: 1, ArrowUp: 1, ArrowLeft: -1, ArrowDown: -1, PageUp: 10, PageDown: -10};
+  window.addEventListener('keydown', event => {
+    const target = event.target;
+    if (!scrolling.includes(event.key) || !target?.closest) return;
+    const box = target.closest('.mf-panel .mf-log');
+    if (box && target.matches('.noUi-handle') && event.key in steps) {
+      const low = +target.getAttribute('aria-valuemin'), high = +target.getAttribute('aria-valuemax');
+      const now = +target.getAttribute('aria-valuenow');
+      const exponent = Math.min(high, Math.max(low, now + steps[event.key] * (high - low) / 100));
+      const value = 10 ** exponent;
+      const readout = box.querySelector('.widget-readout');
+      const whole = box.classList.contains('mf-integer'), held = parseFloat(readout.textContent.replace(/,/g, ''));
+      let next = whole ? Math.round(value) : +value.toPrecision(4);
+      if (whole && next === held) next = held + Math.sign(steps[event.key]);  // 1 % of 1 to 500 is 1.06: one more
+      readout.textContent = String(Math.min(10 ** high, Math.max(10 ** low, next)));
+      commit(readout);
+      event.preventDefault();
+      event.stopPropagation();
+    } else if (target.matches('.mf-table, .mf-panel select')) {
+      event.stopPropagation();
+    }
+  }, true);
   let queued = false;
   new MutationObserver(() => {
     if (queued) return;
     queued = true;
     requestAnimationFrame(() => { queued = false; fix(); });
-  }).observe(document.body, {childList: true, subtree: true, characterData: true});
+  }).observe(document.body, {
+    childList: true, subtree: true, characterData: true, attributes: true, attributeFilter: ['class'],
+  });
   fix();
 })();
 """
@@ -147,11 +197,22 @@ def summary(result: Any, tables: Sequence[Table] = ()) -> str:
     said = [table.said() for table in tables[:2]]
     if isinstance(result, Table):
         said.append(result.said())
-    elif hasattr(result, "alt"):
-        said.append(result.alt)
+    elif hasattr(result, "alt"):  # its first sentences: the whole text is the picture's, for a reader who asks
+        said.append(_first_sentences(result.alt))
     elif isinstance(result, str):
         said.append(result)
     return "; ".join(said) if said else "the result is below."
+
+
+def _first_sentences(text: str, enough: int = SAID_CHARACTERS) -> str:
+    """The sentences of `text` up to about `enough` characters (at least the first), for an announcement."""
+    sentences = re.split(r"(?<=\.) (?=[A-Z0-9])", text)
+    kept = sentences[:1]
+    for sentence in sentences[1:]:
+        if len(" ".join([*kept, sentence])) > enough:
+            break
+        kept.append(sentence)
+    return " ".join(kept)
 
 
 def panel(run: Callable[..., Any], controls: dict[str, Any], button: str = "Run experiment") -> Any:
@@ -227,7 +288,8 @@ def panel(run: Callable[..., Any], controls: dict[str, Any], button: str = "Run 
     box.button, box.output, box.gone, box.status = run_button, output, gone, status  # for tests and readers
     # JupyterLab runs the script for an output the learner's kernel made; a saved notebook opened untrusted shows
     # the text form instead, empty here (a Javascript object's would read "<IPython.core.display.Javascript object>").
-    display({"application/javascript": ACCESSIBLE, "text/plain": ""}, raw=True)
+    script = ACCESSIBLE.replace("__GONE__", json.dumps(GONE))
+    display({"application/javascript": script, "text/plain": ""}, raw=True)
     return box
 
 

@@ -17,6 +17,8 @@ import html
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mercadofresco.lessons.show.tables import header
+
 if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn: a notebook that only prints stays light
     from matplotlib.figure import Figure
 
@@ -138,17 +140,21 @@ def bars(
         ]
         positions = [i + (g - (len(groups) - 1) / 2) * width for i in range(len(categories))]
         drawn = ax.bar(
-            positions, heights, width, label=f"{group} = {name}" if group else None,
+            positions, heights, width, label=f"{header(group)} = {name}" if group else None,
             color=PALETTE[g % len(PALETTE)], hatch=HATCHES[g % len(HATCHES)], edgecolor="white",
         )  # fmt: skip
         ax.bar_label(drawn, fontsize=8)
         pairs = "; ".join(f"{' '.join(c.split())}: {h:,g}" for c, h in zip(categories, heights, strict=True))
-        said.append(f"{group} = {name}, {pairs}" if group else pairs)
+        said.append(f"{header(group)} = {name}, {pairs}" if group else pairs)
     ax.set_xticks(range(len(categories)), categories, fontsize=8)
-    ax.set_ylabel(ylabel or value)
+    ax.set_ylabel(ylabel or header(value))
     ax.set_title(title)
     if group:
         ax.legend(fontsize=8)
     # A category's line breaks (a long tick label) are read as spaces.
-    alt = f"Bar chart{': ' + title if title else ''}. {ylabel or value} by {category}. " + ". ".join(said) + "."
+    alt = (
+        f"Bar chart{': ' + title if title else ''}. {ylabel or header(value)} by {header(category)}. "
+        + ". ".join(said)
+        + "."
+    )
     return Picture(figure, alt)

@@ -18,6 +18,7 @@ ACRONYMS = {"dlq": "DLQ", "erp": "ERP", "db": "DB", "ttl": "TTL", "usd": "USD", 
 # "_" (AWS's MessageGroupId) is shown as it is.
 VERBATIM = {"pedido_id", "idempotency_key", "referencia_cobro", "cobrado_en", "caduca_bloqueo", "expira_en"}
 SAID_CELLS = 6  # an announcement of a one-row table says this many of its cells
+NAMED_COLUMNS = 4  # a table without a caption is named by this many of its columns
 _RECORDING: list[list[Table]] = []  # the lists `recorded` fills, innermost last
 
 
@@ -91,13 +92,20 @@ class Table:
         pairs = [f"{header(c)} {cell(v)}" for c, v in zip(self.columns, self.rows[0], strict=True)]
         return ", ".join(pairs[:SAID_CELLS]) + (", …" if len(pairs) > SAID_CELLS else "")
 
+    def named_rows(self) -> bool:
+        """Whether each row's first cell names it (a row header): values all different, and not all numbers."""
+        first = [row[0] for row in self.rows]
+        return len({str(value) for value in first}) == len(first) and not all(_is_number(v) for v in first)
+
     def _name(self, headers: list[str]) -> str:
-        """A table's name without a caption: its columns, and its rows from first to last (two tables of one
-        notebook with the same columns get different names, so a screen reader's list of regions tells them apart).
+        """A table's name without a caption: its first columns, its size and, when rows are named, the first one
+        (two tables of one notebook with the same columns then get different names, so a screen reader's list of
+        regions tells them apart).
         """
-        first, last = cell(self.rows[0][0]), cell(self.rows[-1][0])
-        rows = f"1 row, {first}" if len(self.rows) == 1 else f"{len(self.rows)} rows, {first} to {last}"
-        return f"Table of {', '.join(headers)}: {rows}"
+        columns = ", ".join(headers[:NAMED_COLUMNS]) + (", …" if len(headers) > NAMED_COLUMNS else "")
+        rows = "1 row" if len(self.rows) == 1 else f"{len(self.rows)} rows"
+        first = f", first {cell(self.rows[0][0])}" if self.named_rows() else ""
+        return f"Table of {columns} ({rows}{first})"
 
     def _repr_html_(self) -> str:
         if not self.rows:
@@ -111,8 +119,10 @@ class Table:
 
         # JupyterLab's own rules set every cell's white-space: the table's style would not reach them. A data cell
         # never wraps; a column header may take two lines, at the bottom of its cell, so the table stays narrow.
+        named = self.named_rows()
+
         def data(i: int, value: Any) -> str:
-            tag, scope = ("th", ' scope="row"') if i == 0 else ("td", "")
+            tag, scope = ("th", ' scope="row"') if i == 0 and named else ("td", "")
             style = f"text-align: {align(i)}; white-space: nowrap"
             return f'<{tag}{scope} style="{style}">{html.escape(cell(value))}</{tag}>'
 
