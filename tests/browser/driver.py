@@ -456,12 +456,19 @@ async def _ran(panel: Any, button: Any, runs: int) -> str:
     """Wait for the end of run number `runs + 1`, then return the output's text."""
     await button.and_(panel.page.locator(f'[data-mf-runs="{runs + 1}"]')).wait_for(timeout=PANEL_SECONDS * 1000)
     output = panel.locator(".mf-panel-output")
-    for _ in range(50):  # the result follows the button within moments; "Running…" must be gone
-        text = await output.inner_text()
-        if text.strip() and "Running…" not in text:
+    # the result follows the button within moments; "Running…" must be gone
+    return await _awaited(panel.page, output.inner_text, lambda text: text.strip() and "Running…" not in text, 50, 100)
+
+
+async def _awaited(page: Any, read: Any, done: Any, tries: int = 40, every_ms: int = 50) -> Any:
+    """`await read()` again every `every_ms` until `done` says yes of its value, at most `tries` times: the last
+    value read (the page follows a key or a click within moments, not at once)."""
+    for _ in range(tries):
+        value = await read()
+        if done(value):
             break
-        await panel.page.wait_for_timeout(100)
-    return text
+        await page.wait_for_timeout(every_ms)
+    return value
 
 
 # A panel's controls, the way Tab reaches them: focus the first control's first focusable element (a slider's
@@ -527,31 +534,26 @@ async def _press_by_keyboard(panel: Any, report: Report, name: str) -> str:
 
 async def _check_arrows(panel: Any, report: Report) -> None:
     """ArrowRight then ArrowLeft (the other way round at the top) on the first linear slider's handle: the readout
-    moves one step and back, and the handle's spoken value (aria-valuetext) follows it. A log slider's step is too
-    small to show in its readout: one is typed in (the readout is a named text box)."""
+    moves one step and back, and the handle's spoken value (aria-valuetext) follows it. A log slider's arrows are
+    `_check_typed_then_tab`'s."""
     slider = panel.locator(f".widget-slider:not(.{LOG})").first  # show.log_slider marks its sliders
     if not await slider.count():
         return
     began = time.monotonic()
     handle, readout = slider.locator(".noUi-handle"), slider.locator(".widget-readout")
     await handle.focus()
-    shown = (await readout.inner_text()).strip()
+    shown = await _text(readout)
     value, top = [float(await handle.get_attribute(name)) for name in ("aria-valuenow", "aria-valuemax")]
     keys = ("ArrowLeft", "ArrowRight") if value >= top else ("ArrowRight", "ArrowLeft")
     steps: list[str] = []
     for key in keys:
         await handle.press(key)
-        for _ in range(20):  # the readout follows the handle within moments
-            step = (await readout.inner_text()).strip()
-            if step != (steps[-1] if steps else shown):
-                break
-            await panel.page.wait_for_timeout(50)
-        steps.append(step)
-    for _ in range(20):  # the panel's script (show.panels.ACCESSIBLE) follows the readout on the next frame
-        spoken = await handle.get_attribute("aria-valuetext")
-        if spoken == steps[-1]:
-            break
-        await panel.page.wait_for_timeout(50)
+        before = steps[-1] if steps else shown
+        steps.append(await _awaited(panel.page, lambda: _text(readout), lambda step, before=before: step != before, 20))
+    # the panel's script (show.panels.ACCESSIBLE) follows the readout on the next frame
+    spoken = await _awaited(
+        panel.page, lambda: handle.get_attribute("aria-valuetext"), lambda said: said == steps[-1], 20
+    )
     report.panels.append(
         f"{' then '.join(keys)}: {shown} -> {' -> '.join(steps)}, spoken {spoken!r} ({time.monotonic() - began:.1f} s)"
     )
@@ -570,7 +572,7 @@ async def _check_typed_then_tab(panel: Any, report: Report) -> None:
     handle, readout = slider.locator(".noUi-handle"), slider.locator(".widget-readout")
     log = LOG in (await slider.get_attribute("class") or "")
     low, high = [float(await handle.get_attribute(name)) for name in ("aria-valuemin", "aria-valuemax")]
-    held = (await readout.inner_text()).strip()
+    held = await _text(readout)
     typed = f"{10**low:g}" if log else f"{low:g}"
     if float(held.replace(",", "")) == float(typed):
         typed = f"{10**high:g}" if log else f"{high:g}"
@@ -579,25 +581,26 @@ async def _check_typed_then_tab(panel: Any, report: Report) -> None:
     await readout.type(typed)
     await readout.press("Tab")
     wanted = math.log10(float(typed)) if log else float(typed)
-    for _ in range(40):
-        now = float(await handle.get_attribute("aria-valuenow"))
-        if abs(now - wanted) < 1e-6 * max(1.0, abs(wanted)):
-            break
-        await panel.page.wait_for_timeout(50)
+    holds = lambda now: math.isclose(now, wanted, rel_tol=1e-6, abs_tol=1e-6)  # noqa: E731
+
+    async def held_now() -> float:
+        return float(await handle.get_attribute("aria-valuenow"))
+
+    now = await _awaited(panel.page, held_now, holds)
     report.panels.append(f"typed {typed} then Tab: the slider holds {now:g}")
-    if abs(now - wanted) >= 1e-6 * max(1.0, abs(wanted)):
+    if not holds(now):
         report.problems.append(f"keyboard: {typed} typed beside the slider then Tab, the slider still holds {now:g}")
     if log:
-        shown = (await readout.inner_text()).strip()
+        shown = await _text(readout)
         await handle.focus()
         await handle.press("ArrowLeft" if float(typed) >= 10**high else "ArrowRight")
-        for _ in range(40):
-            moved = (await readout.inner_text()).strip()
-            if moved != shown:
-                break
-            await panel.page.wait_for_timeout(50)
+        moved = await _awaited(panel.page, lambda: _text(readout), lambda text: text != shown)
         if moved == shown:
             report.problems.append(f"keyboard: an arrow on the log slider left its readout at {shown}")
+
+
+async def _text(locator: Any) -> str:
+    return (await locator.inner_text()).strip()
 
 
 async def _set(panel: Any, change: Change) -> None:

@@ -36,8 +36,7 @@ def _days(days: list[int]) -> str:
     parts = []
     for low, high in runs:
         parts += [f"{low}"] if low == high else [f"{low}", f"{high}"] if high == low + 1 else [f"{low} to {high}"]
-    said = parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-    return f"{'day' if len(days) == 1 else 'days'} {said}"
+    return f"{'day' if len(days) == 1 else 'days'} {show.listed(parts)}"
 
 
 def stock_receives(run: StockRun, visibility_seconds: float, title: str = "") -> show.Picture:

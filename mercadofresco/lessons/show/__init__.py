@@ -30,6 +30,7 @@ from mercadofresco.lessons.show.pictures import (
     Picture,
     bars,
     canvas,
+    listed,
     numbers,
     titled,
 )
@@ -37,8 +38,8 @@ from mercadofresco.lessons.show.tables import Table, cell, duration, header, ite
 
 __all__ = [
     "BAD", "GONE", "GOOD", "HATCHES", "INTEGER", "LOG_FORMAT", "MARKERS", "PALETTE", "RUNNING", "WIDE",
-    "Picture", "Table", "bars", "canvas", "cell", "duration", "header", "items", "log_slider", "numbers", "panel",
-    "refusal", "summary", "table", "titled", "value_of",
+    "Picture", "Table", "bars", "canvas", "cell", "duration", "header", "items", "listed", "log_slider", "numbers",
+    "panel", "refusal", "summary", "table", "titled", "value_of",
 ]  # fmt: skip
 
 

@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mercadofresco.lessons.show.pictures import Picture
 from mercadofresco.lessons.show.tables import Table, cell, recorded
 
 WIDE = "min(640px, 100%)"  # ipywidgets' 300 px leave a slider a 100-135 px track, and cut a checkbox's question
@@ -197,7 +198,7 @@ def summary(result: Any, tables: Sequence[Table] = ()) -> str:
     said = [table.said() for table in tables[:2]]
     if isinstance(result, Table):
         said.append(result.said())
-    elif hasattr(result, "alt"):  # its first sentences: the whole text is the picture's, for a reader who asks
+    elif isinstance(result, Picture):  # its first sentences: the whole text is the picture's, for a reader who asks
         said.append(_first_sentences(result.alt))
     elif isinstance(result, str):
         said.append(result)

@@ -92,19 +92,17 @@ def _look(handle: Any) -> dict[str, Any]:
     if isinstance(handle, Line2D):
         colour, marker, linestyle = handle.get_color(), str(handle.get_marker()), str(handle.get_linestyle())
         alpha = handle.get_alpha()
-    else:
+    else:  # a patch, a bar container's first bar or a collection (fill_between, scatter)
         artist = handle.patches[0] if isinstance(handle, BarContainer) else handle
-        faces = artist.get_facecolor()
-        colour = faces if len(faces) and not hasattr(faces[0], "__len__") else (faces[0] if len(faces) else "white")
+        faces = colors.to_rgba_array(artist.get_facecolor())  # one colour or one per element: the first
+        colour = faces[0] if len(faces) else "white"
         hatch, alpha = str(artist.get_hatch() or ""), None
         if hasattr(artist, "get_linestyle"):
             linestyle = str(artist.get_linestyle())
     red, green, blue, opacity = colors.to_rgba(colour, alpha)
     over_white = [opacity * value + (1 - opacity) for value in (red, green, blue)]
-    if marker in ("None", "none", ""):
-        marker = ""
-    if linestyle in ("None", "none", "", "solid"):
-        linestyle = "-" if linestyle == "solid" else linestyle
+    marker = "" if marker in ("None", "none") else marker
+    linestyle = "-" if linestyle == "solid" else linestyle
     return {"colour": colors.to_hex(over_white), "marker": marker, "linestyle": linestyle, "hatch": hatch}
 
 
@@ -113,11 +111,14 @@ def titled(title: str, text: str) -> str:
     return f"{title}. {text}" if title else text
 
 
+def listed(words: list[str]) -> str:
+    """Words as a sentence lists them: "a", "a and b", "a, b and c"."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
 def numbers(values: list[float], unit: str = "") -> str:
     """A list of numbers as a sentence says them: "3, 5 and 9 s"."""
-    shown = [f"{value:,g}" for value in values]
-    said = shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
-    return f"{said} {unit}".rstrip()
+    return f"{listed([f'{value:,g}' for value in values])} {unit}".rstrip()
 
 
 def bars(
