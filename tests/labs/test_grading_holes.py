@@ -433,3 +433,31 @@ def test_the_checks_run_in_a_checker_process_of_their_own_not_in_pytest(tmp_path
     assert any("the grader's checker failed (exit code 1)" in note for note in report.notes), report.notes
     assert "a bug of the checks" in capsys.readouterr().err  # its last words reach the instructor, not the report
     assert not any("a bug of the checks" in result.reason for result in report.checks)
+
+
+GRADER_SECRETS = {
+    "AWS_SECRET_ACCESS_KEY": "the-instructors-key",
+    "MERCADOFRESCO_MODE": "endpoint",
+    "MERCADOFRESCO_ENDPOINT_URL": "http://127.0.0.1:9",  # a server of the grader's that has gone (CI, stop 59)
+    "MERCADOFRESCO_DATABASE_URL": "postgresql://grader:secret@db/marks",
+}
+SEES_NO_GRADER_SECRET = """import os
+from mercadofresco import world
+with world.build() as aws:  # in this process, as the lab says: the grader's mode is not the learner's
+    pass
+x = 1 if not {name for name in os.environ if name.startswith(("AWS_", "MERCADOFRESCO_MODE", "MERCADOFRESCO_D",
+                                                              "MERCADOFRESCO_E"))} else 0"""
+
+
+def test_the_graders_environment_does_not_reach_the_learners_kernel(tmp_path, monkeypatch):
+    """A kernel keeps only what starts Python and names the locale: the grader's keys and its MERCADOFRESCO_MODE
+    are not the learner's to read, and a world the learner builds runs in the kernel whatever the grader's mode."""
+    solutions = tmp_path / "solutions"
+    _tiny_solution(solutions)
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    _learner(folder, "ana", SEES_NO_GRADER_SECRET)
+    for name, value in GRADER_SECRETS.items():
+        monkeypatch.setenv(name, value)
+    [report] = grading.grade(folder, "lab1", nbrun.Limits(cell_timeout_seconds=30), solutions_dir=solutions)
+    assert (report.score, report.max_score) == (2, 2), (report.checks, report.notes)

@@ -57,13 +57,21 @@ KERNEL_FOLDERS = [
     ("JUPYTER_CONFIG_DIR", ".jupyter/config"),
     ("JUPYTER_DATA_DIR", ".jupyter/data"),
 ]
-GRADER_ONLY_ENV = (
-    SANDBOX_ENV,
-    IPC_ENV,
-    protocol.PLAN_ENV,
-    protocol.HANDOVER_ENV,
-    "JUPYTER_PATH",
-    "JUPYTER_RUNTIME_DIR",
+# What of the grader's environment a learner's kernel keeps: what starts Python and names the locale, nothing
+# else. The grader's own AWS keys, its MERCADOFRESCO_MODE (aws, or an endpoint of a test that has ended), its
+# database URL and its pipes are not the learner's to read or to follow.
+KERNEL_ENV_KEPT = (
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "TERM",
+    "PYTHONPATH",
+    "PYTHONHASHSEED",
+    "VIRTUAL_ENV",
+    "MPLBACKEND",
+    "PYDEVD_DISABLE_FILE_VALIDATION",
+    labs.WHOLE_RUN_ENV,
 )
 CHECKER_FAILED = "the grader's checker failed (exit code {code}) before it wrote every verdict: the grader's fault"
 
@@ -106,8 +114,8 @@ def run_kernel(connection_file: str) -> None:
         if box.user is not None:
             os.chown(copy, box.uid, box.gid)
         copy.chmod(0o600)
-        for name in GRADER_ONLY_ENV:
-            os.environ.pop(name, None)
+        for name in [name for name in os.environ if name not in KERNEL_ENV_KEPT and not name.startswith("LC_")]:
+            del os.environ[name]
         # Every folder a library may write or read by the environment points into the working copy: the rest of
         # the disk is covered in the kernel's namespace (pgserver reads XDG_RUNTIME_DIR at import).
         for name, sub in KERNEL_FOLDERS:
