@@ -124,6 +124,13 @@ def test_the_cell_that_should_set_a_name_is_the_one_that_sets_or_asks_for_it_bef
     }
 
 
+def test_a_cell_too_deep_for_the_parser_names_nothing_and_the_cells_after_it_are_still_read():
+    """A statement of 100,000 unary minus once crashed the report (MemoryError), and CPython then failed later
+    parses in the same process: such a cell is read by its comments alone (`mercadofresco.source`)."""
+    sources = ["# Define POLL_SECONDS.\nx = " + "-" * 100_000 + "1", "POLL_SECONDS = 2", "print(first)"]
+    assert shown.named_in(sources, {"POLL_SECONDS", "first", "x"}) == {"POLL_SECONDS": 1, "first": 3}
+
+
 def test_a_lab_handed_out_says_each_of_its_missing_names_once(tmp_path):
     """Lab 1 as handed out: the public checks' cells need names their exercises set; each said once, with its cell."""
     path = lab_variants.write(labs.handed_out("lab1"), tmp_path / "lab1_double_charge.ipynb")

@@ -17,6 +17,7 @@ from html import escape
 from pathlib import Path
 from typing import TypeVar
 
+from mercadofresco import source as python_source
 from mercadofresco.course.handout import labs
 
 WIDTH = 88  # the text form's lines: what a notebook beside its file browser shows without breaking a line
@@ -57,11 +58,8 @@ def named_in(sources: list[str], names: set[str]) -> dict[str, int]:
     uses: dict[str, int] = {}
     for number, source in enumerate(sources, start=1):
         asked = {word for line in DEFINE.findall(source) for word in re.findall(r"\w+", line)}
-        python = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
-        try:
-            nodes = list(ast.walk(ast.parse(python)))
-        except SyntaxError:  # a learner's cell that does not parse: only its comments say something
-            nodes = []
+        tree = python_source.tree(source)  # None: a cell that does not parse, only its comments say something
+        nodes = list(ast.walk(tree)) if tree is not None else []
         bound = {node.id for node in nodes if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
         bound |= {node.name for node in nodes if isinstance(node, ast.FunctionDef | ast.ClassDef)}
         used = {node.id for node in nodes if isinstance(node, ast.Name)}

@@ -1,0 +1,41 @@
+"""A learner's Python source read as data, never run: its tree, or None when it is not Python or too deep to parse.
+
+CPython's parser does not survive every source: `x = ` followed by 100,000 `-` and a `1` raises MemoryError in
+`ast.parse` (5,000 raise RecursionError), and after such an error CPython 3.11.7 can fail a later, ordinary
+`ast.parse` in the same process ("SystemError: AST constructor recursion depth mismatch"). So a statement too
+long to be parsed safely is not given to the parser at all: nesting costs at least one token a level, and a
+statement of at most `MAX_STATEMENT_TOKENS` tokens (Python's own tokenizer counts them, in a loop) parses at
+every depth it can reach. Brackets are the tokenizer's to limit (200 deep: a SyntaxError).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+
+MAX_STATEMENT_TOKENS = 2_000  # measured on CPython 3.11.7: 2,000 nested unary minus parse, 5,000 do not
+
+
+def too_deep(source: str) -> bool:
+    """True when one statement of `source` has more tokens than the parser is sure to survive."""
+    count = 0
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            count = 0 if token.type == tokenize.NEWLINE else count + 1
+            if count > MAX_STATEMENT_TOKENS:
+                return True
+    except (tokenize.TokenError, SyntaxError):  # not Python: the parser says so, safely
+        return False
+    return False
+
+
+def tree(source: str) -> ast.Module | None:
+    """The tree of Python `source` with IPython's `%` and `!` lines left out; None when it is not Python or too deep."""
+    python = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+    if too_deep(python):
+        return None
+    try:
+        return ast.parse(python)
+    except (SyntaxError, ValueError):  # not Python, or a NUL byte in it
+        return None
