@@ -1,8 +1,10 @@
 """The public and hidden checks of the labs fail with a hint, never with a bare AssertionError.
 
 A lab's public check cell runs its checks inside `with checks.part("(d)"):` so that every check of
-the cell runs and reports: a ✓ line for each that holds, a ✗ line with the hint and what was seen for
-each that does not, and one short error at the end if any failed. Outside a part, `expect` fails
+the cell runs and reports: a "✓ passed:" line for each that holds, a "✗ failed:" line with the hint and what
+was seen for each that does not, and one short error at the end if any failed. The words are there for a
+screen reader, which reads the two marks alike or not at all; the error is bold, in the intense red JupyterLab
+gives bold text (5:1 on its error background, where plain ANSI red is under 3:1). Outside a part, `expect` fails
 at once (the hidden checks work that way).
 
 Kept apart from `grading` so that a lab notebook imports only this small module.
@@ -16,6 +18,8 @@ from contextlib import contextmanager
 
 from mercadofresco.errors import MercadoFrescoError
 
+PASSED, FAILED = "✓ passed: ", "✗ failed: "  # a check's line: its mark, and the word a screen reader says
+ERROR_STYLE = "\x1b[1;31m"  # bold red: JupyterLab draws it in its intense red (#b22b31), 5:1 on #fdd
 _open_parts: list[list[str]] = []  # the failures of each `part` being run, innermost last
 
 
@@ -28,7 +32,7 @@ class CheckFailed(MercadoFrescoError, AssertionError):
 
     def _render_traceback_(self) -> list[str]:
         """What IPython shows instead of a traceback: the hint, not the checks module's internals."""
-        return [f"\x1b[0;31m{line}\x1b[0m" for line in self.shown.splitlines()]
+        return [f"{ERROR_STYLE}{line}\x1b[0m" for line in self.shown.splitlines()]
 
 
 def expect(
@@ -49,9 +53,9 @@ def expect(
             raise CheckFailed(failure)
         return
     if failure is None:
-        print(f"✓ {holds or summary(hint)}")
+        print(f"{PASSED}{holds or summary(hint)}")
     else:
-        print(f"✗ {failure}")
+        print(f"{FAILED}{failure}")
         _open_parts[-1].append(failure)
 
 
@@ -74,24 +78,22 @@ def no_counterexample(search: Callable[[], object], rule: str) -> None:
 
 @contextmanager
 def part(name: str) -> Iterator[None]:
-    """Run every check of a cell, print ✓ or ✗ for each, and fail once at the end if any failed."""
+    """Run every check of a cell, print "✓ passed:" or "✗ failed:" for each, and fail once at the end if any did."""
     failures: list[str] = []
     _open_parts.append(failures)
     try:
         yield
     except CheckFailed as exc:  # a check that fails at once (e.g. a helper's own expect outside this part)
-        print(f"✗ {exc}")
+        print(f"{FAILED}{exc}")
         failures.append(str(exc))
     except Exception as exc:  # code between the checks raised: the checks after it could not run
         failure = f"public check {name} stopped: {type(exc).__name__}: {exc}"
-        print(f"✗ {failure}")
+        print(f"{FAILED}{failure}")
         failures.append(failure)
     finally:
         _open_parts.remove(failures)
     if failures:
-        shown = (
-            f"CheckFailed: public check {name}: {len(failures)} failed (the ✗ lines above); fix them and run it again"
-        )
+        shown = f"CheckFailed: public check {name}: {len(failures)} failed (the lines above); fix them and run it again"
         raise CheckFailed("\n".join(failures), shown=shown) from None
     print(f"public check {name} passed")
 

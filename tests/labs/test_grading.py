@@ -145,23 +145,25 @@ def test_a_part_runs_every_check_ticks_those_that_hold_and_fails_once_with_all_t
         checks.expect(lambda: undefined_name, "the replay ran")  # noqa: F821
     printed = capsys.readouterr().out.splitlines()
     assert printed == [
-        "✗ each order charged once; look at the timeline (seen: {'PED-2026-084417': 2})",
-        "✓ the table holds cobro:<pedido_id>",  # the rule, without its advice
-        "✗ the replay ran (the check could not run: NameError: name 'undefined_name' is not defined)",
+        "✗ failed: each order charged once; look at the timeline (seen: {'PED-2026-084417': 2})",
+        "✓ passed: the table holds cobro:<pedido_id>",  # the rule, without its advice; the word, for a screen reader
+        "✗ failed: the replay ran (the check could not run: NameError: name 'undefined_name' is not defined)",
     ]
-    assert str(failed.value).splitlines() == [printed[0][2:], printed[2][2:]]  # what selfcheck and the grader read
+    read = [line.removeprefix(checks.FAILED) for line in (printed[0], printed[2])]
+    assert str(failed.value).splitlines() == read  # what selfcheck and the grader read
     shown = failed.value._render_traceback_()  # what JupyterLab shows instead of a traceback: one line
-    assert len(shown) == 1 and "public check (d): 2 failed (the ✗ lines above)" in shown[0]
+    assert len(shown) == 1 and "public check (d): 2 failed (the lines above)" in shown[0]
+    assert shown[0].startswith("\x1b[1;31m")  # bold: JupyterLab's intense red, 5:1 where plain red is under 3:1
 
 
 def test_a_part_reports_code_that_raised_between_its_checks_and_says_passed_when_all_held(capsys):
     with pytest.raises(checks.CheckFailed, match=r"^public check \(c\) stopped: KeyError: 'ids'$"), checks.part("(c)"):
         checks.expect(True, "publisher A sent its batch")
         {}["ids"]
-    assert capsys.readouterr().out.splitlines()[-1] == "✗ public check (c) stopped: KeyError: 'ids'"
+    assert capsys.readouterr().out.splitlines()[-1] == "✗ failed: public check (c) stopped: KeyError: 'ids'"
     with checks.part("(e)"):
         checks.expect(True, "backlog: 1 pending row", holds="backlog: 1 pending row, waiting 45 s")
-    assert capsys.readouterr().out.splitlines() == ["✓ backlog: 1 pending row, waiting 45 s", "public check (e) passed"]
+    assert capsys.readouterr().out.splitlines() == ["✓ passed: backlog: 1 pending row, waiting 45 s", "public check (e) passed"]
 
 
 @pytest.mark.parametrize(("name", "value"), [("cell_timeout_seconds", 0), ("memory_mb", 100)])
