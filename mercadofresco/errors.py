@@ -1,5 +1,7 @@
 """The one base class every error of the workbook derives from, and the range check the settings share."""
 
+from mercadofresco.i18n import _, number
+
 
 class MercadoFrescoError(Exception):
     """Something in the MercadoFresco workbook went wrong."""
@@ -21,10 +23,11 @@ def check_range(
     """
     above_low = low < value if low_excluded else low <= value
     if not (above_low and value <= high):
-        notes = ([f"exclusive of {_number(low)}"] if low_excluded else []) + ([why] if why else [])
+        notes = ([_("exclusive of {low}").format(low=_number(low))] if low_excluded else []) + ([why] if why else [])
         reason = f" ({'; '.join(notes)})" if notes else ""
-        raise error(f"{name} must be between {_number(low)} and {_number(high)}{reason}; got {_number(value)}")
+        said = _("{name} must be between {low} and {high}{reason}; got {value}")
+        raise error(said.format(name=name, low=_number(low), high=_number(high), reason=reason, value=_number(value)))
 
 
 def _number(value: float) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
+    return number(value, "g") if isinstance(value, float) else number(value) if isinstance(value, int) else str(value)

@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.i18n import _
 
-PASSED, FAILED = "✓ passed: ", "✗ failed: "  # a check's line: its mark, and the word a screen reader says
 ERROR_STYLE = "\x1b[1;31m"  # bold red: JupyterLab draws it in its intense red (#b22b31), 5:1 on #fdd
 _open_parts: list[list[str]] = []  # the failures of each `part` being run, innermost last
 
@@ -53,9 +53,9 @@ def expect(
             raise CheckFailed(failure)
         return
     if failure is None:
-        print(f"{PASSED}{holds or summary(hint)}")
+        print(_("✓ passed: {rule}").format(rule=holds or summary(hint)))  # the word: what a screen reader says
     else:
-        print(f"{FAILED}{failure}")
+        print(_("✗ failed: {failure}").format(failure=failure))
         _open_parts[-1].append(failure)
 
 
@@ -84,18 +84,21 @@ def part(name: str) -> Iterator[None]:
     try:
         yield
     except CheckFailed as exc:  # a check that fails at once (e.g. a helper's own expect outside this part)
-        print(f"{FAILED}{exc}")
+        print(_("✗ failed: {failure}").format(failure=exc))
         failures.append(str(exc))
     except Exception as exc:  # code between the checks raised: the checks after it could not run
-        failure = f"public check {name} stopped: {type(exc).__name__}: {exc}"
-        print(f"{FAILED}{failure}")
+        failure = _("public check {name} stopped: {error}: {message}").format(
+            name=name, error=type(exc).__name__, message=exc
+        )
+        print(_("✗ failed: {failure}").format(failure=failure))
         failures.append(failure)
     finally:
         _open_parts.remove(failures)
     if failures:
-        shown = f"CheckFailed: public check {name}: {len(failures)} failed (the lines above); fix them and run it again"
+        said = _("public check {name}: {count} failed (the lines above); fix them and run it again")
+        shown = "CheckFailed: " + said.format(name=name, count=len(failures))
         raise CheckFailed("\n".join(failures), shown=shown) from None
-    print(f"public check {name} passed")
+    print(_("public check {name} passed").format(name=name))
 
 
 def summary(hint: str) -> str:

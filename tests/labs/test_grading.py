@@ -149,7 +149,7 @@ def test_a_part_runs_every_check_ticks_those_that_hold_and_fails_once_with_all_t
         "✓ passed: the table holds cobro:<pedido_id>",  # the rule, without its advice; the word, for a screen reader
         "✗ failed: the replay ran (the check could not run: NameError: name 'undefined_name' is not defined)",
     ]
-    read = [line.removeprefix(checks.FAILED) for line in (printed[0], printed[2])]
+    read = [line.removeprefix("✗ failed: ") for line in (printed[0], printed[2])]
     assert str(failed.value).splitlines() == read  # what selfcheck and the grader read
     shown = failed.value._render_traceback_()  # what JupyterLab shows instead of a traceback: one line
     assert len(shown) == 1 and "public check (d): 2 failed (the lines above)" in shown[0]
@@ -163,7 +163,10 @@ def test_a_part_reports_code_that_raised_between_its_checks_and_says_passed_when
     assert capsys.readouterr().out.splitlines()[-1] == "✗ failed: public check (c) stopped: KeyError: 'ids'"
     with checks.part("(e)"):
         checks.expect(True, "backlog: 1 pending row", holds="backlog: 1 pending row, waiting 45 s")
-    assert capsys.readouterr().out.splitlines() == ["✓ passed: backlog: 1 pending row, waiting 45 s", "public check (e) passed"]
+    assert capsys.readouterr().out.splitlines() == [
+        "✓ passed: backlog: 1 pending row, waiting 45 s",
+        "public check (e) passed",
+    ]
 
 
 @pytest.mark.parametrize(("name", "value"), [("cell_timeout_seconds", 0), ("memory_mb", 100)])

@@ -34,6 +34,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mercadofresco import i18n
 from mercadofresco.course import protocol
 from mercadofresco.course.handout import labs
 from mercadofresco.course.run import sandbox as sb
@@ -57,7 +58,7 @@ KERNEL_FOLDERS = [
     ("JUPYTER_CONFIG_DIR", ".jupyter/config"),
     ("JUPYTER_DATA_DIR", ".jupyter/data"),
 ]
-# What of the grader's environment a learner's kernel keeps: what starts Python and names the locale, nothing
+# What of the grader's environment a learner's kernel keeps: what starts Python and names the language, nothing
 # else. The grader's own AWS keys, its MERCADOFRESCO_MODE (aws, or an endpoint of a test that has ended), its
 # database URL and its pipes are not the learner's to read or to follow.
 KERNEL_ENV_KEPT = (
@@ -72,6 +73,7 @@ KERNEL_ENV_KEPT = (
     "MPLBACKEND",
     "PYDEVD_DISABLE_FILE_VALIDATION",
     labs.WHOLE_RUN_ENV,
+    i18n.LANG_ENV,  # the learner's language: checks and reports speak it
 )
 CHECKER_FAILED = "the grader's checker failed (exit code {code}) before it wrote every verdict: the grader's fault"
 

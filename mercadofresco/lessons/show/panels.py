@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from mercadofresco.i18n import N_, _
 from mercadofresco.lessons.show.pictures import Picture
 from mercadofresco.lessons.show.tables import Table, cell, recorded
 
@@ -22,7 +23,7 @@ SAID_CHARACTERS = 200  # a status announcement says a picture's first sentences,
 QUEUED_SECONDS = 0.25  # a press that arrives this soon after a run ends was made during it
 LOG_STEPS = 100_000  # a log slider's steps end to end
 LOG_FORMAT = ".4g"  # a log slider's readout, and what the panel passes on
-GONE = "⚠ The kernel that drew this panel is gone: run the notebook's cells again (Run → Run All Cells) to use it."
+GONE = N_("⚠ The kernel that drew this panel is gone: run the notebook's cells again (Run → Run All Cells) to use it.")
 # JupyterLab marks every view of a widget whose kernel has restarted or died `jupyter-widgets-disconnected`, and
 # keeps drawing it: without this the panel looks alive and its button does nothing. The rules travel in the
 # panel's own HTML widget (which ipywidgets does not sanitise), so they need no extension. The focus ring takes
@@ -44,8 +45,8 @@ PANEL_STYLE = (
 )
 # Units as a screen reader should say them, by what a label writes in its brackets: "wait (s)" is in seconds.
 UNIT_WORDS = {
-    "s": "in seconds", "ms": "in milliseconds", "min": "in minutes", "h": "in hours", "/s": "per second",
-    "/h": "per hour", "%": "in percent", "USD": "in US dollars",
+    "s": N_("in seconds"), "ms": N_("in milliseconds"), "min": N_("in minutes"), "h": N_("in hours"),
+    "/s": N_("per second"), "/h": N_("per hour"), "%": N_("in percent"), "USD": N_("in US dollars"),
 }  # fmt: skip
 # ipywidgets 8 names a text box, a dropdown and a checkbox by their label, but not a slider's handle nor its
 # editable readout, gives a log slider's handle the exponent as its value, and puts a control's tooltip on its
@@ -162,7 +163,7 @@ def log_slider(description: str, value: float, low: float, high: float, integer:
         readout_format="d" if integer else LOG_FORMAT,
         description=description,
     )
-    slider.tooltip = describe(slider, f"from {cell(low)} to {cell(high)}, on a log scale")
+    slider.tooltip = describe(slider, _("from {low} to {high}, on a log scale").format(low=cell(low), high=cell(high)))
     slider.add_class(LOG)
     if integer:
         slider.add_class(INTEGER)
@@ -178,8 +179,10 @@ def describe(control: Any, span: str = "") -> str:
     bracket = re.search(r"\(([^()]+)\)\s*$", getattr(control, "description", "") or "")
     unit = bracket.group(1).strip() if bracket else ""
     if not span and hasattr(control, "min") and hasattr(control, "max"):
-        span = f"from {cell(control.min)} to {cell(control.max)}"
-    said = UNIT_WORDS.get(unit, f"in {unit}" if unit and not unit[0].isdigit() else "")  # not "(20)", a count
+        span = _("from {low} to {high}").format(low=cell(control.min), high=cell(control.max))
+    said = _(UNIT_WORDS[unit]) if unit in UNIT_WORDS else ""
+    if not said and unit and not unit[0].isdigit():  # not "(20)", a count
+        said = _("in {unit}").format(unit=unit)
     return ", ".join(part for part in (said, span) if part)
 
 
@@ -202,7 +205,7 @@ def summary(result: Any, tables: Sequence[Table] = ()) -> str:
         said.append(_first_sentences(result.alt))
     elif isinstance(result, str):
         said.append(result)
-    return "; ".join(said) if said else "the result is below."
+    return "; ".join(said) if said else _("the result is below.")
 
 
 def _first_sentences(text: str, enough: int = SAID_CHARACTERS) -> str:
@@ -234,15 +237,16 @@ def panel(run: Callable[..., Any], controls: dict[str, Any], button: str = "Run 
 
     class Panel(widgets.VBox):
         def __repr__(self) -> str:  # what a saved notebook shows before a kernel brings the widgets back
-            return "Interactive panel: run the notebook's cells in JupyterLab to use it."
+            return _("Interactive panel: run the notebook's cells in JupyterLab to use it.")
 
     output = widgets.Output()
     output.add_class("mf-panel-output")
     run_button = widgets.Button(description=button, button_style="primary")
-    hint = widgets.HTML(f"<i>Set the controls and press <b>{button}</b>: the result appears below.</i>")
+    said = _("Set the controls and press <b>{button}</b>: the result appears below.")
+    hint = widgets.HTML(f"<i>{said.format(button=button)}</i>")
     status = widgets.HTML("")
     status.add_class("mf-panel-status")
-    gone = widgets.HTML(PANEL_STYLE + GONE)
+    gone = widgets.HTML(PANEL_STYLE + _(GONE))
     gone.add_class("mf-panel-gone")
     for name, control in controls.items():
         if not (getattr(control, "description", "") or "").strip():
@@ -255,25 +259,25 @@ def panel(run: Callable[..., Any], controls: dict[str, Any], button: str = "Run 
             control.tooltip = describe(control) or None  # a number's unit and range: on hover, and said after its name
     ended = [-math.inf]  # when the last run ended, on the kernel's monotonic clock
 
-    def on_click(_: Any) -> None:
+    def on_click(_button: Any) -> None:
         # The kernel handles one message at a time: presses made during a run arrive the moment it ends. They are
         # dropped (a person who saw the result presses later than QUEUED_SECONDS); the button stays enabled so
         # that it keeps the keyboard's focus (a disabled button drops it to the page).
         if time.monotonic() - ended[0] < QUEUED_SECONDS:
             return
         run_button.add_class(RUNNING)
-        status.value = "Running…"
-        said = "⚠ The experiment failed: the error is below."
+        status.value = _("Running…")
+        said = _("⚠ The experiment failed: the error is below.")
         with output:
             output.clear_output()
-            print("Running…", flush=True)
+            print(_("Running…"), flush=True)
             output.clear_output(wait=True)  # "Running…" stays until the result replaces it
             try:
                 with recorded() as tables:
                     result = run(**{name: value_of(control) for name, control in controls.items()})
                 if result is not None:
                     display(result)
-                said = "Done: " + summary(result, tables)
+                said = _("Done: {summary}").format(summary=summary(result, tables))
             except ValueError as exc:
                 said = f"⚠ {refusal(str(exc), controls)}"
                 print(said)
@@ -289,7 +293,7 @@ def panel(run: Callable[..., Any], controls: dict[str, Any], button: str = "Run 
     box.button, box.output, box.gone, box.status = run_button, output, gone, status  # for tests and readers
     # JupyterLab runs the script for an output the learner's kernel made; a saved notebook opened untrusted shows
     # the text form instead, empty here (a Javascript object's would read "<IPython.core.display.Javascript object>").
-    script = ACCESSIBLE.replace("__GONE__", json.dumps(GONE))
+    script = ACCESSIBLE.replace("__GONE__", json.dumps(_(GONE)))
     display({"application/javascript": script, "text/plain": ""}, raw=True)
     return box
 

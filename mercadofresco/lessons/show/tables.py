@@ -8,6 +8,8 @@ import html
 from collections.abc import Iterator
 from typing import Any
 
+from mercadofresco.i18n import _, ngettext, number, pgettext
+
 # Unit suffixes of the package's column names, as a header shows them: "oldest_wait_min" reads "oldest wait (min)".
 UNITS = {
     "s": "s", "seconds": "s", "ms": "ms", "min": "min", "minutes": "min", "h": "h", "hours": "h", "days": "days",
@@ -23,8 +25,19 @@ _RECORDING: list[list[Table]] = []  # the lists `recorded` fills, innermost last
 
 
 def header(column: str) -> str:
-    """A column's header: its words, and its unit in brackets ("max_calls_per_s" reads "max calls (/s)")."""
-    if column in VERBATIM or "_" not in column:
+    """A column's header: its words, and its unit in brackets ("max_calls_per_s" reads "max calls (/s)").
+
+    The words are the English the key makes; the learner reads them in the edition's language (`pgettext` with
+    the context "table header": the rows keep their English keys, only what is shown is translated).
+    """
+    if column in VERBATIM:
+        return column
+    english = _english_header(column)
+    return pgettext("table header", english)
+
+
+def _english_header(column: str) -> str:
+    if "_" not in column:
         return column
     words = column.split("_")
     unit = ""
@@ -37,14 +50,15 @@ def header(column: str) -> str:
 
 
 def cell(value: Any) -> str:
-    """A value as a table shows it: thousands separated, a float to 6 significant digits, NaN as "-"."""
+    """A value as a table shows it: thousands separated, a float to 6 significant digits, NaN as "-"; a word
+    (an event's name, a verdict) in the edition's language, the value itself staying English in the row."""
     if isinstance(value, bool) or not isinstance(value, int | float):
-        return str(value)
+        return pgettext("table cell", str(value))
     if isinstance(value, int):
-        return f"{value:,}"
+        return number(value, ",")
     if value != value:
         return "-"  # NaN: nothing to measure
-    return f"{value:,.0f}" if abs(value) >= 1e6 else f"{value:,g}"
+    return number(value, ",.0f") if abs(value) >= 1e6 else number(value, ",g")
 
 
 class Table:
@@ -70,7 +84,7 @@ class Table:
 
     def __repr__(self) -> str:
         if not self.rows:
-            return "(no rows)"
+            return _("(no rows)")
         headers = [header(column) for column in self.columns]
         cells = [[cell(value) for value in row] for row in self.rows]
         widths = [max(len(name), *(len(line[i]) for line in cells)) for i, name in enumerate(headers)]
@@ -88,7 +102,7 @@ class Table:
         if self.caption:
             return self.caption
         if len(self.rows) != 1:
-            return f"a table of {len(self.rows)} rows"
+            return _("a table of {count} rows").format(count=number(len(self.rows)))
         pairs = [f"{header(c)} {cell(v)}" for c, v in zip(self.columns, self.rows[0], strict=True)]
         return ", ".join(pairs[:SAID_CELLS]) + (", …" if len(pairs) > SAID_CELLS else "")
 
@@ -103,13 +117,16 @@ class Table:
         regions tells them apart).
         """
         columns = ", ".join(headers[:NAMED_COLUMNS]) + (", …" if len(headers) > NAMED_COLUMNS else "")
-        rows = "1 row" if len(self.rows) == 1 else f"{len(self.rows)} rows"
-        first = f", first {cell(self.rows[0][0])}" if self.named_rows() else ""
-        return f"Table of {columns} ({rows}{first})"
+        rows = ngettext("{count} row", "{count} rows", len(self.rows)).format(count=number(len(self.rows)))
+        if self.named_rows():
+            return _("Table of {columns} ({rows}, first {first})").format(
+                columns=columns, rows=rows, first=cell(self.rows[0][0])
+            )
+        return _("Table of {columns} ({rows})").format(columns=columns, rows=rows)
 
     def _repr_html_(self) -> str:
         if not self.rows:
-            return "<p><i>(no rows)</i></p>"
+            return f"<p><i>{html.escape(_('(no rows)'))}</i></p>"
         headers = [header(column) for column in self.columns]
         numeric = [all(_is_number(row[i]) for row in self.rows) for i in range(len(headers))]
         name = self.caption or self._name(headers)
