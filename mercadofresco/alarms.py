@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mercadofresco.errors import MercadoFrescoError, check_range
+from mercadofresco.i18n import _
 
 COMPARISONS = {
     "GreaterThanThreshold": lambda value, threshold: value > threshold,
@@ -39,7 +40,10 @@ class AlarmRule:
 
     def __post_init__(self) -> None:
         if self.comparison not in COMPARISONS:
-            raise ValueError(f"comparison must be one of {', '.join(COMPARISONS)}; got {self.comparison!r}")
+            said = _("{name} must be one of {choices}; got {value}")
+            raise ValueError(
+                said.format(name="comparison", choices=", ".join(COMPARISONS), value=repr(self.comparison))
+            )
         check_range("period_seconds", self.period_seconds, 10, 86_400)
 
     def breached_by(self, value: float) -> bool:
@@ -80,7 +84,9 @@ def state_of(cloudwatch: Any, name: str) -> str:
     """The alarm's state as CloudWatch (moto) holds it: OK, ALARM or INSUFFICIENT_DATA."""
     alarms = cloudwatch.describe_alarms(AlarmNames=[name])["MetricAlarms"]
     if not alarms:
-        raise AlarmNotDefinedError(f"no alarm named {name!r}; call alarms.define first")
+        raise AlarmNotDefinedError(
+            _("no alarm named {name}; call {define} first").format(name=repr(name), define="alarms.define")
+        )
     return alarms[0]["StateValue"]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.i18n import ngettext
 
 ENTRIES_PER_CALL = 10  # PutEvents takes 1 to 10 entries
 
@@ -13,7 +14,12 @@ class EventsNotPublishedError(MercadoFrescoError):
     """The bus answered a PutEvents call with some entries refused; `failed` is how many."""
 
     def __init__(self, failed: int, first_error: str) -> None:
-        super().__init__(f"the bus refused {failed} event(s) of a PutEvents call: {first_error}")
+        said = ngettext(
+            "the bus refused {count} event(s) of a PutEvents call: {error}",
+            "the bus refused {count} event(s) of a PutEvents call: {error}",
+            failed,
+        )
+        super().__init__(said.format(count=failed, error=first_error))
         self.failed = failed
 
 

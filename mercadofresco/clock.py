@@ -34,6 +34,7 @@ import simpy
 import time_machine
 
 from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.i18n import _
 from mercadofresco.runtime import realtime
 
 MADRID = ZoneInfo("Europe/Madrid")
@@ -63,7 +64,7 @@ class VirtualClock:
 
     def __init__(self, start: dt.datetime = LESSON_START, pace: realtime.Pace | None = None) -> None:
         if start.tzinfo is None:
-            raise ClockError("start must carry a time zone, e.g. clock.MADRID")
+            raise ClockError(_("start must carry a time zone, e.g. {example}").format(example="clock.MADRID"))
         self.start_at = start
         self.pace = pace
         self._traveller: time_machine.travel | None = None
@@ -76,7 +77,7 @@ class VirtualClock:
     def start(self) -> VirtualClock:
         """Freeze Python's time at `start_at`; from now on only this clock moves it."""
         if self._running:
-            raise ClockError("this clock is already running")
+            raise ClockError(_("this clock is already running"))
         # Travel to the UTC instant: time_machine would otherwise change the process TZ.
         self._traveller = time_machine.travel(self.start_at.astimezone(dt.UTC), tick=False)
         self._coordinates = self._traveller.start()
@@ -143,7 +144,7 @@ class VirtualClock:
         """
         self._require_running()
         if seconds < 0:
-            raise ClockError(f"the clock only moves forward; got advance({seconds})")
+            raise ClockError(_("the clock only moves forward; got {call}").format(call=f"advance({seconds})"))
         until = self.now() + dt.timedelta(seconds=seconds)
         while due := [event for event in self._meanwhile if event[0] <= until]:
             event = min(due, key=lambda pending: pending[0])
@@ -199,7 +200,7 @@ class VirtualClock:
 
     def _require_running(self) -> None:
         if not self._running:
-            raise ClockError("start the clock first: clock.VirtualClock().start()")
+            raise ClockError(_("start the clock first: {start}").format(start="clock.VirtualClock().start()"))
 
 
 class Stopwatch:
@@ -219,7 +220,7 @@ class Stopwatch:
     def wait(self, seconds: float) -> None:
         """Spend `seconds` of this work's own time."""
         if seconds < 0:
-            raise ClockError(f"cannot wait a negative time; got wait({seconds})")
+            raise ClockError(_("cannot wait a negative time; got {call}").format(call=f"wait({seconds})"))
         self.elapsed_seconds += seconds
 
     def now(self) -> dt.datetime:
@@ -278,7 +279,7 @@ class Task:
     def wait(self, seconds: float) -> None:
         """Called by the work: let `seconds` of virtual time pass while other tasks run."""
         if seconds < 0:
-            raise ClockError(f"cannot wait a negative time; got wait({seconds})")
+            raise ClockError(_("cannot wait a negative time; got {call}").format(call=f"wait({seconds})"))
         self.elapsed_seconds += seconds
         self._requested = seconds
         self._to_loop.release()

@@ -14,10 +14,10 @@ Which edition a process speaks is read on each call, first match wins:
   3. English.
 
 `pseudo` is English with every letter dotted (a→ȧ, one code point for one): a run in it shows at a glance any
-sentence that did not come through here (the leak scan in the tests reads the plain ASCII words left).
+sentence that did not come through here (tests/package/test_catalog.py runs a refusal and a table in it).
 
 A message is a template with named fields, `_("{count} orders sent").format(count=n)`: the translator moves the
-fields, and Babel extracts the template (`tools/edition.py extract`), which it cannot do from an f-string.
+fields, and Babel extracts the template (`python -m tools.edition extract`), which it cannot do from an f-string.
 """
 
 from __future__ import annotations
@@ -119,7 +119,10 @@ _CLDR = {  # strftime specs the package uses -> the CLDR pattern a Spanish reade
     "%H:%M:%S": "HH:mm:ss",
     "%A %H:%M": "EEEE HH:mm",
     "%A %d %B %Y, %H:%M": "EEEE d 'de' MMMM 'de' y, HH:mm",
+    "%A %d %B %Y, %H:%M:%S %Z": "EEEE d 'de' MMMM 'de' y, HH:mm:ss zzz",
     "%Y-%m-%d %H:%M": "yyyy-MM-dd HH:mm",
+    "%a %d %H:%M": "EEE dd HH:mm",
+    "%d %b %H:%M": "dd MMM HH:mm",
 }
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mercadofresco import source as python_source
+from mercadofresco.i18n import _
 
 
 @dataclass(frozen=True)
@@ -57,9 +58,8 @@ class MovedName(FutureWarning):
 def message(old: str) -> str:
     """What the warning (and a report's note) says of `old`."""
     move = MOVES[old]
-    return (
-        f"{old} moved to {move.new} in the release of {move.since}; the old name still works for now: use the new one"
-    )
+    said = _("{old} moved to {new} in the release of {since}; the old name still works for now: use the new one")
+    return said.format(old=old, new=move.new, since=move.since)
 
 
 def attribute(module: str, name: str) -> Any:

@@ -14,6 +14,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.i18n import _, ngettext
 
 SCHEMA_VERSION = 1
 PEDIDO_ID = re.compile(r"^PED-\d{4}-\d{6}$")
@@ -24,7 +25,12 @@ class OrdersNotSentError(MercadoFrescoError):
     """SQS answered a SendMessageBatch with some orders refused; `failed` is its list of them."""
 
     def __init__(self, failed: list[dict[str, Any]]) -> None:
-        super().__init__(f"SQS refused {len(failed)} order(s) of a batch: {failed[0].get('Message', failed[0])}")
+        said = ngettext(
+            "SQS refused {count} order(s) of a batch: {error}",
+            "SQS refused {count} order(s) of a batch: {error}",
+            len(failed),
+        )
+        super().__init__(said.format(count=len(failed), error=failed[0].get("Message", failed[0])))
         self.failed = failed
 
 
@@ -37,8 +43,9 @@ class MalformedOrderError(MercadoFrescoError, ValueError):
 
     def __init__(self, reason: str, body: str, kind: str) -> None:
         if kind not in MALFORMED_KINDS:
-            raise ValueError(f"kind must be one of {', '.join(MALFORMED_KINDS)}; got {kind!r}")
-        super().__init__(f"malformed order: {reason}")
+            said = _("{name} must be one of {choices}; got {value}")
+            raise ValueError(said.format(name="kind", choices=", ".join(MALFORMED_KINDS), value=repr(kind)))
+        super().__init__(_("malformed order: {reason}").format(reason=reason))
         self.reason = reason
         self.body = body
         self.kind = kind
@@ -70,24 +77,27 @@ def parse_order(body: str, expected_version: int = SCHEMA_VERSION) -> Order:
     try:
         data: Any = json.loads(body)
     except json.JSONDecodeError as exc:
-        raise MalformedOrderError(f"body is not JSON ({exc.msg})", body, "schema") from exc
+        raise MalformedOrderError(_("body is not JSON ({error})").format(error=exc.msg), body, "schema") from exc
     if not isinstance(data, dict):
-        raise MalformedOrderError("body is not a JSON object", body, "schema")
+        raise MalformedOrderError(_("body is not a JSON object"), body, "schema")
     missing = [name for name in ("pedido_id", "importe", "version") if name not in data]
     if missing:
-        raise MalformedOrderError(f"missing field(s): {', '.join(missing)}", body, "schema")
+        said = ngettext("missing field(s): {fields}", "missing field(s): {fields}", len(missing))
+        raise MalformedOrderError(said.format(fields=", ".join(missing)), body, "schema")
     if data["version"] != expected_version:
-        raise MalformedOrderError(
-            f"version {data['version']!r}, this consumer expects {expected_version}", body, "schema"
-        )
+        said = _("version {version}, this consumer expects {expected}")
+        raise MalformedOrderError(said.format(version=repr(data["version"]), expected=expected_version), body, "schema")
     if not isinstance(data["pedido_id"], str) or not PEDIDO_ID.match(data["pedido_id"]):
-        raise MalformedOrderError(f"pedido_id {data['pedido_id']!r} is not like PED-2026-084417", body, "schema")
+        said = _("pedido_id {value} is not like PED-2026-084417").format(value=repr(data["pedido_id"]))
+        raise MalformedOrderError(said, body, "schema")
     try:
         importe = Decimal(str(data["importe"]))
     except InvalidOperation as exc:
-        raise MalformedOrderError(f"importe {data['importe']!r} is not a number", body, "value") from exc
+        said = _("importe {value} is not a number").format(value=repr(data["importe"]))
+        raise MalformedOrderError(said, body, "value") from exc
     if not importe.is_finite() or importe <= 0:
-        raise MalformedOrderError(f"importe {data['importe']!r} must be a positive amount", body, "value")
+        said = _("importe {value} must be a positive amount").format(value=repr(data["importe"]))
+        raise MalformedOrderError(said, body, "value")
     return Order(pedido_id=data["pedido_id"], importe=importe, version=data["version"])
 
 

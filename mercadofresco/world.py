@@ -39,6 +39,7 @@ from moto.moto_api._internal import mock_random
 
 from mercadofresco import queues
 from mercadofresco.errors import MercadoFrescoError, check_range
+from mercadofresco.i18n import _
 
 # -- the lesson's names (kept in `names`, which imports nothing; re-exported here) ------
 from mercadofresco.names import (  # noqa: F401
@@ -178,9 +179,9 @@ class World:
         try:
             self.close()
         except Exception as exc:  # the server may be gone already; say what is left and how to remove it
+            said = _("could not delete this run's resources ({error}); `{command}` removes what carries the tag")
             print(
-                f"[mercadofresco] could not delete this run's resources ({exc}); "
-                "`python -m mercadofresco.runtime.cleanup_cli` removes what carries the tag",
+                "[mercadofresco] " + said.format(error=exc, command="python -m mercadofresco.runtime.cleanup_cli"),
                 file=sys.stderr,
             )
 
@@ -297,9 +298,11 @@ def build(config: WorldConfig | None = None) -> World:
             session = endpoints.make_session(endpoint)
             cleanup.delete(lambda service: endpoints.make_client(session, endpoint, service), ledger.created)
         if isinstance(exc, EndpointConnectionError):
+            said = _(
+                "nothing answers at {url}: start a server there ({command}), or unset {variable} to run in this process"
+            )
             raise WorldConfigError(
-                f"nothing answers at {endpoint.endpoint_url}: start a server there (moto_server -p PORT), "
-                "or unset MERCADOFRESCO_MODE to run in this process"
+                said.format(url=endpoint.endpoint_url, command="moto_server -p PORT", variable="MERCADOFRESCO_MODE")
             ) from exc
         raise
     if ledger is not None and (delete_at_exit or endpoint.mode == "aws"):

@@ -1,8 +1,8 @@
 """The Spanish edition's catalogs: the package's messages extracted with Babel, merged into the Spanish catalog.
 
-    python tools/edition.py extract     # mercadofresco/locale/mercadofresco.pot from the package's _() calls
-    python tools/edition.py update      # merge it into mercadofresco/locale/es/LC_MESSAGES/mercadofresco.po
-    python tools/edition.py check       # exit 1 when the template is stale or a Spanish entry is missing or fuzzy
+    python -m tools.edition extract     # mercadofresco/locale/mercadofresco.pot from the package's _() calls
+    python -m tools.edition update      # merge it into mercadofresco/locale/es/LC_MESSAGES/mercadofresco.po
+    python -m tools.edition check       # exit 1 when the template is stale or a Spanish entry is missing or fuzzy
 
 A message whose English changed keeps its old translation marked fuzzy (gettext's way; Poedit and Weblate show
 the old English beside it), and `mercadofresco.i18n` does not use a fuzzy entry until a translator clears it.
@@ -12,17 +12,23 @@ Locations (#: file:line) are left out of the files so that moving a line does no
 from __future__ import annotations
 
 import argparse
+import difflib
 import io
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+import nbformat
 from babel.messages.catalog import Catalog, Message
 from babel.messages.extract import extract_from_dir
 from babel.messages.pofile import read_po, write_po
 
+from tools import notebook_catalog
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "mercadofresco"
+NOTEBOOKS = ROOT / "notebooks"
+LOCALE = ROOT / "locale"  # the notebooks' catalogs (the package's travel with it, in mercadofresco/locale)
 TEMPLATE = PACKAGE / "locale" / "mercadofresco.pot"
 SPANISH = PACKAGE / "locale" / "es" / "LC_MESSAGES" / "mercadofresco.po"
 KEYWORDS = {"_": None, "N_": None, "pgettext": ((1, "c"), 2), "ngettext": (1, 2)}
@@ -37,6 +43,9 @@ def extracted() -> Catalog:
     found = extract_from_dir(PACKAGE, method_map=[("**.py", "python")], keywords=KEYWORDS, strip_comment_tags=True)
     for filename, _lineno, message, comments, context in found:
         template.add(message, locations=[(filename, 0)], auto_comments=comments, context=context)
+    english = sorted([*NOTEBOOKS.glob("*.ipynb"), *(ROOT / "solutions").glob("*.ipynb")])
+    for header in notebook_catalog.shown_headers(english):
+        template.add(header, context="table header", auto_comments=["a table's column header, in the notebooks"])
     return template
 
 
@@ -71,7 +80,7 @@ def problems(template: Catalog, spanish: Catalog) -> list[str]:
     """What stops the Spanish edition from saying the package's messages: stale template, missing or fuzzy entries."""
     found = []
     if not TEMPLATE.exists() or TEMPLATE.read_text() != as_text(template):
-        found.append(f"{TEMPLATE.relative_to(ROOT)} is stale: run `python tools/edition.py extract`")
+        found.append(f"{TEMPLATE.relative_to(ROOT)} is stale: run `python -m tools.edition extract`")
     for message in template:
         if not message.id:
             continue
@@ -83,27 +92,137 @@ def problems(template: Catalog, spanish: Catalog) -> list[str]:
     return found
 
 
+def merged_by_place(template: Catalog, old: Catalog | None) -> Catalog:
+    """A notebook's catalog merged with its template, cell by cell: a unit whose English is unchanged keeps its
+    Spanish wherever it moved in its cell; an edited one keeps the Spanish of the most similar unit left in its
+    cell, fuzzy, with the old English beside it (#| msgid); anything else is new. Babel's own merge goes by text
+    alone, across the notebook, so one inserted paragraph there marks its neighbours fuzzy as well."""
+    spanish = _new_spanish()
+    spanish.project = template.project
+    left: dict[str, list[Message]] = {}  # a cell -> its old units not matched yet
+    for message in old or []:
+        if message.id:
+            left.setdefault(message.context.split("/")[0], []).append(message)
+    entries, kept = [m for m in template if m.id], set()
+    for message in entries:  # the same English in the same cell first: kept as it was
+        same = next((m for m in left.get(_cell(message), []) if m.id == message.id), None)
+        if same is not None:
+            left[_cell(message)].remove(same)
+            message.string, message.flags = same.string, set(same.flags)
+            message.previous_id = list(same.previous_id)
+            kept.add(id(message))
+    for message in entries:  # then an edited one: the most similar left in its cell, if it is similar enough
+        if id(message) in kept:
+            continue
+        ratio, similar = max(((_similar(message.id, m.id), m) for m in left.get(_cell(message), [])), default=(0, None))
+        if similar is not None and ratio >= SIMILAR and similar.string:
+            left[_cell(message)].remove(similar)
+            message.string, message.flags, message.previous_id = similar.string, {"fuzzy"}, [similar.id]
+    for message in entries:
+        entry = spanish.add(message.id, context=message.context, auto_comments=message.auto_comments)
+        entry.string, entry.flags, entry.previous_id = message.string or "", set(message.flags), message.previous_id
+    return spanish
+
+
+SIMILAR = 0.6  # difflib's ratio from which an edited paragraph is the old one changed, not a new one
+
+
+def _cell(message: Message) -> str:
+    return message.context.split("/")[0]
+
+
+def _similar(one: str, other: str) -> float:
+    return difflib.SequenceMatcher(None, one, other, autojunk=False).ratio()
+
+
+def notebook_paths(name: str) -> tuple[Path, Path, Path, Path]:
+    """An English notebook's template, its Spanish catalog and its Spanish notebook, by the notebook's file name."""
+    stem = Path(name).stem
+    return (
+        NOTEBOOKS / name,
+        LOCALE / "notebooks" / f"{stem}.pot",
+        LOCALE / "es" / "notebooks" / f"{stem}.po",
+        NOTEBOOKS / "es" / name,
+    )
+
+
+def in_edition() -> set[str]:
+    """The notebooks that have a Spanish edition: those whose catalog exists."""
+    return {f"{path.stem}.ipynb" for path in (LOCALE / "es" / "notebooks").glob("*.po")}
+
+
+def built(name: str) -> tuple[nbformat.NotebookNode, list[str]]:
+    """The Spanish notebook `name` as its English source and catalog make it (no outputs), and what is missing."""
+    english, _template, catalog, _spanish = notebook_paths(name)
+    notebook = nbformat.read(english, as_version=4)
+    return notebook_catalog.translated(notebook, notebook_catalog.read(catalog), in_edition())
+
+
+def notebook_problems(name: str) -> list[str]:
+    """What keeps a notebook's Spanish edition from being what its English and its catalog make."""
+    english, template_path, _catalog, spanish = notebook_paths(name)
+    found = []
+    template = notebook_catalog.template(nbformat.read(english, as_version=4), name)
+    if not template_path.exists() or template_path.read_text() != as_text(template):
+        found.append(f"{template_path.relative_to(ROOT)} is stale: run `python -m tools.edition extract`")
+    notebook, missing = built(name)
+    found += [f"{name} {line}" for line in missing]
+    if not spanish.exists():
+        found.append(f"{spanish.relative_to(ROOT)} is missing: run `python -m tools.edition build`")
+    else:
+        committed = nbformat.read(spanish, as_version=4)
+        if [(c.cell_type, c.source) for c in committed.cells] != [(c.cell_type, c.source) for c in notebook.cells]:
+            found.append(
+                f"{spanish.relative_to(ROOT)} is not what its catalog makes: run `python -m tools.edition build`"
+            )
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python tools/edition.py", description=__doc__.split("\n\n")[0])
-    parser.add_argument("command", choices=["extract", "update", "check"])
+    parser = argparse.ArgumentParser(prog="python -m tools.edition", description=__doc__.split("\n\n")[0])
+    parser.add_argument("command", choices=["extract", "update", "build", "check"])
+    parser.add_argument("notebooks", nargs="*", help="update: notebooks to start a Spanish catalog for")
+    parser.add_argument("--draft", action="store_true", help="build: write untranslated units in English")
     args = parser.parse_args(argv)
     template = extracted()
     if args.command == "extract":
         TEMPLATE.parent.mkdir(parents=True, exist_ok=True)
         TEMPLATE.write_text(as_text(template))
-        print(f"wrote {TEMPLATE.relative_to(ROOT)}: {len(template)} messages")
+        for english in sorted(NOTEBOOKS.glob("*.ipynb")):
+            _english, path, _catalog, _spanish = notebook_paths(english.name)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(as_text(notebook_catalog.template(nbformat.read(english, as_version=4), english.name)))
+        print(f"wrote {TEMPLATE.relative_to(ROOT)} ({len(template)} messages) and the notebooks' templates")
         return 0
     spanish_text = SPANISH.read_text() if SPANISH.exists() else None
     if args.command == "update":
         SPANISH.parent.mkdir(parents=True, exist_ok=True)
         merged = updated(template, spanish_text)
         SPANISH.write_text(as_text(merged))
-        fuzzy = sum(1 for message in merged if message.id and message.fuzzy)
-        empty = sum(1 for message in merged if message.id and not said(message))
-        print(f"wrote {SPANISH.relative_to(ROOT)}: {len(merged)} messages, {empty} to translate, {fuzzy} fuzzy")
+        names = sorted(in_edition() | {Path(name).name for name in args.notebooks})
+        for name in [name for name in names if name]:
+            english, _template, catalog_path, _spanish = notebook_paths(name)
+            old = notebook_catalog.read(catalog_path) if catalog_path.exists() else None
+            fresh = notebook_catalog.template(nbformat.read(english, as_version=4), name)
+            catalog_path.parent.mkdir(parents=True, exist_ok=True)
+            catalog_path.write_text(as_text(merged_by_place(fresh, old)))
+        print(f"updated {SPANISH.relative_to(ROOT)} and {len(names)} notebook catalog(s)")
         return 0
+    if args.command == "build":
+        refused = 0
+        for name in sorted(in_edition()):
+            notebook, missing = built(name)
+            if missing and not args.draft:
+                print(f"{name}: not built, {len(missing)} unit(s) untranslated or fuzzy, first {missing[0]}")
+                refused += 1
+                continue
+            _english, _template, _catalog, spanish_path = notebook_paths(name)
+            spanish_path.parent.mkdir(parents=True, exist_ok=True)
+            nbformat.write(notebook, spanish_path)
+            print(f"wrote {spanish_path.relative_to(ROOT)}: run tools/nbtools.py execute on it for its outputs")
+        return 1 if refused else 0
     spanish = read_po(io.StringIO(spanish_text), locale="es") if spanish_text else _new_spanish()
-    found = problems(template, spanish)
+    found = problems(template, spanish) + [line for name in sorted(in_edition()) for line in notebook_problems(name)]
     for line in found:
         print(line)
     return 1 if found else 0

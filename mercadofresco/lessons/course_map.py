@@ -15,6 +15,8 @@ from pathlib import Path
 
 import nbformat
 
+from mercadofresco.i18n import _, pgettext
+
 ROOT = Path(__file__).resolve().parents[2]  # the workbook: mercadofresco/lessons/ is two levels down
 NOTEBOOKS = ROOT / "notebooks"
 LABS = ROOT / "labs"
@@ -114,14 +116,20 @@ def shown(root: Path = ROOT):  # -> IPython.display.Markdown
     from IPython.display import Markdown
 
     facts = measured()
-    source = f"measured by `make benchmark` ({facts['measured']})" if facts else "not measured yet (`make benchmark`)"
-    note = f"*Reading at {WORDS_PER_MINUTE} words a minute, diagrams and code not counted; run times {source}.*"
+    source = (
+        _("measured by `make benchmark` ({when})").format(when=facts["measured"])
+        if facts
+        else _("not measured yet (`make benchmark`)")
+    )
+    said = _("Reading at {pace} words a minute, diagrams and code not counted; run times {source}.")
+    note = "*" + said.format(pace=WORDS_PER_MINUTE, source=source) + "*"
     return Markdown("\n\n".join([_markdown(table(root)), note, _markdown(labs_table(root))]))
 
 
 def _markdown(rows: list[dict[str, object]]) -> str:
     columns = list(rows[0])
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    headers = [pgettext("table header", column) for column in columns]  # the keys stay English, as in show.table
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(str(row.get(c, "")).replace("|", "\\|") for c in columns) + " |" for row in rows]
     return "\n".join(lines)
 

@@ -17,6 +17,7 @@ from typing import Any
 from mercadofresco import orders, queues, world
 from mercadofresco.clock import Task, VirtualClock, Waiter, together
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import N_, _
 from mercadofresco.lessons import rehearsal
 from mercadofresco.lessons.delivery import experiments
 from mercadofresco.models import gateway, lambda_poller
@@ -54,7 +55,7 @@ def stock_drift(aws: world.World, deliveries: int = 3, stock: int = 40) -> dict[
     ordering.create_stock_table(dynamodb, STOCK_TABLE)
     for sku in ("3401-incremento", "3401-asignacion"):
         dynamodb.put_item(TableName=STOCK_TABLE, Item={"sku": {"S": sku}, "stock": {"N": str(stock)}})
-    for _ in range(deliveries):  # the same message, delivered `deliveries` times
+    for _delivery in range(deliveries):  # the same message, delivered `deliveries` times
         dynamodb.update_item(
             TableName=STOCK_TABLE,
             Key={"sku": {"S": "3401-incremento"}},
@@ -93,7 +94,7 @@ def key_functions(seed: int = 7) -> dict[str, handlers.KeyOf]:
     }
 
 
-@rehearsal.rehearsed("the re-sent order, for one key")
+@rehearsal.rehearsed(N_("the re-sent order, for one key"))
 def charges_by_key(aws: world.World, clock: VirtualClock, key_name: str) -> dict[str, Any]:
     """The producer sends the order twice and the first receive dies before deleting: how many charges?"""
     key_of = key_functions()[key_name]
@@ -115,7 +116,7 @@ def charges_by_key(aws: world.World, clock: VirtualClock, key_name: str) -> dict
 def race(aws: world.World, clock: VirtualClock, design: str, consumers: int = 2) -> dict[str, Any]:
     """`consumers` receive the same message at the same instant; each checks the table, then charges."""
     if design not in ("two states", "three states"):
-        raise ValueError(f'design must be "two states" or "three states"; got {design!r}')
+        raise ValueError(_('design must be "two states" or "three states"; got {design}').format(design=repr(design)))
     check_range("consumers", consumers, 2, 50)
     store_class = TwoStateStore if design == "two states" else IdempotencyStore
     result = _same_order_at_once(aws, clock, store_class, consumers)
@@ -182,10 +183,10 @@ def _charge(provider: gateway.PaymentGateway, waiter: Waiter) -> dict[str, Any]:
 
 
 def _fail() -> dict[str, Any]:
-    raise AssertionError("a redelivered duplicate must get the stored result, not charge")
+    raise AssertionError(_("a redelivered duplicate must get the stored result, not charge"))
 
 
-@rehearsal.rehearsed("the consumer that dies holding the lock")
+@rehearsal.rehearsed(N_("the consumer that dies holding the lock"))
 def consumer_dies_holding_the_lock(aws: world.World, clock: VirtualClock, lock_expires: bool) -> dict[str, Any]:
     """The consumer dies between the lock and the completion; the queue keeps redelivering."""
     aws.reset_orders_queue()
@@ -214,11 +215,11 @@ def consumer_dies_holding_the_lock(aws: world.World, clock: VirtualClock, lock_e
 
 def _blocked_hours(store: IdempotencyStore, clock: VirtualClock, clave: str, locked_at: float) -> float:
     """Hours from the lock until a new acquire of `clave` succeeds: try it each hour until it does."""
-    for _ in range(14 * 24):  # 14 days at most: the longest TTL the workbook allows
+    for _hour in range(14 * 24):  # 14 days at most: the longest TTL the workbook allows
         if store.acquire(clave) is None:
             return round((clock.timestamp() - locked_at) / 3_600)
         clock.advance(3_600)  # still held: nobody can charge this order
-    raise RuntimeError(f"{clave} is still held after 14 days")
+    raise RuntimeError(_("{clave} is still held after 14 days").format(clave=clave))
 
 
 def crash_at_step(
@@ -278,7 +279,7 @@ def failure_kinds(aws: world.World, clock: VirtualClock) -> list[dict[str, Any]]
 
 def same_order_later(aws: world.World, clock: VirtualClock, ttl_hours: float, hours_later: float) -> dict[str, Any]:
     """The order is charged; `hours_later` the same message comes back (a DLQ redrive, a replay). Charged again?"""
-    check_range("ttl_hours", ttl_hours, 0, 24 * 14, why="14 days", low_excluded=True)
+    check_range("ttl_hours", ttl_hours, 0, 24 * 14, why=_("14 days"), low_excluded=True)
     check_range("hours_later", hours_later, 0, 24 * 14)
     empty_table(aws)
     provider = gateway.PaymentGateway(clock)

@@ -26,6 +26,7 @@ from typing import Any
 from mercadofresco import orders, queues, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import N_, _
 from mercadofresco.lessons import keys_and_table
 from mercadofresco.lessons.dlq import incidents, redrive
 from mercadofresco.models import gateway as gw
@@ -88,7 +89,8 @@ CLASSIFIERS = {
 def declined_and_throttled(clock: VirtualClock, classifier: str, max_attempts: int = 5) -> list[dict[str, Any]]:
     """A declined card (402) and a throttled call (429, Retry-After 7 s) under one classifier."""
     if classifier not in CLASSIFIERS:
-        raise ValueError(f"classifier must be one of {', '.join(CLASSIFIERS)}; got {classifier!r}")
+        said = _("classifier must be one of {classifiers}; got {classifier}")
+        raise ValueError(said.format(classifiers=", ".join(CLASSIFIERS), classifier=repr(classifier)))
     check_range("max_attempts", max_attempts, 1, 20)
     policy = retry.RetryPolicy(backoff.Exponential(base=0.5, cap=30), max_attempts, CLASSIFIERS[classifier])
     rows = []
@@ -258,23 +260,25 @@ def table_growth(months: int, ttl_hours: float | None) -> dict[str, Any]:
 
 # -- the self-check -----------------------------------------------------------------------------
 QUIZ_SALT = "mercadofresco-07-05"
-QUIZ = {
-    1: (
+QUIZ = {  # the questions, shown where the learner reads them: `_(QUIZ[number])`
+    1: N_(
         "The producer re-sends an order. Which key stops the second charge? "
         "(a) the SQS MessageId (b) a UUID the consumer makes (c) cobro:{pedido_id}"
     ),
-    2: (
+    2: N_(
         "A consumer dies holding EN_CURSO with no lock expiry. The order stays blocked until... "
         "(a) the visibility timeout (b) the record's TTL (c) the consumer restarts"
     ),
-    3: "Which of these deserves a retry? (a) 400 (b) 402 (c) 404 (d) 429",
-    4: "SDK 5 attempts, maxReceiveCount 4, workflow 4 attempts: calls to a dead gateway for one order? (a number)",
-    5: (
+    3: N_("Which of these deserves a retry? (a) 400 (b) 402 (c) 404 (d) 429"),
+    4: N_("SDK 5 attempts, maxReceiveCount 4, workflow 4 attempts: calls to a dead gateway for one order? (a number)"),
+    5: N_(
         "Class 210's rule of thumb is visibility >= per-message timeout x batch. With 25 s and a batch of 10, the "
         "smallest visibility timeout it allows, in seconds? (a number; with Lambda the rule that binds is visibility "
         ">= the function timeout, 6 x advised: notebook 18)"
     ),
-    6: "Inspecting a DLQ you should: (a) delete what you read (b) use a short visibility timeout and delete nothing",
+    6: N_(
+        "Inspecting a DLQ you should: (a) delete what you read (b) use a short visibility timeout and delete nothing"
+    ),
 }
 QUIZ_HASHES = {
     1: "40137a1fccae624f",

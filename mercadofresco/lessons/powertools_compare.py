@@ -24,6 +24,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAl
 
 from mercadofresco import world
 from mercadofresco.clock import Stopwatch, Task, VirtualClock, Waiter, together
+from mercadofresco.i18n import _
 from mercadofresco.lessons.keys_and_table import ORDER, empty_table, results
 from mercadofresco.models import gateway
 from mercadofresco.patterns import idempotency
@@ -103,7 +104,7 @@ def declined_then_duplicate(charge: Charge, provider: gateway.PaymentGateway) ->
     provider.declined_orders.add(ORDER.pedido_id)
     order = {"pedido_id": ORDER.pedido_id}
     outcomes = []
-    for _ in range(2):
+    for _delivery in range(2):
         try:
             charge(order=order)
             outcomes.append("charged")
@@ -149,7 +150,8 @@ def _state_left_by_the_race(aws: world.World) -> str:
     clave = idempotency.charge_key(ORDER.pedido_id)
     item = aws.dynamodb.get_item(TableName=aws.table_name, Key={"clave": {"S": clave}}).get("Item")
     if item is None:
-        raise ValueError(f"ours: no record {clave} in the table; run keys_and_table.parallel_duplicates first")
+        said = _("ours: no record {clave} in the table; run keys_and_table.parallel_duplicates first")
+        raise ValueError(said.format(clave=clave))
     return item["estado"]["S"]
 
 

@@ -23,19 +23,24 @@ from typing import Any, TypeVar
 
 from mercadofresco import world
 from mercadofresco.clock import VirtualClock
+from mercadofresco.i18n import _
 from mercadofresco.runtime.realtime import VIRTUAL
 
 Experiment = TypeVar("Experiment", bound=Callable[..., Any])
 
 
 def rehearsed(what: str) -> Callable[[Experiment], Experiment]:
-    """Mark `experiment(aws, clock, ...)` so that, with a real pace, it declares its real time before it starts."""
+    """Mark `experiment(aws, clock, ...)` so that, with a real pace, it declares its real time before it starts.
+
+    `what` names the experiment in the clock's refusal: marked with `N_` where it is written, said in the learner's
+    language when the experiment runs.
+    """
 
     def mark(experiment: Experiment) -> Experiment:
         @functools.wraps(experiment)
         def run(aws: world.World, clock: VirtualClock, *args: Any, **kwargs: Any) -> Any:
             if clock.real_time:
-                clock.need(virtual_span(experiment, clock, *args, **kwargs), what)
+                clock.need(virtual_span(experiment, clock, *args, **kwargs), _(what))
             return experiment(aws, clock, *args, **kwargs)
 
         return run  # type: ignore[return-value]

@@ -31,6 +31,7 @@ from typing import Any
 from mercadofresco import bus, orders, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import MercadoFrescoError, check_range
+from mercadofresco.i18n import N_, _
 from mercadofresco.lessons import keys_and_table, rehearsal
 from mercadofresco.models import gateway, lambda_poller
 from mercadofresco.patterns import idempotency, outbox
@@ -60,7 +61,8 @@ def charge_consumer(
 ) -> lambda_poller.Handler:
     """The charge consumer of `kind` (one of CONSUMERS), reading what the rule delivers."""
     if kind not in CONSUMERS:
-        raise ValueError(f"consumer must be one of {', '.join(CONSUMERS)}; got {kind!r}")
+        said = _("consumer must be one of {consumers}; got {consumer}")
+        raise ValueError(said.format(consumers=", ".join(CONSUMERS), consumer=repr(kind)))
     if kind == "no key":
         return from_the_bus(handlers.ChargeOrders(client))
     key_of = handlers.key_from_order if kind == "cobro:{pedido_id}" else event_id_key
@@ -83,7 +85,7 @@ def from_the_bus(consumer: lambda_poller.Handler) -> lambda_poller.Handler:
     return handler
 
 
-@rehearsal.rehearsed("the archive replay and the double deploy")
+@rehearsal.rehearsed(N_("the archive replay and the double deploy"))
 def replay_and_double_deploy(
     aws: world.World, clock: VirtualClock, consumer: str, order_count: int = 3
 ) -> dict[str, Any]:
@@ -167,7 +169,8 @@ def _replay(events: Any, archive_arn: str, bus_arn: str, start: dt.datetime, end
     )
     state = events.describe_replay(ReplayName=name)["State"]
     if state != "COMPLETED":  # real EventBridge takes minutes: this experiment would count too early
-        raise ReplayNotOverError(f"replay {name} is {state}; this experiment needs moto's synchronous replay")
+        said = _("replay {name} is {state}; this experiment needs moto's synchronous replay")
+        raise ReplayNotOverError(said.format(name=name, state=state))
 
 
 def _first_receives(poller: lambda_poller.Poller) -> int:

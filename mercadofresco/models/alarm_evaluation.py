@@ -22,6 +22,7 @@ from typing import Any
 
 from mercadofresco import alarms, queues, world
 from mercadofresco.alarms import AlarmNotDefinedError, AlarmRule, Evaluation
+from mercadofresco.i18n import _
 from mercadofresco.patterns import dlq
 from mercadofresco.patterns.breaker import OPENED_METRIC  # not breaker_store: that one imports redis (0.15 s)
 
@@ -30,7 +31,8 @@ def evaluate(cloudwatch: Any, sns: Any, rule: AlarmRule, value: float, now: dt.d
     """Compare `value` with the rule, set the alarm's state, and notify its action on a change."""
     found = cloudwatch.describe_alarms(AlarmNames=[rule.name])["MetricAlarms"]
     if not found:
-        raise AlarmNotDefinedError(f"no alarm named {rule.name!r}; call alarms.define first")
+        said = _("no alarm named {name}; call {define} first")
+        raise AlarmNotDefinedError(said.format(name=repr(rule.name), define="alarms.define"))
     before = found[0]["StateValue"]
     state = "ALARM" if rule.breached_by(value) else "OK"
     if state != before:

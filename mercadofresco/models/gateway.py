@@ -30,6 +30,7 @@ from enum import Enum
 
 from mercadofresco.clock import VirtualClock, Waiter
 from mercadofresco.errors import MercadoFrescoError, check_range
+from mercadofresco.i18n import _, number
 from mercadofresco.patterns import backoff, retry, retry_budget, retry_rules
 
 BASELINE_LATENCY_SECONDS = 0.240
@@ -58,7 +59,7 @@ class GatewayTimeoutError(GatewayError):
     outcome_unknown = True
 
     def __init__(self, waited_seconds: float) -> None:
-        super().__init__(f"no response after {waited_seconds:g} s (read timeout)")
+        super().__init__(_("no response after {seconds} s (read timeout)").format(seconds=number(waited_seconds, "g")))
         self.waited_seconds = waited_seconds
 
 
@@ -155,14 +156,16 @@ class PaymentGateway:
     def fail_next(self, fault: Fault, times: int = 1, retry_after_seconds: float = 5.0) -> None:
         """Make the next `times` calls fail with `fault`."""
         if not isinstance(fault, Fault):
-            raise TypeError(f"fault must be a gateway.Fault (e.g. gateway.Fault.RESPONSE_LOST), not {fault!r}")
+            said = _("fault must be a {kind} (e.g. {example}), not {value}")
+            raise TypeError(said.format(kind="gateway.Fault", example="gateway.Fault.RESPONSE_LOST", value=repr(fault)))
         check_range("times", times, 0, MAX_FAULTS)
         self._faults.extend([(fault, retry_after_seconds)] * times)
 
     def fail_every_call(self, fault: Fault, retry_after_seconds: float = 5.0) -> None:
         """Make every call fail with `fault` (after any planned by `fail_next`) until `recover()`."""
         if not isinstance(fault, Fault):
-            raise TypeError(f"fault must be a gateway.Fault (e.g. gateway.Fault.UNAVAILABLE), not {fault!r}")
+            said = _("fault must be a {kind} (e.g. {example}), not {value}")
+            raise TypeError(said.format(kind="gateway.Fault", example="gateway.Fault.UNAVAILABLE", value=repr(fault)))
         self._outage = (fault, retry_after_seconds)
 
     def recover(self) -> None:
@@ -193,7 +196,7 @@ class PaymentGateway:
             raise GatewayUnavailableError("503 Service Unavailable")
         if pedido_id in self.declined_orders:
             waiter.wait(min(latency, read_timeout_seconds))
-            raise CardDeclinedError(f"402 card declined for {pedido_id}")
+            raise CardDeclinedError(_("402 card declined for {pedido_id}").format(pedido_id=pedido_id))
 
         charge = self._charge_once(pedido_id, importe, idempotency_key, started)
         # The money is taken now; only the answer is slow, lost or late.
@@ -202,7 +205,7 @@ class PaymentGateway:
             raise GatewayTimeoutError(read_timeout_seconds)
         waiter.wait(latency)
         if fault is Fault.RESPONSE_LOST:
-            raise ResponseLostError(f"connection reset before the answer for {pedido_id}")
+            raise ResponseLostError(_("connection reset before the answer for {pedido_id}").format(pedido_id=pedido_id))
         return charge
 
     def _charge_once(self, pedido_id: str, importe: Decimal, key: str | None, at: dt.datetime) -> Charge:
@@ -226,10 +229,11 @@ class PaymentGateway:
 def _check_latency(latency: object) -> None:
     """Refuse what is not a LatencyProfile now: latency=150 would only fail later, inside a consumer."""
     if not isinstance(latency, LatencyProfile):
-        raise TypeError(
-            f"latency must be a LatencyProfile, not {type(latency).__name__} {latency!r}: use "
+        said = _(
+            "latency must be a LatencyProfile, not {type} {value}: use "
             "gateway.spike_at(start, minutes, latency_seconds) or gateway.LatencyProfile(baseline_seconds=...)"
         )
+        raise TypeError(said.format(type=type(latency).__name__, value=repr(latency)))
 
 
 def wrong_sdk_default(error: BaseException, idempotent: bool, now: dt.datetime | None = None) -> retry_rules.Decision:
@@ -278,12 +282,13 @@ class GatewayClient:
 
     def __post_init__(self) -> None:
         if self.read_timeout_seconds <= 0:
-            raise ValueError(f"read_timeout_seconds must be positive; got {self.read_timeout_seconds}")
+            said = _("{name} must be positive; got {value}")
+            raise ValueError(said.format(name="read_timeout_seconds", value=self.read_timeout_seconds))
         check_range("max_attempts", self.max_attempts, 1, 20)
         if self.policy is None:
             self.policy = retry.RetryPolicy(backoff.NoBackoff(), self.max_attempts, should_retry=wrong_sdk_default)
         elif self.max_attempts not in (1, self.policy.max_attempts):
-            raise ValueError("give max_attempts either to the client or to its policy, not two different values")
+            raise ValueError(_("give max_attempts either to the client or to its policy, not two different values"))
         self.max_attempts = self.policy.max_attempts
         self.retrier = retry.Retrier(self.policy, self.rng, self.budget)
 

@@ -44,6 +44,7 @@ from typing import Any
 from mercadofresco import orders, queues
 from mercadofresco.clock import ClockedEnvironment, Stopwatch, Task, VirtualClock
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import _
 
 TIMED_OUT, STOPPED = "function_timeout", "poller_stopped"  # how an invocation can be cut off
 DRAIN_CHECK_SECONDS = 60.0  # how often run_until_idle looks at the queue (an API call, unless moto is in this process)
@@ -58,7 +59,7 @@ class ConsumerCrash(BaseException):
     """
 
     def __init__(self, step: str) -> None:
-        super().__init__(f"consumer died at step {step!r}")
+        super().__init__(_("consumer died at step {step}").format(step=repr(step)))
         self.step = step
 
 
@@ -76,14 +77,12 @@ class PollerConfig:
     report_batch_item_failures: bool = True
 
     def __post_init__(self) -> None:
-        check_range("batch_size", self.batch_size, 1, 10, why="SQS's limit")
-        check_range("max_concurrency", self.max_concurrency, 2, 1000, why="Lambda's range")
+        check_range("batch_size", self.batch_size, 1, 10, why=_("SQS's limit"))
+        check_range("max_concurrency", self.max_concurrency, 2, 1000, why=_("Lambda's range"))
         check_range("function_timeout_seconds", self.function_timeout_seconds, 1, 900)
         if not 0 < self.idle_poll_seconds <= self.max_idle_poll_seconds <= 20:
-            raise ValueError(
-                "need 0 < idle_poll_seconds <= max_idle_poll_seconds <= 20; "
-                f"got {self.idle_poll_seconds} and {self.max_idle_poll_seconds}"
-            )
+            said = _("need 0 < idle_poll_seconds <= max_idle_poll_seconds <= 20; got {first} and {second}")
+            raise ValueError(said.format(first=self.idle_poll_seconds, second=self.max_idle_poll_seconds))
 
 
 class CrashPlan:
@@ -94,7 +93,8 @@ class CrashPlan:
     ) -> None:
         unknown = set(crashes or {}) - set(STEPS)
         if unknown:
-            raise ValueError(f"unknown step(s) {sorted(unknown)}; steps are {', '.join(STEPS)}")
+            said = _("unknown step(s) {steps}; steps are {choices}")
+            raise ValueError(said.format(steps=sorted(unknown), choices=", ".join(STEPS)))
         check_range("probability", probability, 0.0, 1.0)
         self.crashes_left = dict(crashes or {})
         self.probability = probability

@@ -23,6 +23,7 @@ from typing import Any
 from mercadofresco import queues
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import ngettext
 
 MAX_RATE = 500  # SQS's limit for MaxNumberOfMessagesPerSecond
 MOVE_VISIBILITY_SECONDS = 30
@@ -110,9 +111,19 @@ def start_message_move_task(
 def _failure_reason(task: MoveTask) -> str | None:
     problems = []
     if task.failed_sends:
-        problems.append(f"{len(task.failed_sends)} message(s) could not be sent and stay in the DLQ")
+        said = ngettext(
+            "{count} message(s) could not be sent and stay in the DLQ",
+            "{count} message(s) could not be sent and stay in the DLQ",
+            len(task.failed_sends),
+        )
+        problems.append(said.format(count=len(task.failed_sends)))
     if task.not_found:
-        problems.append(f"{len(task.not_found)} chosen message(s) not found in the DLQ")
+        said = ngettext(
+            "{count} chosen message(s) not found in the DLQ",
+            "{count} chosen message(s) not found in the DLQ",
+            len(task.not_found),
+        )
+        problems.append(said.format(count=len(task.not_found)))
     return "; ".join(problems) or None
 
 

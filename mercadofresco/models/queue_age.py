@@ -18,6 +18,7 @@ import datetime as dt
 from typing import Any
 
 from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.i18n import _
 from mercadofresco.runtime import endpoints, moto_speedups
 
 
@@ -34,9 +35,10 @@ def age_of_oldest_message(sqs: Any, queue_url: str, now: dt.datetime) -> float:
     if queue is None:
         account, name = queue_url.rstrip("/").split("/")[-2:]
         region = sqs.meta.region_name
-        raise QueueAgeError(
-            f"no queue {name!r} in this process's moto (account {account}, region {region}): the age model reads "
+        said = _(
+            "no queue {name} in this process's moto (account {account}, region {region}): the age model reads "
             'the in-process mock, so it works in mode "memory" only'
         )
+        raise QueueAgeError(said.format(name=repr(name), account=account, region=region))
     sent_ms = [message.sent_timestamp for message in queue._messages]
     return max(0.0, now.timestamp() - min(sent_ms) / 1000) if sent_ms else 0.0

@@ -32,6 +32,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from mercadofresco.i18n import _
+
 RETENTION_SECONDS = 24 * 3600  # DynamoDB Streams keeps a record for 24 hours
 BUS_BATCH = 10  # an event bus target takes at most 10 events a call
 
@@ -109,14 +111,14 @@ class StreamPipe:
                 published += len(entries)
                 if die_after_publish:
                     self.read = []  # a poller that dies forgets what it read: the next one starts at the checkpoint
-                    raise PipeDied("published, checkpoint not moved")  # the next poll sends this batch again
+                    raise PipeDied(_("published, checkpoint not moved"))  # the next poll sends this batch again
             self.checkpoint = int(batch[-1]["dynamodb"]["SequenceNumber"])
             self.behind = records[start + size :]
         return published
 
     def _deliver(self, entries: list[dict[str, Any]], limit: int) -> bool:
         """put_events, retried up to `limit` times at once (no backoff modelled); a retry sends the refused entries."""
-        for _ in range(1 + max(limit, 0)):
+        for _attempt in range(1 + max(limit, 0)):
             try:
                 answer = self.events.put_events(Entries=entries)
             except ClientError:

@@ -11,19 +11,20 @@ import random
 from dataclasses import dataclass
 
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import _
 
 MAX_WAIT_SECONDS = 3_600.0
 
 
 # -- backoff strategies -----------------------------------------------------------
 def _check_base_cap(base: float, cap: float) -> None:
-    check_range("base", base, 0, MAX_WAIT_SECONDS, why="seconds", low_excluded=True)
-    check_range("cap", cap, base, MAX_WAIT_SECONDS, why="seconds; at least base")
+    check_range("base", base, 0, MAX_WAIT_SECONDS, why=_("seconds"), low_excluded=True)
+    check_range("cap", cap, base, MAX_WAIT_SECONDS, why=_("seconds; at least base"))
 
 
 def _exponential(base: float, cap: float, attempt: int) -> float:
     if attempt < 1:
-        raise ValueError(f"attempt counts failures so far and starts at 1; got {attempt}")
+        raise ValueError(_("attempt counts failures so far and starts at 1; got {attempt}").format(attempt=attempt))
     return min(cap, base * 2.0 ** min(attempt, 60))  # 2**60 already dwarfs any cap
 
 
@@ -95,7 +96,7 @@ class DecorrelatedJitter:
     def wait(self, attempt: int, rng: random.Random, previous: float = 0.0) -> float:
         """Seconds to wait, given the `previous` wait (0 before the first retry counts as `base`)."""
         if attempt < 1:
-            raise ValueError(f"attempt counts failures so far and starts at 1; got {attempt}")
+            raise ValueError(_("attempt counts failures so far and starts at 1; got {attempt}").format(attempt=attempt))
         return min(self.cap, rng.uniform(self.base, 3 * max(previous, self.base)))
 
 
@@ -114,5 +115,6 @@ STRATEGIES = {
 def strategy(name: str, base: float = 0.1, cap: float = 20.0) -> Backoff:
     """A strategy by name: none, exponential, full, equal or decorrelated."""
     if name not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}; got {name!r}")
+        said = _("{name} must be one of {choices}; got {value}")
+        raise ValueError(said.format(name="strategy", choices=", ".join(STRATEGIES), value=repr(name)))
     return NoBackoff() if name == "none" else STRATEGIES[name](base=base, cap=cap)

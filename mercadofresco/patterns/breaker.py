@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 
 from mercadofresco.errors import MercadoFrescoError, check_range
+from mercadofresco.i18n import _, number
 
 OPENED_METRIC = "CircuitBreakerOpened"  # the CloudWatch metric an opening publishes (models.alarm_evaluation)
 
@@ -42,7 +43,8 @@ class CircuitOpenError(MercadoFrescoError):
     """The breaker is open: the call was not made. `retry_after_seconds` says when to try again."""
 
     def __init__(self, name: str, retry_after_seconds: float) -> None:
-        super().__init__(f"circuit {name!r} is open; try again in {retry_after_seconds:.0f} s")
+        said = _("circuit {name} is open; try again in {seconds} s")
+        super().__init__(said.format(name=repr(name), seconds=number(retry_after_seconds, ".0f")))
         self.name = name
         self.retry_after_seconds = retry_after_seconds
 
@@ -62,7 +64,7 @@ class BreakerPolicy:
         check_range("open_seconds", self.open_seconds, 0, 86_400, low_excluded=True)
         check_range("half_open_max_calls", self.half_open_max_calls, 1, 1_000)
         if self.failure_rate is not None:
-            check_range("failure_rate", self.failure_rate, 0, 1, why="or None: no rate", low_excluded=True)
+            check_range("failure_rate", self.failure_rate, 0, 1, why=_("or None: no rate"), low_excluded=True)
         check_range("window_calls", self.window_calls, 1, 10_000)
 
 

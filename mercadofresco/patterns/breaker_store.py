@@ -31,6 +31,7 @@ from redis.retry import Retry
 
 from mercadofresco.clock import MADRID
 from mercadofresco.errors import MercadoFrescoError, check_range
+from mercadofresco.i18n import _
 from mercadofresco.patterns.breaker import (
     BreakerPolicy,
     BreakerState,
@@ -125,7 +126,10 @@ class SharedBreaker:
         forget_after_seconds: int = 3_600,
     ) -> None:
         if if_store_fails not in IF_STORE_FAILS:
-            raise ValueError(f"if_store_fails must be one of {', '.join(IF_STORE_FAILS)}; got {if_store_fails!r}")
+            said = _("{name} must be one of {choices}; got {value}")
+            raise ValueError(
+                said.format(name="if_store_fails", choices=", ".join(IF_STORE_FAILS), value=repr(if_store_fails))
+            )
         check_range("forget_after_seconds", forget_after_seconds, 60, 7 * 86_400)
         self.store = store
         self.policy = policy or BreakerPolicy()
@@ -170,14 +174,14 @@ class SharedBreaker:
         try:
             return decode(self.store.hgetall(self.key))
         except redis.RedisError as exc:
-            raise BreakerStoreError(f"could not read {self.key}: {exc}") from exc
+            raise BreakerStoreError(_("could not read {key}: {error}").format(key=self.key, error=exc)) from exc
 
     def reset(self) -> None:
         """Forget the record: the breaker is closed for everyone."""
         try:
             self.store.delete(self.key)
         except redis.RedisError as exc:
-            raise BreakerStoreError(f"could not delete {self.key}: {exc}") from exc
+            raise BreakerStoreError(_("could not delete {key}: {error}").format(key=self.key, error=exc)) from exc
 
     def _record(self, step: Callable[[BreakerState], tuple[BreakerState, bool]], now: float) -> None:
         try:
@@ -193,7 +197,7 @@ class SharedBreaker:
         new, answer = step(seen)
         if new == seen:  # a decision that changes nothing (an open breaker refusing): no transaction needed
             return answer
-        for _ in range(MAX_WRITE_ATTEMPTS):
+        for _attempt in range(MAX_WRITE_ATTEMPTS):
             try:
                 with self.store.pipeline() as pipe:
                     pipe.watch(self.key)
@@ -209,10 +213,11 @@ class SharedBreaker:
             except redis.WatchError:
                 continue  # another consumer committed first: decide again on what it wrote
             except redis.RedisError as exc:
-                raise BreakerStoreError(f"could not update {self.key}: {exc}") from exc
+                raise BreakerStoreError(_("could not update {key}: {error}").format(key=self.key, error=exc)) from exc
             self._observe(old, new, now)
             return answer
-        raise BreakerContentionError(f"{self.key} changed under us {MAX_WRITE_ATTEMPTS} times in a row")
+        said = _("{key} changed under us {count} times in a row")
+        raise BreakerContentionError(said.format(key=self.key, count=MAX_WRITE_ATTEMPTS))
 
     def _observe(self, old: BreakerState, new: BreakerState, now: float) -> None:
         seen = current(old, self.policy, now)  # a stored OPEN whose time is up was already HALF_OPEN

@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mercadofresco.errors import MercadoFrescoError, check_range
+from mercadofresco.i18n import _, number
 
 DAY = 86_400
 LAMBDA_VISIBILITY_FACTOR = 6  # AWS: visibility timeout at least six times the function timeout
@@ -96,17 +97,30 @@ def check(settings: ConsumerSettings) -> list[Finding]:
         Finding(
             "visibility >= timeout x batch",
             s.visibility_timeout_seconds >= worst,
-            f"visibility {s.visibility_timeout_seconds:g} s vs {s.timeout_seconds:g} s x {s.batch_size} = {worst:g} s",
+            _("visibility {visibility} s vs {timeout} s x {batch} = {worst} s").format(
+                visibility=number(s.visibility_timeout_seconds, "g"),
+                timeout=number(s.timeout_seconds, "g"),
+                batch=s.batch_size,
+                worst=number(worst, "g"),
+            ),
         ),
         Finding(
             "visibility >= 6 x timeout",
             s.visibility_timeout_seconds >= advised,
-            f"visibility {s.visibility_timeout_seconds:g} s vs 6 x {s.timeout_seconds:g} s = {advised:g} s",
+            _("visibility {visibility} s vs 6 x {timeout} s = {advised} s").format(
+                visibility=number(s.visibility_timeout_seconds, "g"),
+                timeout=number(s.timeout_seconds, "g"),
+                advised=number(advised, "g"),
+            ),
         ),
         Finding(
             "partial batch response",
             s.batch_size == 1 or s.partial_batch_response,
-            f"batch of {s.batch_size}, batchItemFailures {'on' if s.partial_batch_response else 'off'}",
+            (
+                _("batch of {batch}, batchItemFailures on")
+                if s.partial_batch_response
+                else _("batch of {batch}, batchItemFailures off")
+            ).format(batch=s.batch_size),
         ),
         Finding(
             "3 <= maxReceiveCount <= 5",
@@ -119,9 +133,11 @@ def check(settings: ConsumerSettings) -> list[Finding]:
         Finding(
             "long polling",
             wait is None or wait >= 1,
-            "Lambda's event source mapping long-polls by itself"
+            _("Lambda's event source mapping long-polls by itself")
             if wait is None
-            else f"receives wait {wait:g} s" + (" (short polling)" if wait < 1 else ""),
+            else (_("receives wait {wait} s (short polling)") if wait < 1 else _("receives wait {wait} s")).format(
+                wait=number(wait, "g")
+            ),
         )
     )
     if s.idempotency_ttl_seconds is not None:
@@ -129,7 +145,10 @@ def check(settings: ConsumerSettings) -> list[Finding]:
             Finding(
                 "key TTL > DLQ retention",
                 s.idempotency_ttl_seconds > s.dlq_retention_seconds,
-                f"key lives {s.idempotency_ttl_seconds / DAY:g} d vs DLQ retention {s.dlq_retention_seconds / DAY:g} d",
+                _("key lives {ttl} d vs DLQ retention {retention} d").format(
+                    ttl=number(s.idempotency_ttl_seconds / DAY, "g"),
+                    retention=number(s.dlq_retention_seconds / DAY, "g"),
+                ),
             )
         )
     return findings

@@ -30,6 +30,7 @@ from typing import Any
 
 from mercadofresco import alarms, names, orders
 from mercadofresco.errors import MercadoFrescoError, check_range
+from mercadofresco.i18n import _, ngettext
 
 INSPECT_VISIBILITY_SECONDS = 5
 BURST_WINDOW_SECONDS = 3 * 3_600  # a burst: nine in ten messages inside three hours
@@ -182,7 +183,7 @@ def inspect(
 def time_shape(samples: list[Sample]) -> TimeShape:
     """A burst if nine in ten messages fall inside three hours, else a trickle."""
     if not samples:
-        raise ValueError("samples must not be empty: inspect the DLQ first")
+        raise ValueError(_("samples must not be empty: inspect the DLQ first"))
     times = sorted(s.sent_at.timestamp() for s in samples)
     needed = max(1, int(BURST_SHARE * len(times) + 0.999))
     tightest = min(times[i + needed - 1] - times[i] for i in range(len(times) - needed + 1))
@@ -192,7 +193,7 @@ def time_shape(samples: list[Sample]) -> TimeShape:
 def classify(samples: list[Sample]) -> Classification:
     """Poison, transient or data: the time shape is a clue, the content (and a kept reason) the proof."""
     if not samples:
-        raise ValueError("samples must not be empty: inspect the DLQ first")
+        raise ValueError(_("samples must not be empty: inspect the DLQ first"))
     kinds = Counter(s.problem_kind for s in samples if s.problem_kind)
     if kinds["schema"] >= kinds["value"] and kinds["schema"]:
         kind = FailureKind.POISON
@@ -237,7 +238,7 @@ def discard(
 ) -> list[dict[str, Any]]:
     """Delete the given messages from the DLQ on purpose; return one record per message (who, when, why, body)."""
     if not who.strip() or len(why.strip()) < 10:
-        raise DiscardRefusedError("a discard needs who and a reason of at least 10 characters")
+        raise DiscardRefusedError(_("a discard needs who and a reason of at least {count} characters").format(count=10))
     records, wanted = [], set(message_ids)
     while wanted:
         batch = sqs.receive_message(
@@ -254,5 +255,10 @@ def discard(
                     | {"cuerpo": message["Body"]}
                 )
     if wanted:
-        raise DiscardRefusedError(f"{len(wanted)} message(s) not found in the DLQ; {len(records)} discarded")
+        said = ngettext(
+            "{count} message(s) not found in the DLQ; {discarded} discarded",
+            "{count} message(s) not found in the DLQ; {discarded} discarded",
+            len(wanted),
+        )
+        raise DiscardRefusedError(said.format(count=len(wanted), discarded=len(records)))
     return records

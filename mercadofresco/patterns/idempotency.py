@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.i18n import _
 from mercadofresco.names import IDEMPOTENCY_TABLE
 
 if TYPE_CHECKING:  # only for the hint: importing the pattern does not import the clock's moto and boto3
@@ -85,7 +86,7 @@ class AlreadyInProgressError(IdempotencyError):
     """Another consumer holds the key (EN_CURSO, lock not expired): back off and try later."""
 
     def __init__(self, clave: str, caduca_bloqueo: int) -> None:
-        super().__init__(f"{clave} is EN_CURSO until {caduca_bloqueo}")
+        super().__init__(_("{key} is EN_CURSO until {until}").format(key=clave, until=caduca_bloqueo))
         self.clave = clave
         self.caduca_bloqueo = caduca_bloqueo
 
@@ -94,7 +95,7 @@ class AlreadyFailedError(IdempotencyError):
     """The operation failed permanently before (FALLIDO): retrying will not change it."""
 
     def __init__(self, clave: str, resultado: dict[str, Any] | None) -> None:
-        super().__init__(f"{clave} is FALLIDO: {resultado}")
+        super().__init__(_("{key} is FALLIDO: {result}").format(key=clave, result=resultado))
         self.clave = clave
         self.resultado = resultado
 
@@ -116,9 +117,8 @@ class IdempotencyStore:
         lock_seconds: int = DEFAULT_LOCK_SECONDS,
     ) -> None:
         if not 1 <= lock_seconds < ttl_seconds:
-            raise ValueError(
-                f"lock_seconds must be at least 1 and below ttl_seconds ({ttl_seconds}); got {lock_seconds}"
-            )
+            said = _("lock_seconds must be at least 1 and below ttl_seconds ({ttl}); got {value}")
+            raise ValueError(said.format(ttl=ttl_seconds, value=lock_seconds))
         self.dynamodb = dynamodb
         self.clock = clock
         self.table_name = table_name
@@ -183,7 +183,9 @@ class IdempotencyStore:
         try:
             self.dynamodb.put_item(TableName=self.table_name, Item=item)
         except ClientError as exc:
-            raise StoreError(f"save {estado.value} for {clave}: {exc}") from exc
+            raise StoreError(
+                _("save {state} for {key}: {error}").format(state=estado.value, key=clave, error=exc)
+            ) from exc
 
     def _get_item(self, clave: str) -> dict[str, Any]:
         try:

@@ -28,6 +28,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.i18n import _, ngettext
 
 STOCK_TABLE = "mercadofresco-stock"
 SKU_GROUPS = 3_400  # MercadoFresco's skus, so its stock queue's message groups
@@ -58,7 +59,8 @@ class Operation:
         if self.kind is Kind.ABSOLUTE:
             return f"stock = {self.amount}"
         sign = "+" if self.amount >= 0 else "−"
-        return f"{sign}{abs(self.amount)} unit{'s' if abs(self.amount) != 1 else ''}"
+        units = abs(self.amount)
+        return ngettext("{sign}{count} unit", "{sign}{count} units", units).format(sign=sign, count=units)
 
     def apply(self, value: int) -> int:
         """The value after this operation."""
@@ -94,13 +96,14 @@ def three_questions(first: Operation, second: Operation, value: int = 10) -> Ans
     backwards = first.apply(second.apply(value))
     changes = same_data and forwards != backwards
     if not same_data:
-        reason = "different data: nothing to order between them"
+        reason = _("different data: nothing to order between them")
     elif not changes and kinds == (Kind.RELATIVE, Kind.RELATIVE):
-        reason = f"relative on the same data: {forwards} either way, they commute"
+        reason = _("relative on the same data: {result} either way, they commute").format(result=forwards)
     elif not changes:
-        reason = f"{forwards} either way: the same value set twice"
+        reason = _("{result} either way: the same value set twice").format(result=forwards)
     else:
-        reason = f"one order gives {forwards}, the other {backwards}: order it, or version it"
+        said = _("one order gives {forwards}, the other {backwards}: order it, or version it")
+        reason = said.format(forwards=forwards, backwards=backwards)
     return Answer(same_data, kinds, changes, needs_order=changes, reason=reason)
 
 
@@ -117,10 +120,12 @@ def message_group_id(event: dict[str, Any]) -> str:
     """The MessageGroupId for an event: its sku for stock, its pedido_id for an order's life cycle."""
     kind = event.get("tipo")
     if kind not in GROUP_KEYS:
-        raise UnknownEventError(f"tipo must be one of {', '.join(GROUP_KEYS)}; got {kind!r}")
+        said = _("{name} must be one of {choices}; got {value}")
+        raise UnknownEventError(said.format(name="tipo", choices=", ".join(GROUP_KEYS), value=repr(kind)))
     field = GROUP_KEYS[kind]
     if not event.get(field):
-        raise UnknownEventError(f"a {kind} event needs {field!r} for its MessageGroupId")
+        said = _("a {kind} event needs {field} for its MessageGroupId")
+        raise UnknownEventError(said.format(kind=kind, field=repr(field)))
     return str(event[field])
 
 

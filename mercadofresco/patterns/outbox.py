@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from mercadofresco import alarms, names
 from mercadofresco.errors import MercadoFrescoError, check_range
+from mercadofresco.i18n import _
 from mercadofresco.orders import Order
 from mercadofresco.patterns import idempotency
 
@@ -193,7 +194,8 @@ class EventBusSink:
             entries = [self.entry(row) for row in rows[start : start + ENTRIES_PER_CALL]]
             failed = self.events.put_events(Entries=entries).get("FailedEntryCount", 0)
             if failed:
-                raise PublishError(f"{failed} of {len(entries)} events refused by {self.bus_name}")
+                said = _("{failed} of {count} events refused by {bus}")
+                raise PublishError(said.format(failed=failed, count=len(entries), bus=self.bus_name))
 
     def entry(self, row: OutboxRow) -> dict[str, Any]:
         detail = {**row.payload, "outbox_id": row.id}
@@ -218,7 +220,8 @@ class QueueSink:
             entries = [self.entry(row) for row in rows[start : start + ENTRIES_PER_CALL]]
             failed = self.sqs.send_message_batch(QueueUrl=self.queue_url, Entries=entries).get("Failed", [])
             if failed:
-                raise PublishError(f"{len(failed)} of {len(entries)} messages refused: {failed[0].get('Code')}")
+                said = _("{failed} of {count} messages refused: {code}")
+                raise PublishError(said.format(failed=len(failed), count=len(entries), code=failed[0].get("Code")))
 
     def entry(self, row: OutboxRow) -> dict[str, Any]:
         entry: dict[str, Any] = {
@@ -239,7 +242,7 @@ class Publisher:
 
     def __init__(self, conn: Any, sink: Sink, policy: PublisherPolicy = PublisherPolicy()) -> None:
         if getattr(conn, "autocommit", False):  # the claim's locks must last until finish() commits
-            raise OutboxError("the publisher needs a connection that is not in autocommit mode")
+            raise OutboxError(_("the publisher needs a connection that is not in autocommit mode"))
         self.conn = conn
         self.sink = sink
         self.policy = policy

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import _
 
 WORST_CASE_LIMIT = 15  # the lesson: more attempts than this on one dependency means something is wrong
 
@@ -19,7 +20,7 @@ class Layer:
     attempts: int
 
     def __post_init__(self) -> None:
-        check_range(f"attempts of layer {self.name!r}", self.attempts, 1, 100)
+        check_range(_("attempts of layer {name}").format(name=repr(self.name)), self.attempts, 1, 100)
 
 
 LESSON_LAYERS = (Layer("SDK max_attempts", 5), Layer("SQS maxReceiveCount", 4), Layer("Step Functions Retry", 4))
@@ -30,7 +31,11 @@ def worst_case(layers: Sequence[Layer], orders: int = 1) -> dict[str, object]:
     check_range("orders", orders, 1, 10_000_000)
     per_order = math.prod(layer.attempts for layer in layers)
     formula = " × ".join(str(layer.attempts) for layer in layers)
-    warning = f"{per_order} > {WORST_CASE_LIMIT}: one layer should be in charge" if per_order > WORST_CASE_LIMIT else ""
+    warning = (
+        _("{calls} > {limit}: one layer should be in charge").format(calls=per_order, limit=WORST_CASE_LIMIT)
+        if per_order > WORST_CASE_LIMIT
+        else ""
+    )
     return {
         "formula": formula,
         "per_order": per_order,

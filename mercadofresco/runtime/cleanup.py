@@ -24,6 +24,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.i18n import _
 
 TAG_KEY = "mercadofresco-workbook"
 KMS_DELETION_DAYS = 7
@@ -88,12 +89,18 @@ def delete(client: Callable[[str], Any], resources: list[tuple[str, str]]) -> li
     for kind, ident in reversed(resources):
         try:
             _delete_one(client, kind, ident)
-            done = f"scheduled {kind} {ident} for deletion in {KMS_DELETION_DAYS} days" if kind == "key" else None
-            lines.append(done or f"deleted {kind} {ident}")
+            done = (
+                _("scheduled {kind} {resource} for deletion in {days} days").format(
+                    kind=kind, resource=ident, days=KMS_DELETION_DAYS
+                )
+                if kind == "key"
+                else None
+            )
+            lines.append(done or _("deleted {kind} {resource}").format(kind=kind, resource=ident))
         except ClientError as exc:
             if exc.response["Error"]["Code"] not in GONE:
                 raise
-            lines.append(f"already gone: {kind} {ident}")
+            lines.append(_("already gone: {kind} {resource}").format(kind=kind, resource=ident))
     return lines
 
 
@@ -136,20 +143,21 @@ def refuse_names_in_use(clients: dict[str, Any], queue_names: tuple[str, ...], t
         except ClientError:
             continue
         if TAG_KEY not in sqs.list_queue_tags(QueueUrl=url).get("Tags", {}):
-            raise NameInUseError(_in_use(f"queue {name}"))
+            raise NameInUseError(_in_use(_("queue {name}").format(name=name)))
     try:
         arn = dynamodb.describe_table(TableName=table_name)["Table"]["TableArn"]
     except ClientError:
         return
     if not any(tag["Key"] == TAG_KEY for tag in dynamodb.list_tags_of_resource(ResourceArn=arn).get("Tags", [])):
-        raise NameInUseError(_in_use(f"table {table_name}"))
+        raise NameInUseError(_in_use(_("table {name}").format(name=table_name)))
 
 
 def _in_use(what: str) -> str:
-    return (
-        f"your account already has a {what} that the workbook did not create (no {TAG_KEY} tag); "
+    said = _(
+        "your account already has a {what} that the workbook did not create (no {tag} tag); "
         "the workbook would change and delete it. Nothing was created. Use another region or account."
     )
+    return said.format(what=what, tag=TAG_KEY)
 
 
 def find_tagged(client: Callable[[str], Any], run_id: str | None = None) -> list[tuple[str, str]]:

@@ -13,12 +13,16 @@ from typing import Any
 from botocore.exceptions import BotoCoreError
 
 from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.i18n import _
 from mercadofresco.runtime import cleanup, endpoints, settings
 
 
 def main(argv: list[str] | None = None) -> int:
     """The cleanup command: list (or, with --yes, delete) what the workbook left in an endpoint or in AWS."""
-    parser = argparse.ArgumentParser(prog="python -m mercadofresco.runtime.cleanup_cli", description=main.__doc__)
+    description = _(
+        "The cleanup command: list (or, with --yes, delete) what the workbook left in an endpoint or in AWS."
+    )
+    parser = argparse.ArgumentParser(prog="python -m mercadofresco.runtime.cleanup_cli", description=description)
     env = settings.read()
     env_mode = env.mode
     parser.add_argument(
@@ -26,16 +30,18 @@ def main(argv: list[str] | None = None) -> int:
         choices=("endpoint", "aws"),
         default=env_mode if env_mode in ("endpoint", "aws") else None,
         required=env_mode not in ("endpoint", "aws"),
-        help="default: MERCADOFRESCO_MODE",
+        help=_("default: {variable}").format(variable="MERCADOFRESCO_MODE"),
     )
     parser.add_argument(
         "--endpoint-url",
         default=env.endpoint_url,
-        help="for --mode endpoint, e.g. http://127.0.0.1:5000 (default: MERCADOFRESCO_ENDPOINT_URL)",
+        help=_("for --mode endpoint, e.g. {example} (default: {variable})").format(
+            example="http://127.0.0.1:5000", variable="MERCADOFRESCO_ENDPOINT_URL"
+        ),
     )
     parser.add_argument("--region", default=settings.REGION)
-    parser.add_argument("--run", help="only this run id (default: every run's resources)")
-    parser.add_argument("--yes", action="store_true", help="delete; without it, only list")
+    parser.add_argument("--run", help=_("only this run id (default: every run's resources)"))
+    parser.add_argument("--yes", action="store_true", help=_("delete; without it, only list"))
     args = parser.parse_args(argv)
     try:
         config = settings.EndpointConfig(
@@ -52,13 +58,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         found = cleanup.find_tagged(client, args.run)
     except (BotoCoreError, ValueError) as exc:  # the endpoint is down, or not a URL
-        parser.error(f"could not reach {args.endpoint_url or 'AWS'}: {exc}")
+        parser.error(_("could not reach {where}: {error}").format(where=args.endpoint_url or "AWS", error=exc))
     if not found:
-        print(f"nothing tagged {cleanup.TAG_KEY} in {config.region}")
+        print(_("nothing tagged {tag} in {region}").format(tag=cleanup.TAG_KEY, region=config.region))
         return 0
     if not args.yes:
-        print("\n".join(f"would delete {kind} {ident}" for kind, ident in found))
-        print("run again with --yes to delete them")
+        print("\n".join(_("would delete {kind} {resource}").format(kind=kind, resource=ident) for kind, ident in found))
+        print(_("run again with {flag} to delete them").format(flag="--yes"))
         return 0
     print("\n".join(cleanup.delete(client, found)))
     return 0

@@ -42,6 +42,7 @@ import psycopg
 from psycopg import sql
 
 from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.i18n import _
 from mercadofresco.runtime import settings
 
 DATABASE_URL_ENV = settings.DATABASE_URL
@@ -85,7 +86,8 @@ class Database:
         self, url: str, schema: str, server: Any = None, directory: Path | None = None, watcher: Any = None
     ) -> None:
         if not SCHEMA_NAME.match(schema):
-            raise DatabaseConfigError(f"schema must be a lowercase SQL name like {DEFAULT_SCHEMA!r}; got {schema!r}")
+            said = _("{name} must be a lowercase SQL name like {example}; got {value}")
+            raise DatabaseConfigError(said.format(name="schema", example=repr(DEFAULT_SCHEMA), value=repr(schema)))
         self.url = url
         self.schema = schema
         self.embedded = server is not None
@@ -103,7 +105,7 @@ class Database:
                 options=f"-c search_path={self.schema}",
             )
         except psycopg.Error as exc:
-            raise DatabaseError(f"cannot connect to {_where(self)}: {exc}") from exc
+            raise DatabaseError(_("cannot connect to {where}: {error}").format(where=_where(self), error=exc)) from exc
 
     @property
     def directory(self) -> Path | None:
@@ -145,7 +147,7 @@ class Database:
 
 
 def _where(db: Database) -> str:
-    return "the embedded PostgreSQL server" if db.embedded else f"{DATABASE_URL_ENV}={_safe(db.url)}"
+    return _("the embedded PostgreSQL server") if db.embedded else f"{DATABASE_URL_ENV}={_safe(db.url)}"
 
 
 def _safe(url: str) -> str:
@@ -160,9 +162,15 @@ def check_url(url: str) -> None:
     """Raise DatabaseConfigError, naming MERCADOFRESCO_DATABASE_URL, unless `url` looks like postgresql://…"""
     parsed = urlparse(url)
     if parsed.scheme not in SCHEMES or not (parsed.hostname or "host=" in parsed.query):
+        said = _(
+            "{variable} must be a PostgreSQL URL such as {example}; got {value}. Unset it to use the embedded server."
+        )
         raise DatabaseConfigError(
-            f"{DATABASE_URL_ENV} must be a PostgreSQL URL such as postgresql://user:password@host:5432/dbname; "
-            f"got {_safe(url)!r}. Unset it to use the embedded server."
+            said.format(
+                variable=DATABASE_URL_ENV,
+                example="postgresql://user:password@host:5432/dbname",
+                value=repr(_safe(url)),
+            )
         )
 
 
@@ -177,10 +185,13 @@ def start(url: str | None = None, schema: str = DEFAULT_SCHEMA) -> Database:
     except psycopg.Error as exc:
         db.close()
         if db.embedded:
-            raise DatabaseError(f"the embedded PostgreSQL server does not answer: {exc}") from exc
+            raise DatabaseError(_("the embedded PostgreSQL server does not answer: {error}").format(error=exc)) from exc
+        said = _("cannot reach the PostgreSQL server of {variable}={url}: {error}")
+        fix = _("Fix or unset {variable} (unset, the workbook starts an embedded server).")
         raise DatabaseConfigError(
-            f"cannot reach the PostgreSQL server of {DATABASE_URL_ENV}={_safe(url or '')!r}: {exc}".strip()
-            + f" Fix or unset {DATABASE_URL_ENV} (unset, the workbook starts an embedded server)."
+            said.format(variable=DATABASE_URL_ENV, url=repr(_safe(url or "")), error=exc).strip()
+            + " "
+            + fix.format(variable=DATABASE_URL_ENV)
         ) from exc
     except BaseException:
         db.close()
@@ -215,10 +226,12 @@ def _check_room(folder: str) -> None:
     """Refuse, with what it needs, a folder too full for a server's files (initdb would fail halfway)."""
     free = shutil.disk_usage(folder).free >> 20
     if free < DATA_DIR_MB:
+        said = _(
+            "the embedded PostgreSQL server needs about {needed} MB free for its files, and {folder} has {free} MB. "
+            "Free some space there, point {tmpdir} at a folder with room, or set {variable} to a server of your own."
+        )
         raise DatabaseError(
-            f"the embedded PostgreSQL server needs about {DATA_DIR_MB} MB free for its files, and {folder} has"
-            f" {free} MB. Free some space there, point TMPDIR at a folder with room, or set {DATABASE_URL_ENV}"
-            " to a server of your own."
+            said.format(needed=DATA_DIR_MB, folder=folder, free=free, tmpdir="TMPDIR", variable=DATABASE_URL_ENV)
         )
 
 
@@ -276,6 +289,7 @@ def _start_embedded(schema: str) -> Database:
         if server is not None:
             server.cleanup()
         shutil.rmtree(directory, ignore_errors=True)
-        raise DatabaseError(f"could not start the embedded PostgreSQL server in {directory}: {exc}") from exc
+        said = _("could not start the embedded PostgreSQL server in {folder}: {error}")
+        raise DatabaseError(said.format(folder=directory, error=exc)) from exc
     atexit.register(db.close)  # runs before pgserver's own handler: stop, then delete the directory
     return db

@@ -31,6 +31,8 @@ from pathlib import Path
 
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from mercadofresco.i18n import _
+
 PORT = 5432
 PROTOCOL_3 = 196608
 SSL_REQUEST, GSSENC_REQUEST, CANCEL_REQUEST = 80877103, 80877104, 80877102
@@ -107,7 +109,7 @@ class Relay:
     def _accept(self, listener: socket.socket) -> None:
         while True:
             try:
-                client, _ = listener.accept()
+                client, _address = listener.accept()
             except OSError:
                 return  # closed
             if not self._open.acquire(blocking=False):  # a thread each: never more than `sessions` of them
@@ -123,7 +125,7 @@ class Relay:
             why, startup = self._startup(client)
             client.settimeout(None)
             if not why and self.dead:
-                why = "the process that held this connection has died; a new one starts with the next call"
+                why = _("the process that held this connection has died; a new one starts with the next call")
             if why:
                 self._refuse(why)
                 client.sendall(_error_message(why))

@@ -77,6 +77,8 @@ from moto.moto_api._internal import mock_random
 from moto.sqs import models as sqs_models
 from moto.sqs.exceptions import ReceiptHandleIsInvalid
 
+from mercadofresco.i18n import _
+
 ABSENT = object()  # what moto's class had where the fix adds a method it lacks
 TESTED_MOTO_VERSIONS = ("5.2.5",)  # the pin in constraints.txt; a test keeps the two equal
 
@@ -277,12 +279,12 @@ def apply() -> Speedups:
     TESTED_MOTO_VERSIONS it warns and patches nothing.
     """
     if moto.__version__ not in TESTED_MOTO_VERSIONS:
-        warnings.warn(
-            f"mercadofresco.runtime.moto_speedups was written for moto {', '.join(TESTED_MOTO_VERSIONS)}, "
-            f"not {moto.__version__}: SQS runs unpatched (correct, but slow when a queue holds thousands of messages)",
-            MotoSpeedupWarning,
-            stacklevel=2,
+        said = _(
+            "mercadofresco.runtime.moto_speedups was written for moto {tested}, not {installed}: SQS runs unpatched "
+            "(correct, but slow when a queue holds thousands of messages)"
         )
+        tested, installed = ", ".join(TESTED_MOTO_VERSIONS), moto.__version__
+        warnings.warn(said.format(tested=tested, installed=installed), MotoSpeedupWarning, stacklevel=2)
         return Speedups()
     if is_applied():
         return Speedups()

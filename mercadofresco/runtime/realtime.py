@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from mercadofresco.errors import MercadoFrescoError, check_range
+from mercadofresco.i18n import N_, _, moment, number
 from mercadofresco.runtime import settings
 from mercadofresco.runtime.settings import DEFAULT_BUDGET_SECONDS, MAX_BUDGET_SECONDS, is_real_aws_endpoint
 
@@ -56,7 +57,7 @@ class Pace:
 
     real: bool = False
     mode: str = "memory"
-    where: str = "moto in this process"
+    where: str = N_("moto in this process")  # shown through _(): the endpoints' own are said as they are made
     budget_seconds: float = DEFAULT_BUDGET_SECONDS
     follows_wall: bool = False
 
@@ -81,11 +82,11 @@ def pace_from_env(virtual_now: dt.datetime) -> Pace:
         return VIRTUAL
     budget = current.real_time_budget_seconds
     if current.mode == "aws":
-        return Pace(True, "aws", "real AWS", budget, follows_wall=True)
+        return Pace(True, "aws", _("real AWS"), budget, follows_wall=True)
     url = current.endpoint_url or ""
     if url and not is_real_aws_endpoint(url) and reads_this_process_time(url, virtual_now):  # never ask AWS itself
-        return Pace(False, "endpoint", f"a moto server in this process ({url})", budget)
-    return Pace(True, "endpoint", f"the endpoint {url or '(no URL set)'}", budget)
+        return Pace(False, "endpoint", _("a moto server in this process ({url})").format(url=url), budget)
+    return Pace(True, "endpoint", _("the endpoint {url}").format(url=url or _("(no URL set)")), budget)
 
 
 def reads_this_process_time(url: str, virtual_now: dt.datetime) -> bool:
@@ -129,19 +130,28 @@ def notice(pace: Pace) -> str:
     if not pace.real:
         return ""
     calendar = (
-        "The clock shows the real time (AWS checks it), not the lesson's Friday 16 October 2026."
+        _("The clock shows the real time (AWS checks it), not the lesson's Friday 16 October 2026.")
         if pace.follows_wall
-        else "The clock still shows the lesson's instants; the server sees the same spans pass, for real."
+        else _("The clock still shows the lesson's instants; the server sees the same spans pass, for real.")
     )
-    return (
-        f"[mercadofresco] mode {pace.mode!r}: {pace.where} keeps its own, real time, which the virtual clock "
-        "cannot move.\n"
-        f"  Every wait is real: clock.advance(120) takes two minutes. {calendar}\n"
-        f"  Real-time budget for this notebook: {_span(pace.budget_seconds)} ({BUDGET_VARIABLE}). Before an "
-        "experiment of many waits starts, it is rehearsed here in an instant and says the real time it needs;\n"
+    said = _(
+        "mode {mode}: {where} keeps its own, real time, which the virtual clock cannot move.\n"
+        "  Every wait is real: {advance} takes two minutes. {calendar}\n"
+        "  Real-time budget for this notebook: {budget} ({variable}). Before an experiment of many waits starts, it "
+        "is rehearsed here in an instant and says the real time it needs;\n"
         "  one that does not fit the budget left (the 4-day retention, the Monday DLQ incidents, a sweep of "
-        "latencies) stops with RealTimeRefusedError before it waits.\n"
-        "  Unset MERCADOFRESCO_MODE to run everything in this process, instantly.\n"
+        "latencies) stops with {error} before it waits.\n"
+        "  Unset {mode_variable} to run everything in this process, instantly.\n"
+    )
+    return "[mercadofresco] " + said.format(
+        mode=repr(pace.mode),
+        where=_(pace.where),
+        advance="clock.advance(120)",
+        calendar=calendar,
+        budget=_span(pace.budget_seconds),
+        variable=BUDGET_VARIABLE,
+        error="RealTimeRefusedError",
+        mode_variable="MERCADOFRESCO_MODE",
     )
 
 
@@ -164,15 +174,29 @@ class RealTimeKeeper:
             return
         left = max(0.0, self.pace.budget_seconds - self.spent_seconds)
         spent = (
-            f"{_span(self.spent_seconds)} of real time were already spent (this cell may have stopped halfway)"
+            _("{spent} of real time were already spent (this cell may have stopped halfway)").format(
+                spent=_span(self.spent_seconds)
+            )
             if self.spent_seconds
-            else "nothing has waited yet"
+            else _("nothing has waited yet")
+        )
+        said = _(
+            "{what} would take {seconds} of real time in mode {mode} against {where}, and this notebook's real-time "
+            "budget has {left} left of {budget}: this step did not wait; {spent}. To run it in this process, "
+            "instantly, unset {mode_variable} (and restart the kernel); to wait for real, raise {variable}."
         )
         raise RealTimeRefusedError(
-            f"{what} would take {_span(seconds)} of real time in mode {self.pace.mode!r} against {self.pace.where}, "
-            f"and this notebook's real-time budget has {_span(left)} left of {_span(self.pace.budget_seconds)}: "
-            f"this step did not wait; {spent}. To run it in this process, instantly, unset MERCADOFRESCO_MODE "
-            f"(and restart the kernel); to wait for real, raise {BUDGET_VARIABLE}.",
+            said.format(
+                what=what,
+                seconds=_span(seconds),
+                mode=repr(self.pace.mode),
+                where=_(self.pace.where),
+                left=_span(left),
+                budget=_span(self.pace.budget_seconds),
+                spent=spent,
+                mode_variable="MERCADOFRESCO_MODE",
+                variable=BUDGET_VARIABLE,
+            ),
             seconds,
             self.spent_seconds,
             self.pace.budget_seconds,
@@ -182,7 +206,8 @@ class RealTimeKeeper:
         """An experiment about to let `seconds` pass: refuse now if they do not fit, else say what it will take."""
         self.check(seconds, what)
         left = self.pace.budget_seconds - self.spent_seconds
-        self._say(f"{what} needs about {_span(seconds)} of real time ({_span(left)} of the budget left)")
+        said = _("{what} needs about {seconds} of real time ({left} of the budget left)")
+        self._say(said.format(what=what, seconds=_span(seconds), left=_span(left)))
 
     def wait(self, seconds: float, what: str) -> None:
         """Let `seconds` of real time pass, counting up to CREDIT_SECONDS of the work done since the last wait."""
@@ -195,27 +220,31 @@ class RealTimeKeeper:
         self.spent_seconds += seconds
         if self.spent_seconds - self._reported >= 30:
             self._reported = self.spent_seconds
-            self._say(f"real time spent so far: {_span(self.spent_seconds)} of {_span(self.pace.budget_seconds)}")
+            said = _("real time spent so far: {spent} of {budget}")
+            self._say(said.format(spent=_span(self.spent_seconds), budget=_span(self.pace.budget_seconds)))
 
     def _sleep_until(self, target: float, what: str) -> None:
         total = target - time.monotonic()
         loud = total >= ANNOUNCE_SECONDS
         if loud:
-            until = dt.datetime.fromtimestamp(wall_time() + total).strftime("%H:%M:%S")
-            self._say(f"{what}: waiting {_span(total)} of real time (until about {until} wall time)")
+            until = moment(dt.datetime.fromtimestamp(wall_time() + total), "%H:%M:%S")
+            said = _("{what}: waiting {seconds} of real time (until about {until} wall time)")
+            self._say(said.format(what=what, seconds=_span(total), until=until))
         next_report = time.monotonic() + PROGRESS_SECONDS
         try:
             while (left := target - time.monotonic()) > 0:
                 self._event.wait(min(STEP_SECONDS, left))
                 if loud and time.monotonic() >= next_report and left > 1:
                     next_report += PROGRESS_SECONDS
-                    self._say(f"  … {total - left:.0f}/{total:.0f} s")
+                    self._say(f"  … {number(total - left, '.0f')}/{number(total, '.0f')} s")
         except KeyboardInterrupt:
-            self._say(
-                f"{what}: wait interrupted after {_span(total - max(0.0, target - time.monotonic()))}; the clock "
-                "stays where it was. A message being processed is not lost: it comes back after its visibility "
-                "timeout. World.close() (or the end of the kernel) deletes what this run created."
+            said = _(
+                "{what}: wait interrupted after {seconds}; the clock stays where it was. A message being processed "
+                "is not lost: it comes back after its visibility timeout. {close} (or the end of the kernel) deletes "
+                "what this run created."
             )
+            waited = _span(total - max(0.0, target - time.monotonic()))
+            self._say(said.format(what=what, seconds=waited, close="World.close()"))
             raise
 
     def _say(self, line: str) -> None:
@@ -225,9 +254,9 @@ class RealTimeKeeper:
 def _span(seconds: float) -> str:
     """120 → "120 s", 7.74869 → "7.7 s", 900 → "15 min", 17160 → "4.8 h", 345600 → "4.0 days"."""
     if seconds < 600:
-        return f"{seconds:.0f} s" if seconds >= 100 or seconds == int(seconds) else f"{seconds:.1f} s"
+        return number(seconds, ".0f" if seconds >= 100 or seconds == int(seconds) else ".1f") + " s"
     if seconds < 3_600:
-        return f"{seconds / 60:.0f} min"
+        return number(seconds / 60, ".0f") + " min"
     if seconds < 172_800:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86_400:.1f} days"
+        return number(seconds / 3600, ".1f") + " h"
+    return _("{days} days").format(days=number(seconds / 86_400, ".1f"))

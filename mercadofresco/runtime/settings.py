@@ -23,6 +23,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from mercadofresco.errors import MercadoFrescoError, check_range
+from mercadofresco.i18n import _
 
 MODES = ("memory", "endpoint", "aws")
 MODE = "MERCADOFRESCO_MODE"
@@ -62,7 +63,8 @@ def read(environ: Mapping[str, str] | None = None) -> Settings:
     try:
         budget = float(raw_budget) if raw_budget else DEFAULT_BUDGET_SECONDS
     except ValueError:
-        raise EndpointConfigError(f"{REAL_TIME_BUDGET} must be a number of seconds; got {raw_budget!r}") from None
+        said = _("{name} must be a number of seconds; got {value}")
+        raise EndpointConfigError(said.format(name=REAL_TIME_BUDGET, value=repr(raw_budget))) from None
     check_range(REAL_TIME_BUDGET, budget, 0, MAX_BUDGET_SECONDS, EndpointConfigError)
     return Settings(
         mode=environ.get(MODE, "memory"),
@@ -93,18 +95,22 @@ class EndpointConfig:
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
-            raise EndpointConfigError(f"mode must be one of {', '.join(MODES)}; got {self.mode!r}")
+            said = _("{name} must be one of {choices}; got {value}")
+            raise EndpointConfigError(said.format(name="mode", choices=", ".join(MODES), value=repr(self.mode)))
         if self.mode == "memory" and self.endpoint_url:
-            raise EndpointConfigError('mode "memory" takes no endpoint_url; use mode "endpoint" for a server')
+            raise EndpointConfigError(_('mode "memory" takes no endpoint_url; use mode "endpoint" for a server'))
         if self.mode == "endpoint" and not self.endpoint_url:
-            raise EndpointConfigError('mode "endpoint" needs endpoint_url, e.g. http://127.0.0.1:5000')
+            said = _('mode "endpoint" needs endpoint_url, e.g. {example}')
+            raise EndpointConfigError(said.format(example="http://127.0.0.1:5000"))
         if self.endpoint_url and not self.endpoint_url.startswith(("http://", "https://")):
-            raise EndpointConfigError(f"endpoint_url must start with http:// or https://; got {self.endpoint_url!r}")
+            said = _("endpoint_url must start with http:// or https://; got {value}")
+            raise EndpointConfigError(said.format(value=repr(self.endpoint_url)))
         if self.reaches_aws and not self.allow_real_aws:
-            raise RealAwsRefusedError(
+            said = _(
                 "this configuration would reach real AWS (and bill it); pass allow_real_aws=True "
-                f"or set {ALLOW_REAL_AWS}=yes if that is really what you want"
+                "or set {variable}=yes if that is really what you want"
             )
+            raise RealAwsRefusedError(said.format(variable=ALLOW_REAL_AWS))
 
     @property
     def reaches_aws(self) -> bool:
@@ -124,7 +130,15 @@ class EndpointConfig:
         try:
             return cls(**values)
         except EndpointConfigError as exc:
+            said = _(
+                "{error} (read from {mode_variable}={mode} and {url_variable}={url}; unset both to run in this process)"
+            )
             raise EndpointConfigError(
-                f"{exc} (read from {MODE}={values['mode']!r} and {ENDPOINT_URL}={values['endpoint_url']!r}; "
-                "unset both to run in this process)"
+                said.format(
+                    error=exc,
+                    mode_variable=MODE,
+                    mode=repr(values["mode"]),
+                    url_variable=ENDPOINT_URL,
+                    url=repr(values["endpoint_url"]),
+                )
             ) from None

@@ -24,6 +24,7 @@ from typing import Any
 
 from mercadofresco import orders
 from mercadofresco.clock import VirtualClock, Waiter
+from mercadofresco.i18n import _
 from mercadofresco.models import gateway as gw
 from mercadofresco.models.lambda_poller import Invocation
 from mercadofresco.patterns import idempotency
@@ -53,7 +54,8 @@ class BreakerGuardedClient:
         """Charge through the client if the breaker allows; a declined card is the gateway working."""
         if not self.breaker.allow(self.clock.timestamp()):
             self.refused += 1
-            raise ChargeRefusedError(f"circuit {getattr(self.breaker, 'name', 'pasarela-pagos')} open: not called")
+            said = _("circuit {name} open: not called")
+            raise ChargeRefusedError(said.format(name=getattr(self.breaker, "name", "pasarela-pagos")))
         try:
             charge = self.client.charge(pedido_id, importe, clave, waiter)
         except gw.GatewayError as exc:

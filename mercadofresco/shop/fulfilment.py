@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.i18n import _
 from mercadofresco.models.lambda_poller import Invocation
 from mercadofresco.patterns import idempotency
 
@@ -47,7 +48,7 @@ def pedido_of(body: str) -> str:
         data = json.loads(body)
         return (data.get("detail") or data)["pedido_id"]
     except (json.JSONDecodeError, TypeError, KeyError, AttributeError) as exc:
-        raise BadEventError(f"not a PedidoConfirmado event: {body[:60]!r}") from exc
+        raise BadEventError(_("not a PedidoConfirmado event: {body}").format(body=repr(body[:60]))) from exc
 
 
 @dataclass
@@ -65,7 +66,7 @@ class Provider:
         """Carry out the effect for one order; return its reference."""
         self.calls += 1
         if self.down:
-            raise ProviderDownError(f"{self.name} is down")
+            raise ProviderDownError(_("{name} is down").format(name=self.name))
         if self.honours_key and clave in self._by_key:
             return self._by_key[clave]
         self.done.append(pedido_id)
@@ -87,7 +88,8 @@ class FulfilOrders:
 
     def __post_init__(self) -> None:
         if self.operation not in OPERATIONS:
-            raise ValueError(f"operation must be one of {', '.join(OPERATIONS)}; got {self.operation!r}")
+            said = _("{name} must be one of {choices}; got {value}")
+            raise ValueError(said.format(name="operation", choices=", ".join(OPERATIONS), value=repr(self.operation)))
 
     def __call__(self, event: dict[str, Any], context: Invocation) -> dict[str, Any]:
         failures = []

@@ -28,6 +28,7 @@ from typing import Any
 import simpy
 
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import _
 
 HOUR = 3_600.0
 
@@ -73,11 +74,12 @@ class FridayConfig:
         check_range("burstiness", self.burstiness, 0, 0.95)
         check_range("sample_minutes", self.sample_minutes, 0.5, 60)
         if not self.profile:
-            raise ValueError("profile needs at least one Segment")
+            raise ValueError(_("profile needs at least one Segment"))
         for segment in self.profile:
             check_range("orders_per_hour", segment.orders_per_hour, 0, 10_000)
             if not 0 <= segment.start_hour < segment.end_hour <= 48:
-                raise ValueError(f"a Segment needs 0 <= start_hour < end_hour <= 48; got {segment}")
+                said = _("a Segment needs {rule}; got {segment}")
+                raise ValueError(said.format(rule="0 <= start_hour < end_hour <= 48", segment=segment))
 
     @property
     def start_hour(self) -> float:
@@ -182,7 +184,7 @@ def run_friday(config: FridayConfig, seed: int = 0) -> FridayResult:
     busy = [0]
     env.process(_arrivals(env, config, arrival_hours(config, rng), queue, ready, busy, rng, result))
     if config.buffered:
-        for _ in range(config.consumers):
+        for _each in range(config.consumers):
             env.process(_consumer(env, config, queue, ready, busy, rng, result))
     env.process(_sample(env, config, queue, result))
     env.run(until=(config.end_hour - config.start_hour) * HOUR + 1)

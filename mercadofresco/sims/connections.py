@@ -34,6 +34,7 @@ from typing import Any
 import simpy
 
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import _
 from mercadofresco.patterns import backoff, retry
 from mercadofresco.sims import lambda_scaling, retry_loop
 
@@ -65,7 +66,8 @@ class ConnectionConfig:
 
     def __post_init__(self) -> None:
         if self.cap not in CAPS:
-            raise ValueError(f"cap must be one of {', '.join(CAPS)}; got {self.cap!r}")
+            said = _("{name} must be one of {choices}; got {value}")
+            raise ValueError(said.format(name="cap", choices=", ".join(CAPS), value=repr(self.cap)))
         check_range("cap_value", self.cap_value, 2, 1_000)
         check_range("function_limit", self.function_limit, 2, 3_000)
         check_range("db_connections", self.db_connections, 10, 5_000)

@@ -16,6 +16,7 @@ from typing import Any
 import simpy
 
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import _
 from mercadofresco.patterns import backoff
 
 
@@ -31,9 +32,13 @@ class ContentionConfig:
     def __post_init__(self) -> None:
         check_range("clients", self.clients, 1, 1000)
         if not 0 < self.delay_mean_ms <= 1000 or not 0 <= self.delay_sd_ms <= self.delay_mean_ms:
+            said = _("need {rule}; got {first} and {second}")
             raise ValueError(
-                "need 0 < delay_mean_ms <= 1000 and 0 <= delay_sd_ms <= delay_mean_ms; "
-                f"got {self.delay_mean_ms} and {self.delay_sd_ms}"
+                said.format(
+                    rule="0 < delay_mean_ms <= 1000 and 0 <= delay_sd_ms <= delay_mean_ms",
+                    first=self.delay_mean_ms,
+                    second=self.delay_sd_ms,
+                )
             )
 
 
@@ -72,7 +77,7 @@ def contention(strategy: backoff.Backoff, config: ContentionConfig, seed: int = 
     rng = random.Random(seed)
     env = simpy.Environment()
     row = Row()
-    for _ in range(config.clients):
+    for _each in range(config.clients):
         env.process(_occ_client(env, row, strategy, config, rng))
     env.run()
     return {"calls": row.writes, "won": row.version, "time_ms": env.now}

@@ -34,6 +34,7 @@ from typing import Any
 import simpy
 
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import _
 from mercadofresco.sims import lambda_scaling
 
 RELEASES = ("all_at_once", "paced")
@@ -63,9 +64,11 @@ class MassRedriveConfig:
 
     def __post_init__(self) -> None:
         if self.release not in RELEASES:
-            raise ValueError(f"release must be one of {', '.join(RELEASES)}; got {self.release!r}")
+            said = _("{name} must be one of {choices}; got {value}")
+            raise ValueError(said.format(name="release", choices=", ".join(RELEASES), value=repr(self.release)))
         if self.scaling not in SCALINGS:
-            raise ValueError(f"scaling must be one of {', '.join(SCALINGS)}; got {self.scaling!r}")
+            said = _("{name} must be one of {choices}; got {value}")
+            raise ValueError(said.format(name="scaling", choices=", ".join(SCALINGS), value=repr(self.scaling)))
         if self.reserved_concurrency is not None:
             check_range("reserved_concurrency", self.reserved_concurrency, 1, 10_000)
         check_range("messages", self.messages, 1, 100_000)

@@ -15,6 +15,7 @@ from typing import Any
 import simpy
 
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import _
 from mercadofresco.models import gateway as gw
 from mercadofresco.patterns import retry, retry_budget
 from mercadofresco.sims.retry_loop import with_retries
@@ -41,7 +42,8 @@ class OutageConfig:
         check_range("capacity_per_second", self.capacity_per_second, 1, 100_000)
         check_range("start_spread_seconds", self.start_spread_seconds, 0, 60)
         if not self.outage_seconds < self.horizon_seconds <= 3600:
-            raise ValueError(f"horizon_seconds must be after the outage and at most 3600; got {self.horizon_seconds}")
+            said = _("{name} must be after the outage and at most {most}; got {value}")
+            raise ValueError(said.format(name="horizon_seconds", most=3600, value=self.horizon_seconds))
 
 
 class RecoveringGateway:
@@ -77,7 +79,7 @@ def outage(policy: retry.RetryPolicy, config: OutageConfig, seed: int = 0, budge
     budget = retry_budget.RetryBudget(budget_ratio) if budget_ratio else None
     retrier = retry.Retrier(policy, rng, budget)
     done: list[float] = []
-    for _ in range(config.executions):
+    for _each in range(config.executions):
         env.process(_execution(env, gateway, retrier, rng.uniform(0, config.start_spread_seconds), done))
     env.run(until=config.horizon_seconds)
     per_second = Counter(int(t) for t in gateway.arrivals)

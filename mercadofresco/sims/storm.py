@@ -113,6 +113,47 @@ class StormRun:
             "recovery_peak": self.recovery_peak,
         }
 
+    def steps(self) -> list[dict[str, Any]]:
+        """The lesson's eight steps, each with what this run shows for it (notebook 08's table)."""
+        rows, config = self.rows, self.config
+        before = [r for r in rows if r.seconds <= config.degrade_from]
+        during = [r for r in rows if config.degrade_from < r.seconds <= config.degrade_until]
+        first_collapse = self.collapses[0] if self.collapses else None
+        late = self.collapses[1:]
+        ratio = round(max(r.pollers for r in rows) / rows[0].pollers, 1)  # each poller keeps one call in flight
+        return [
+            {
+                "step": 1,
+                "what": "latency 240 ms -> 4 s",
+                "model": f"from {config.degrade_from:g} s to {config.degrade_until:g} s",
+            },
+            {
+                "step": 2,
+                "what": "the queue grows",
+                "model": f"depth {max(r.queue_depth for r in before)} -> {max(r.queue_depth for r in during)}",
+            },
+            {"step": 3, "what": "pollers 20 -> 60", "model": f"{rows[0].pollers} -> {max(r.pollers for r in rows)}"},
+            {
+                "step": 4,
+                "what": "3 times the requests; 503s start",
+                "model": f"{rows[0].pollers} -> {max(r.pollers for r in rows)} calls at once ({ratio:g}×) where"
+                f" {config.degraded_max_in_flight} fit; "
+                + (f"first 503 at {self.first_refusal:.1f} s" if self.first_refusal is not None else "no 503"),
+            },
+            {
+                "step": 5,
+                "what": "retries multiply the load",
+                "model": f"{self.gateway_calls:,} calls for {self.orders:,} orders",
+            },
+            {
+                "step": 6,
+                "what": "the gateway falls over",
+                "model": f"first at {first_collapse} s" if first_collapse else "no",
+            },
+            {"step": 7, "what": "orders in the DLQ", "model": str(self.in_dlq)},
+            {"step": 8, "what": "knocked over again on the way back", "model": f"again at {late} s" if late else "no"},
+        ]
+
 
 @dataclass
 class StormState:

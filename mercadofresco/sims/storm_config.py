@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import _
 from mercadofresco.models import gateway as gw
 from mercadofresco.patterns import backoff, breaker, retry
 
@@ -41,19 +42,27 @@ class StormConfig:
         check_range("orders_per_second", self.orders_per_second, 0, 50, low_excluded=True)
         check_range("horizon_seconds", self.horizon_seconds, 60, 3600)
         check_range("max_pollers", self.max_pollers, 1, 1000)
-        check_range("start_pollers", self.start_pollers, 1, self.max_pollers, why="at most max_pollers")
+        check_range(
+            "start_pollers", self.start_pollers, 1, self.max_pollers, why=_("at most {name}").format(name="max_pollers")
+        )
         check_range("max_in_flight", self.max_in_flight, 1, 10_000)
         check_range(
-            "degraded_max_in_flight", self.degraded_max_in_flight, 1, self.max_in_flight, why="at most max_in_flight"
+            "degraded_max_in_flight",
+            self.degraded_max_in_flight,
+            1,
+            self.max_in_flight,
+            why=_("at most {name}").format(name="max_in_flight"),
         )
         if not 0 <= self.degrade_from < self.degrade_until <= self.horizon_seconds:
+            said = _("need {rule}; got {first}, {second}")
             raise ValueError(
-                "need 0 <= degrade_from < degrade_until <= horizon_seconds; "
-                f"got {self.degrade_from}, {self.degrade_until}"
+                said.format(
+                    rule="0 <= degrade_from < degrade_until <= horizon_seconds",
+                    first=self.degrade_from,
+                    second=self.degrade_until,
+                )
             )
         if not isinstance(self.sdk_policy.backoff, backoff.Exponential):
-            raise ValueError(
-                "sdk_policy must back off exponentially (the jitter defence draws over its window); "
-                f"got {self.sdk_policy.backoff}"
-            )
+            said = _("{name} must back off exponentially (the jitter defence draws over its window); got {value}")
+            raise ValueError(said.format(name="sdk_policy", value=self.sdk_policy.backoff))
         check_range("max_receive_count", self.max_receive_count, 1, 1000)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import _
 
 ORDERS_PER_MONTH = 240_000
 MONTH_SECONDS = 30 * 86_400
@@ -204,7 +205,8 @@ def sns_explanations(usd: float = LESSON_PARTS_USD["SNS"], orders: int = ORDERS_
 def with_quantity(lines: list[CostLine], service: str, quantity: float) -> list[CostLine]:
     """The same bill with one service's quantity changed."""
     if service not in {line.service for line in lines}:
-        raise ValueError(f"service must be one of {', '.join(line.service for line in lines)}; got {service!r}")
+        said = _("service must be one of {services}; got {service}")
+        raise ValueError(said.format(services=", ".join(line.service for line in lines), service=repr(service)))
     return [dataclasses.replace(line, quantity=quantity) if line.service == service else line for line in lines]
 
 

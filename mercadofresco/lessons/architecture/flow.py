@@ -27,6 +27,7 @@ from typing import Any
 from mercadofresco import alarms, orders, queues, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import _
 from mercadofresco.models import alarm_evaluation, move_task
 from mercadofresco.models import gateway as gw
 from mercadofresco.models.lambda_poller import CrashPlan, Poller, PollerConfig
@@ -270,7 +271,7 @@ def run_flow(
     breaker_policy: breaker.BreakerPolicy = BREAKER_POLICY,
 ) -> FlowRun:
     """Send `count` orders (PED-2026-084417 on) through every hop with `faults`, recover, and return the run."""
-    check_range("count", count, 1, 50, why="moto slows down as queues grow")
+    check_range("count", count, 1, 50, why=_("moto slows down as queues grow"))
     flow = build_flow(aws, clock, honours_key=honours_key, breaker_policy=breaker_policy)
     ids = send_orders(flow, count, first)
     pollers = {"cobro": confirm_stage(flow, faults)}

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from mercadofresco import alarms
+from mercadofresco.i18n import _
 from mercadofresco.sims import buffer, connections, storm, throttle
 
 DEPTH_ALARM = alarms.AlarmRule(
@@ -84,7 +85,8 @@ def evening(
 ) -> tuple[buffer.FridayResult, connections.ConnectionResult]:
     """The widget's experiment: the buffer for one evening, and the database for one cap."""
     if profile not in buffer.PROFILES:
-        raise ValueError(f"profile must be one of {', '.join(buffer.PROFILES)}; got {profile!r}")
+        said = _("profile must be one of {profiles}; got {profile}")
+        raise ValueError(said.format(profiles=", ".join(buffer.PROFILES), profile=repr(profile)))
     friday = buffer.FridayConfig(
         profile=buffer.with_peak(buffer.PROFILES[profile], peak_per_hour), consumer_rate_per_hour=consumer_rate_per_hour
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mercadofresco.i18n import _, ngettext, number
 from mercadofresco.lessons import show
 from mercadofresco.lessons.show.pictures import GREY, PALETTE
 
@@ -26,19 +27,31 @@ def gateway_calls(runs: list[OutageRun], title: str = "") -> show.Picture:
             ax.annotate(run.mode, (seconds[-1], len(seconds)), xytext=(4, 0), textcoords="offset points",
                         va="center", fontsize=8, color=colour)  # fmt: skip
         while_down = run.calls_while_down()
-        calls = "call" if while_down == 1 else "calls"
         said.append(
-            f"{run.mode}: {while_down:,} {calls} while it was down, {run.gateway_calls - while_down:,} after, "
-            f"{run.fast_failures:,} refused fast"
-        )
-    ax.axvspan(0, down, color=GREY, alpha=0.15, label="gateway down")
-    ax.text(down / 2, 0.97, "gateway down", transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=8)
-    ax.set_xlabel("seconds since the gateway went down (virtual time)")
-    ax.set_ylabel("calls that reached the gateway")
+            ngettext(
+                "{mode}: {count} call while it was down, {after} after, {refused} refused fast",
+                "{mode}: {count} calls while it was down, {after} after, {refused} refused fast",
+                while_down,
+            ).format(
+                mode=run.mode, count=number(while_down, ","), after=number(run.gateway_calls - while_down, ","),
+                refused=number(run.fast_failures, ","),
+            )
+        )  # fmt: skip
+    gone = _("gateway down")
+    ax.axvspan(0, down, color=GREY, alpha=0.15, label=gone)
+    ax.text(down / 2, 0.97, gone, transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=8)
+    ax.set_xlabel(_("seconds since the gateway went down (virtual time)"))
+    ax.set_ylabel(_("calls that reached the gateway"))
     ax.set_title(title)
     ax.legend(fontsize=8)
-    alt = (
-        f"Step chart{': ' + title if title else ''}. Calls that reached the gateway, added up over time, one line "
-        f"per kind of breaker; the gateway is down for the first {down:g} s (shaded). " + "; ".join(said) + "."
-    )
-    return show.Picture(figure, alt)
+    if title:
+        heading = _(
+            "Step chart: {title}. Calls that reached the gateway, added up over time, one line per kind of breaker; "
+            "the gateway is down for the first {down} s (shaded)."
+        ).format(title=title, down=number(down, "g"))
+    else:
+        heading = _(
+            "Step chart. Calls that reached the gateway, added up over time, one line per kind of breaker; "
+            "the gateway is down for the first {down} s (shaded)."
+        ).format(down=number(down, "g"))
+    return show.Picture(figure, heading + " " + "; ".join(said) + ".")

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from mercadofresco import orders, world
+from mercadofresco import i18n, orders, world
 from mercadofresco.clock import ClockedEnvironment, Stopwatch, VirtualClock
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import _
 from mercadofresco.models import alarm_evaluation
 from mercadofresco.models import gateway as gw
 from mercadofresco.patterns import breaker_store, idempotency
@@ -48,8 +49,9 @@ class OutageConfig:
     def __post_init__(self) -> None:
         check_range("consumers", self.consumers, 1, 200)
         if not 0 <= self.down_seconds <= self.run_seconds <= 3_600:
+            said = _("need 0 <= down_seconds <= run_seconds <= 3600; got {down_seconds}, {run_seconds}")
             raise ValueError(
-                f"need 0 <= down_seconds <= run_seconds <= 3600; got {self.down_seconds}, {self.run_seconds}"
+                said.format(down_seconds=i18n.number(self.down_seconds), run_seconds=i18n.number(self.run_seconds))
             )
 
 
@@ -90,7 +92,8 @@ def run_outage(
 ) -> OutageRun:
     """Run `config.consumers` consumers against a gateway that is down for `down_seconds`."""
     if mode not in MODES:
-        raise ValueError(f"mode must be one of {', '.join(MODES)}; got {mode!r}")
+        said = _("mode must be one of {modes}; got {mode}")
+        raise ValueError(said.format(modes=", ".join(MODES), mode=repr(mode)))
     config = config or OutageConfig()
     env = ClockedEnvironment(clock)
     provider = gw.PaymentGateway(clock)

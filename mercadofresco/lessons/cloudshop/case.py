@@ -26,6 +26,7 @@ from typing import Any
 from mercadofresco import bus, orders, queues, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import _
 from mercadofresco.lessons import keys_and_table
 from mercadofresco.models import lambda_poller
 from mercadofresco.patterns import idempotency, ordering
@@ -83,7 +84,7 @@ def direct_invocation(events: int, timeout_seconds: float, seed: int = 0) -> dic
     check_range("timeout_seconds", timeout_seconds, 1, 900)
     provider = EmailProvider(random.Random(seed))
     for pedido_id in _campaign(events, 100_000):
-        for _ in range(1 + ASYNC_RETRIES):
+        for _attempt in range(1 + ASYNC_RETRIES):
             provider.hand_off(pedido_id)
             if provider.confirmation_seconds() <= timeout_seconds:
                 break  # the function answered in time; otherwise the invocation failed and is retried
@@ -166,7 +167,8 @@ def duplicate_emails(
     poller takes `batch_size` messages and the timeout covers the whole batch.
     """
     if design not in EMAIL_DESIGNS:
-        raise ValueError(f"design must be one of {', '.join(EMAIL_DESIGNS)}; got {design!r}")
+        said = _("design must be one of {designs}; got {design}")
+        raise ValueError(said.format(designs=", ".join(EMAIL_DESIGNS), design=repr(design)))
     if design == EMAIL_DESIGNS[0]:
         return direct_invocation(events, timeout_seconds, seed)
     check_range("timeout_seconds", timeout_seconds, 1, 900)
@@ -233,7 +235,7 @@ class DiscountStock:
                 ExpressionAttributeValues={":sold": {"N": "-1"}},
             )
         if failures and self.raises:  # the whole batch fails: Lambda makes all of it visible again
-            raise orders.MalformedOrderError(f"{len(failures)} malformed order(s) in the batch")
+            raise orders.MalformedOrderError(_("{count} malformed order(s) in the batch").format(count=len(failures)))
         return {"batchItemFailures": failures}
 
 

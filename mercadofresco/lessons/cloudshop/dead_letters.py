@@ -28,6 +28,7 @@ from typing import Any
 from mercadofresco import alarms, orders, world
 from mercadofresco.clock import MADRID, VirtualClock
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import _, moment
 from mercadofresco.lessons import keys_and_table, show
 from mercadofresco.lessons.dlq import incidents
 from mercadofresco.patterns import dlq, idempotency
@@ -217,7 +218,8 @@ def retention_on_moto(
     """
     check_range("sample", sample, 1, 100)
     if clock.now() > letters[0].sent_at:
-        raise ValueError(f"the clock must be at or before the first message ({letters[0].sent_at:%Y-%m-%d %H:%M})")
+        said = _("the clock must be at or before the first message ({sent_at})")
+        raise ValueError(said.format(sent_at=moment(letters[0].sent_at, "%Y-%m-%d %H:%M")))
     valid = [letter for letter in letters if kind_of(letter) == "transient"]
     chosen = sorted(random.Random(seed).sample(valid, sample), key=lambda letter: letter.sent_at)
     url = aws.sqs.create_queue(

@@ -19,12 +19,14 @@ import itertools
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-QUESTIONS = {
-    "answer_now": "Does the caller need the result before it can go on?",
-    "long_process": "Is it a process of several steps, with waits or a compensation path?",
-    "route_by_content": "Do consumers pick events by their content (type, amount, shipping)?",
-    "many_consumers": "Does more than one consumer care about it?",
-    "ordered": "Must the messages be applied in order?",
+from mercadofresco.i18n import N_
+
+QUESTIONS = {  # shown where a learner answers them: `_(QUESTIONS[name])`
+    "answer_now": N_("Does the caller need the result before it can go on?"),
+    "long_process": N_("Is it a process of several steps, with waits or a compensation path?"),
+    "route_by_content": N_("Do consumers pick events by their content (type, amount, shipping)?"),
+    "many_consumers": N_("Does more than one consumer care about it?"),
+    "ordered": N_("Must the messages be applied in order?"),
 }
 
 

@@ -23,6 +23,7 @@ from botocore.exceptions import ClientError
 
 from mercadofresco import queues, world
 from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.i18n import _
 from mercadofresco.lessons.decision.combinations import ROLE_ARN, drain, order_event
 
 PROCESS_MACHINE = "mercadofresco-procesar-pedido"
@@ -121,7 +122,8 @@ def start_for_event(sfn: Any, machine_arn: str, detail: dict[str, Any]) -> Start
         arn = execution_arn(machine_arn, name)
         existing = sfn.describe_execution(executionArn=arn)
         if existing["input"] != payload:
-            raise ExecutionConflictError(f"execution {name} exists ({existing['status']}) with another input") from exc
+            said = _("execution {name} exists ({status}) with another input")
+            raise ExecutionConflictError(said.format(name=name, status=existing["status"])) from exc
         return Start(arn, "closed", existing["status"])
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from mercadofresco import orders, queues, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import N_
 from mercadofresco.lessons import rehearsal
 from mercadofresco.models import gateway, lambda_poller
 from mercadofresco.shop import handlers
@@ -92,7 +93,7 @@ def run_orders(
     )
 
 
-@rehearsal.rehearsed("the six-step double charge")
+@rehearsal.rehearsed(N_("the six-step double charge"))
 def six_steps(
     aws: world.World, clock: VirtualClock, visibility_timeout_seconds: int = 120, send_idempotency_key: bool = False
 ) -> DeliveryRun:
@@ -107,7 +108,7 @@ def six_steps(
     return run_orders(aws, clock, client, [INCIDENT_ORDER], config)
 
 
-@rehearsal.rehearsed("the slow gateway")
+@rehearsal.rehearsed(N_("the slow gateway"))
 def slow_gateway(
     aws: world.World,
     clock: VirtualClock,
@@ -149,7 +150,7 @@ def charges_per_order(
     return run_orders(aws, clock, client, batch, poller_config=config)
 
 
-@rehearsal.rehearsed("the latency sweep")
+@rehearsal.rehearsed(N_("the latency sweep"))
 def latency_sweep(
     aws: world.World,
     clock: VirtualClock,
@@ -167,7 +168,7 @@ def latency_sweep(
     return rows
 
 
-@rehearsal.rehearsed("the FIFO deduplication experiment")
+@rehearsal.rehearsed(N_("the FIFO deduplication experiment"))
 def fifo_dedup(aws: world.World, clock: VirtualClock) -> list[dict[str, Any]]:
     """FIFO deduplicates a producer's re-send within 5 minutes, but not a redelivery to the consumer."""
     sqs = aws.sqs
@@ -206,7 +207,7 @@ def fifo_dedup(aws: world.World, clock: VirtualClock) -> list[dict[str, Any]]:
     return rows
 
 
-@rehearsal.rehearsed("the FIFO window experiment")
+@rehearsal.rehearsed(N_("the FIFO window experiment"))
 def fifo_window(aws: world.World, clock: VirtualClock, gap_seconds: float = 360) -> dict[str, Any]:
     """A re-send after the 5-minute window is a new message: FIFO's dedup has a clock."""
     sqs = aws.sqs

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from mercadofresco.i18n import _, ngettext, number, pgettext
 from mercadofresco.lessons import show
 from mercadofresco.lessons.delivery.experiments import DeliveryRun
 from mercadofresco.lessons.show.pictures import BLUE, DARK_ORANGE
@@ -57,18 +58,21 @@ def timeline(run: DeliveryRun, title: str = "") -> show.Picture:
         if rows:
             xs, ys = [row["seconds"] for row in rows], [lane[row["consumer"]] for row in rows]
             edge = "white" if marker in ("D", "X") else colour  # a filled marker stands out from the bar it ends
-            ax.plot(xs, ys, marker=marker, color=colour, markeredgecolor=edge, markersize=8, ls="", label=event)
+            label = _event_word(event)
+            ax.plot(xs, ys, marker=marker, color=colour, markeredgecolor=edge, markersize=8, ls="", label=label)
     for seconds, count in charges.items():
         ax.axvline(seconds, color=DARK_ORANGE, linestyle="--", linewidth=1)
-        said = "€ charged" if count == 1 else f"€ charged ×{count}"
+        said = ngettext("€ charged", "€ charged ×{count}", count).format(count=number(count))
         ax.annotate(said, (seconds, len(consumers) - 0.45), fontsize=8, color=INK)  # the line keeps the orange
     ax.set_yticks(range(len(consumers)), consumers)
     ax.set_xlim(-0.03 * span, 1.03 * span)
     if ax.get_legend_handles_labels()[0]:
         ax.legend(loc="lower right", fontsize=8)
     ax.set_ylim(-0.6, len(consumers) - 0.2)
-    ax.set_xlabel("seconds since the order was sent (virtual time)")
-    title = title or f"{len(run.ledger)} charge(s) for {run.orders_sent} order(s)"
+    ax.set_xlabel(_("seconds since the order was sent (virtual time)"))
+    title = title or _("{charges} charge(s) for {orders} order(s)").format(
+        charges=number(len(run.ledger)), orders=number(run.orders_sent)
+    )
     ax.set_title(title)
     return show.Picture(figure, _timeline_alt(run, bars, consumers, span, title))
 
@@ -76,23 +80,60 @@ def timeline(run: DeliveryRun, title: str = "") -> show.Picture:
 def _timeline_alt(run: DeliveryRun, bars: list[dict[str, Any]], consumers: list[str], span: float, title: str) -> str:
     """What the timeline shows, said: its lanes, its receives and how long each took, its charges and ends."""
     again = sum(1 for bar in bars if bar["detail"] != "receive #1")
-    redelivered = f"{again or 'none'} of them {'redeliveries' if again > 1 else 'a redelivery'}"
+    if again:
+        redelivered = ngettext("{count} of them a redelivery", "{count} of them redeliveries", again)
+        redelivered = redelivered.format(count=number(again))
+    else:
+        redelivered = _("none of them a redelivery")
     longest = max((bar["end"] - bar["start"] for bar in bars), default=0)
     charged = sorted(run.charge_seconds())
-    when = "at " + show.numbers(charged, "s") if len(charged) <= 6 else f"from {charged[0]:,g} to {charged[-1]:,g} s"
+    if len(charged) <= 6:
+        when = _("at {seconds}").format(seconds=show.numbers(charged, "s"))
+    else:
+        when = _("from {first} to {last} s").format(first=number(charged[0], ",g"), last=number(charged[-1], ",g"))
     ends = Counter(row["event"] for row in run.timeline if row["event"] in EVENT_MARKERS)
-    return (
-        f"Timeline: {title}. One lane per consumer ({', '.join(consumers) or 'none'}) over {span:,g} s since the "
-        f"order was sent: {_many(len(bars), 'receive')}, {redelivered}, each a bar until its "
-        f"processing ends, the longest {longest:,g} s. {_many(len(charged), 'charge')} for "
-        f"{_many(run.orders_sent, 'order')}" + (f", {when} (dashed lines)" if charged else "") + "; ends marked: "
-        + (", ".join(_many(count, event, event) for event, count in ends.items()) or "none") + "."
+    lanes = _(
+        "Timeline: {title}. One lane per consumer ({consumers}) over {span} s since the order was sent: "
+        "{receives}, {redelivered}, each a bar until its processing ends, the longest {longest} s."
+    ).format(
+        title=title, consumers=", ".join(consumers) or pgettext("no consumer", "none"), span=number(span, ",g"),
+        receives=_count(len(bars), ngettext("{count} receive", "{count} receives", len(bars))),
+        redelivered=redelivered, longest=number(longest, ",g"),
     )  # fmt: skip
+    charges = _count(len(charged), ngettext("{count} charge", "{count} charges", len(charged)))
+    orders = _count(run.orders_sent, ngettext("{count} order", "{count} orders", run.orders_sent))
+    marked = ", ".join(_count(count, _end_said(event, count)) for event, count in ends.items())
+    marked = marked or pgettext("no end marked", "none")
+    if charged:
+        said = _("{charges} for {orders}, {when} (dashed lines); ends marked: {ends}.")
+    else:
+        said = _("{charges} for {orders}; ends marked: {ends}.")
+    return lanes + " " + said.format(charges=charges, orders=orders, when=when, ends=marked)
 
 
-def _many(count: int, one: str, many: str = "") -> str:
-    """A count and its noun: "1 charge", "2 charges"."""
-    return f"{count:,} {one if count == 1 else many or one + 's'}"
+def _count(count: int, template: str) -> str:
+    """A count said with its noun, `template` the count's form ("{count} charges"): "1 charge", "1,500 charges"."""
+    return template.format(count=number(count, ","))
+
+
+def _event_word(event: str) -> str:
+    """An event's name as a legend shows it (the timeline's rows keep the English name)."""
+    words = {
+        "failed": pgettext("timeline event", "failed"),
+        "crashed": pgettext("timeline event", "crashed"),
+        "deleted": pgettext("timeline event", "deleted"),
+    }
+    return words[event]
+
+
+def _end_said(event: str, count: int) -> str:
+    """The form of "{count} failed" (a marked end) for `count`."""
+    forms = {
+        "failed": ngettext("{count} failed", "{count} failed", count),
+        "crashed": ngettext("{count} crashed", "{count} crashed", count),
+        "deleted": ngettext("{count} deleted", "{count} deleted", count),
+    }
+    return forms[event]
 
 
 def latency_sweep(curves: dict[str, list[dict[str, Any]]], title: str = "") -> show.Picture:
@@ -104,16 +145,28 @@ def latency_sweep(curves: dict[str, list[dict[str, Any]]], title: str = "") -> s
         dashes = ("-", "--", "-.", ":")[n % 4]
         ax.plot(latencies, charges, marker=show.MARKERS[n % len(show.MARKERS)], linestyle=dashes, label=label)
         above = next((x for x, y in zip(latencies, charges, strict=True) if y > 1), None)
-        crossing = f"above 1 from {above:,g} s" if above is not None else "never above 1"
-        said.append(f"{label}: {show.numbers(charges)} charges per order, {crossing}")
+        if above is not None:
+            crossing = _("above 1 from {latency} s").format(latency=number(above, ",g"))
+        else:
+            crossing = _("never above 1")
+        said.append(
+            _("{label}: {charges} charges per order, {crossing}").format(
+                label=label, charges=show.numbers(charges), crossing=crossing
+            )
+        )
     ax.axhline(1, color="grey", linewidth=0.8)
-    ax.set_xlabel("gateway latency (s)")
-    ax.set_ylabel("charges per order")
+    ax.set_xlabel(_("gateway latency (s)"))
+    ax.set_ylabel(_("charges per order"))
     ax.set_title(title)
     ax.legend(fontsize=8)
     every = sorted({r["latency_seconds"] for rows in curves.values() for r in rows})
-    alt = (
-        f"Line chart{': ' + title if title else ''}. Charges per order against gateway latency "
-        f"({show.numbers(every, 's')}), one line per configuration. " + "; ".join(said) + "."
-    )
+    if title:
+        heading = _(
+            "Line chart: {title}. Charges per order against gateway latency ({latencies}), one line per configuration."
+        ).format(title=title, latencies=show.numbers(every, "s"))
+    else:
+        heading = _(
+            "Line chart. Charges per order against gateway latency ({latencies}), one line per configuration."
+        ).format(latencies=show.numbers(every, "s"))
+    alt = heading + " " + "; ".join(said) + "."
     return show.Picture(figure, alt)

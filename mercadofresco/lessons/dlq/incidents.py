@@ -29,6 +29,7 @@ from typing import Any
 from mercadofresco import alarms, orders, queues, world
 from mercadofresco.clock import MADRID, VirtualClock
 from mercadofresco.errors import MercadoFrescoError, check_range
+from mercadofresco.i18n import _
 from mercadofresco.models import alarm_evaluation
 from mercadofresco.patterns import dlq
 
@@ -96,7 +97,7 @@ def seed_exercise2_incident(
         importe = Decimal(rng.randint(900, 12_000)) / 100
         sqs.send_message(QueueUrl=pair.url, MessageBody=version2_body(pedido_id, importe))
     while queues.queue_counts(sqs, pair.url) != {"visible": 0, "in_flight": 0, "delayed": 0}:
-        for _ in range(10):  # ten sweeps between checks: every message gets its next receive
+        for _sweep_round in range(10):  # ten sweeps between checks: every message gets its next receive
             sweep_at = _sweep(sqs, clock, pair, sweep_at)
     clock.advance_to(MONDAY_0900 - dt.timedelta(seconds=SOURCE_OLDEST_SECONDS))
     orders.send_order(sqs, pair.url, orders.Order(orders.order_id(210_001), Decimal("31.75")))
@@ -129,12 +130,12 @@ def time_to_dead_letter(aws: world.World, clock: VirtualClock, visibility_timeou
     pair = aws.reset_orders_queue(visibility_timeout_seconds=visibility_timeout_seconds)
     sent = clock.timestamp()
     orders.send_order(aws.sqs, pair.url, orders.Order(orders.order_id(299_999), Decimal("48.20")))
-    for _ in range(aws.config.max_receive_count + 1):  # the receive after the last allowed one moves it
+    for _receive in range(aws.config.max_receive_count + 1):  # the receive after the last allowed one moves it
         aws.sqs.receive_message(QueueUrl=pair.url, WaitTimeSeconds=0)  # the consumer fails; nothing deleted
         if queues.queue_counts(aws.sqs, pair.dlq_url)["visible"]:
             return clock.timestamp() - sent
         clock.advance(visibility_timeout_seconds + 0.01)
-    raise SeedError("the message never reached the DLQ; is the RedrivePolicy in place?")
+    raise SeedError(_("the message never reached the DLQ; is the RedrivePolicy in place?"))
 
 
 # -- the three kinds, as a reason-keeping consumer leaves them -------------------------------------
@@ -248,7 +249,8 @@ def first_alarm_at(rule: alarms.AlarmRule, arrivals: list[dt.datetime], until: d
     first arrival, as in `seed_kinds`.
     """
     if rule.metric_name not in ("ApproximateNumberOfMessagesVisible", "ApproximateAgeOfOldestMessage"):
-        raise ValueError(f"rule.metric_name must be a DLQ count or age metric; got {rule.metric_name!r}")
+        said = _("rule.metric_name must be a DLQ count or age metric; got {metric_name}")
+        raise ValueError(said.format(metric_name=repr(rule.metric_name)))
     if not arrivals:
         return None
     first = min(arrivals)

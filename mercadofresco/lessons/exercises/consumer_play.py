@@ -21,6 +21,7 @@ table as it found it (`forget`).
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import heapq
 import math
 from collections.abc import Callable
@@ -28,19 +29,20 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Protocol
 
-from mercadofresco import orders, world
+from mercadofresco import i18n, orders, world
 from mercadofresco.clock import VirtualClock
+from mercadofresco.i18n import _, ngettext
 from mercadofresco.lessons.exercises.consumer_world import (
     ATTEMPTS,
     LATE_SECONDS,
     MAX_RECEIVES,
-    MEETS,
     POISON,
     READ_TIMEOUT_SECONDS,
     SLOW_SECONDS,
     TTL_SECONDS,
     VISIBILITY_SECONDS,
     World,
+    met,
 )
 from mercadofresco.models import gateway, lambda_poller
 
@@ -71,7 +73,7 @@ class Log:
     broken: list[str] = field(default_factory=list)
 
     def say(self, at: dt.datetime, text: str) -> None:
-        self.lines.append(f"+{(at - self.start).total_seconds():g} s  {text}")
+        self.lines.append(f"+{i18n.number((at - self.start).total_seconds(), 'g')} s  {text}")
 
 
 class ScriptedGateway(gateway.PaymentGateway):
@@ -91,7 +93,8 @@ class ScriptedGateway(gateway.PaymentGateway):
             self.fail_next(faults[meets])
         name = self.play.name_of(pedido_id)
         if options.get("waiter") in (None, self.clock):  # GatewayClient passes its gateway's clock without one
-            self.play.log.broken.append(f"the charge of {name} did not pass the consumer's context (its own time)")
+            said = _("the charge of {order} did not pass the consumer's context (its own time)")
+            self.play.log.broken.append(said.format(order=name))
         started, made, how = (options.get("waiter") or self.clock).now(), len(self.ledger), meets
         try:
             return super().charge(pedido_id, importe, **options)
@@ -99,10 +102,18 @@ class ScriptedGateway(gateway.PaymentGateway):
             how = "declined"
             raise
         finally:
-            charged = f"charges {importe} € ({self.ledger[-1].referencia_cobro})" if len(self.ledger) > made else ""
-            said = ", ".join(p for p in (charged, "declines the card (402)" * (how == "declined"), MEETS.get(how)) if p)
+            charged = (
+                _("charges {amount} € ({reference})").format(
+                    amount=i18n.number(importe), reference=self.ledger[-1].referencia_cobro
+                )
+                if len(self.ledger) > made
+                else ""
+            )
+            declined = _("declines the card (402)") if how == "declined" else ""
+            said = ", ".join(p for p in (charged, declined, met(how)) if p)
             self.asked.setdefault(pedido_id, []).append("charged" if charged else how)
-            self.play.log.say(started, f"the gateway {said or 'charges nothing'} for {name}")
+            did = _("the gateway {did} for {order}").format(did=said or _("charges nothing"), order=name)
+            self.play.log.say(started, did)
 
 
 class Steps(lambda_poller.CrashPlan):
@@ -120,7 +131,8 @@ class Steps(lambda_poller.CrashPlan):
         self.play.arrive_inside(self.copy, self.receive, step)
         if self.receive == 1 and (self.copy, step) in self.play.world.dies:
             self.crashed_at.append(step)
-            self.play.log.say(self.play.now_of(self.copy), f"{self.play.who(self.copy)}: its consumer dies at {step}")
+            dies = _("{copy}: its consumer dies at {step}").format(copy=self.play.who(self.copy), step=step)
+            self.play.log.say(self.play.now_of(self.copy), dies)
             raise lambda_poller.ConsumerCrash(step)
 
 
@@ -153,7 +165,7 @@ class Play:
             send_idempotency_key=world_.key_sent,
         )
         self.inside: dict[tuple[int, str], list[int]] = {}  # (copy, point) -> the copies that arrive there
-        for number, (_, arrival) in enumerate(world_.copies):
+        for number, (_order, arrival) in enumerate(world_.copies):
             if arrival.inside is not None:
                 self.inside.setdefault((arrival.inside, arrival.point), []).append(number)
         self.running: list[Running] = []
@@ -165,11 +177,15 @@ class Play:
 
     # -- names, as the story says them
     def who(self, copy: int) -> str:
-        return f"copy {copy + 1} of order {self.world.copies[copy][0] + 1}"
+        return _("copy {copy} of order {order}").format(copy=copy + 1, order=self.world.copies[copy][0] + 1)
 
     def name_of(self, pedido_id: str) -> str:
         number = next((n for n, order in enumerate(self.orders) if order.pedido_id == pedido_id), None)
-        return pedido_id if number is None else f"order {number + 1} ({pedido_id})"
+        return (
+            pedido_id
+            if number is None
+            else _("order {order} ({pedido_id})").format(order=number + 1, pedido_id=pedido_id)
+        )
 
     def order_of(self, copy: int) -> orders.Order:
         return self.orders[self.world.copies[copy][0]]
@@ -199,7 +215,7 @@ class Play:
         self.hook_on = True
         try:
             at = self.clock.now()
-            for number, (_, arrival) in enumerate(self.world.copies):
+            for number, (_order, arrival) in enumerate(self.world.copies):
                 if arrival.inside is None:
                     at += dt.timedelta(seconds=arrival.seconds)
                     heapq.heappush(self.due, (at, number, 1))
@@ -212,9 +228,10 @@ class Play:
                 self.deliver_and_queue(batch)
             for (copy, point), arriving in self.inside.items():
                 for number in arriving:
-                    self.log.say(
-                        self.clock.now(), f"{self.who(number)} never arrived: {self.who(copy)} never reached {point}"
+                    never = _("{copy} never arrived: {host} never reached {point}").format(
+                        copy=self.who(number), host=self.who(copy), point=_point(point)
                     )
+                    self.log.say(self.clock.now(), never)
         finally:
             self.bench.before_dynamodb(None)
             self.hook_on = False
@@ -243,7 +260,8 @@ class Play:
             self.bench.dynamodb.put_item(
                 TableName=world.IDEMPOTENCY_TABLE, Item=item | {"expira_en": {"N": str(now + expires)}}
             )
-            self.log.say(self.clock.now(), f"the table already holds {clave} COMPLETADO, expira_en {expires:+d} s")
+            held = _("the table already holds {clave} COMPLETADO, expira_en {seconds} s")
+            self.log.say(self.clock.now(), held.format(clave=clave, seconds=i18n.number(expires, "+d")))
 
     def deliver_and_queue(self, batch: list[tuple[int, int]]) -> None:
         """Deliver `batch` now; each failed copy comes back after the visibility timeout, or goes to the DLQ."""
@@ -253,7 +271,10 @@ class Play:
                 heapq.heappush(self.due, (started + dt.timedelta(seconds=VISIBILITY_SECONDS), copy, receive + 1))
             else:
                 self.log.dead_lettered.add(copy)
-                self.log.say(self.clock.now(), f"{self.who(copy)} goes to the DLQ after {receive} receives")
+                gone = _("{copy} goes to the DLQ after {receives} receives").format(
+                    copy=self.who(copy), receives=receive
+                )
+                self.log.say(self.clock.now(), gone)
 
     def deliver(self, batch: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """One invocation of the learner's handler with `batch`; the copies that failed."""
@@ -265,8 +286,12 @@ class Play:
         poller = lambda_poller.Poller(None, "", self.handler, self.clock, crashes=steps)
         context = lambda_poller.Invocation(poller, f"consumer-{copy + 1}", receive)
         self.log.arrived |= {c for c, _ in batch}
-        names = " and ".join(f"{self.who(c)} (receive {r})" for c, r in batch)
-        self.log.say(self.clock.now(), f"{names} {'is' if len(batch) == 1 else 'are'} delivered")
+        names = [_("{copy} (receive {receive})").format(copy=self.who(c), receive=r) for c, r in batch]
+        copies = functools.reduce(
+            lambda first, second: _("{first} and {second}").format(first=first, second=second), names
+        )
+        delivered = ngettext("{copies} is delivered", "{copies} are delivered", len(batch)).format(copies=copies)
+        self.log.say(self.clock.now(), delivered)
         self.running.append(Running(batch, context, steps))
         asked_before = len(self.gateway.asked.get(self.order_of(copy).pedido_id, []))
         estado_before = self.estado(self.order_of(copy))
@@ -274,22 +299,23 @@ class Play:
             answer = self.handler({"Records": records}, context) or {}  # None: the whole batch succeeded
             failed = {c for c, _ in batch if _failed(answer, f"m-{c + 1}")}
             if steps.crashed_at:  # the crash hook raised, and the handler still returned
-                self.log.broken.append(
-                    f"{self.who(copy)}'s consumer died at {steps.crashed_at[0]}, and the handler "
+                went_on = _(
+                    "{copy}'s consumer died at {step}, and the handler "
                     "went on: a process that died runs no more code (never catch ConsumerCrash)"
                 )
-            outcome = {c: "reported failed: it comes back" for c in failed}
+                self.log.broken.append(went_on.format(copy=self.who(copy), step=steps.crashed_at[0]))
+            outcome = {c: _("reported failed: it comes back") for c in failed}
         except lambda_poller.ConsumerCrash:
-            failed, outcome = {c for c, _ in batch}, dict.fromkeys((c for c, _ in batch), "died: it comes back")
+            failed, outcome = {c for c, _r in batch}, dict.fromkeys((c for c, _r in batch), _("died: it comes back"))
         except Exception as error:  # the learner's handler raised: Lambda retries the whole batch
-            failed = {c for c, _ in batch}
-            outcome = dict.fromkeys(failed, f"the handler raised {type(error).__name__}: it comes back")
+            failed = {c for c, _r in batch}
+            raised = _("the handler raised {error}: it comes back").format(error=type(error).__name__)
+            outcome = dict.fromkeys(failed, raised)
         finally:
             self.running.pop()
-        for each, _ in batch:
-            self.log.say(
-                context.now(), f"{self.who(each)}: {outcome.get(each, 'acknowledged: its message is deleted')}"
-            )
+        for each, _receive in batch:
+            ended = outcome.get(each) or _("acknowledged: its message is deleted")
+            self.log.say(context.now(), _("{copy}: {outcome}").format(copy=self.who(each), outcome=ended))
             if each not in failed:
                 self.acknowledged(each)
             elif len(batch) == 1 and not steps.crashed_at:
@@ -310,20 +336,22 @@ class Play:
             should = ["after_lock", "after_charge", "after_complete"]
         missed = [step for step in should if step not in steps.passed]
         if missed:
-            self.log.broken.append(
-                f"{self.who(copy)}'s consumer went past {missed[0]} without calling context.crashes.reached"
-                f'("{missed[0]}"): the checks could never stop it there'
+            went_past = _(
+                "{copy}'s consumer went past {step} without calling context.crashes.reached"
+                '("{step}"): the checks could never stop it there'
             )
+            self.log.broken.append(went_past.format(copy=self.who(copy), step=missed[0]))
 
     def released(self, copy: int, asked_before: int) -> None:
         """A delivery whose gateway calls all met a transient failure, reported failed: its claim must be gone."""
         order = self.order_of(copy)
         asked = self.gateway.asked.get(order.pedido_id, [])[asked_before:]
         if asked and all(how in ("503", "429") for how in asked) and self.estado(order) == "EN_CURSO":
-            self.log.broken.append(
-                f"{self.who(copy)} met a transient failure ({asked[-1]}) and kept its claim "
-                f"cobro:{order.pedido_id} EN_CURSO: a transient failure releases it"
+            kept = _(
+                "{copy} met a transient failure ({failure}) and kept its claim "
+                "cobro:{pedido_id} EN_CURSO: a transient failure releases it"
             )
+            self.log.broken.append(kept.format(copy=self.who(copy), failure=asked[-1], pedido_id=order.pedido_id))
 
     def record(self, copy: int, receive: int) -> dict:
         kind = self.kind_of(copy)
@@ -345,9 +373,11 @@ class Play:
             return
         estado = self.estado(self.order_of(copy))
         if estado not in ("COMPLETADO", "FALLIDO"):
+            acknowledged = _(
+                "{copy} was acknowledged while its record cobro:{pedido_id} was {estado}: it will never come back"
+            )
             self.log.broken.append(
-                f"{self.who(copy)} was acknowledged while its record cobro:"
-                f"{self.order_of(copy).pedido_id} was {estado}: it will never come back"
+                acknowledged.format(copy=self.who(copy), pedido_id=self.order_of(copy).pedido_id, estado=estado)
             )
 
     def at_step(self, copy: int, step: str) -> None:
@@ -355,13 +385,18 @@ class Play:
         order = self.order_of(copy)
         estado, charged = self.estado(order), "charged" in self.gateway.asked.get(order.pedido_id, [])
         wrong = {
-            "after_lock": estado != "EN_CURSO" and f"its claim cobro:{order.pedido_id} is {estado}, not EN_CURSO",
-            "after_charge": (not charged and "the gateway has charged nothing yet")
-            or (estado == "COMPLETADO" and "COMPLETADO is already written"),
-            "after_complete": estado != "COMPLETADO" and f"cobro:{order.pedido_id} is {estado}, not COMPLETADO",
+            "after_lock": estado != "EN_CURSO"
+            and _("its claim cobro:{pedido_id} is {estado}, not EN_CURSO").format(
+                pedido_id=order.pedido_id, estado=estado
+            ),
+            "after_charge": (not charged and _("the gateway has charged nothing yet"))
+            or (estado == "COMPLETADO" and _("COMPLETADO is already written")),
+            "after_complete": estado != "COMPLETADO"
+            and _("cobro:{pedido_id} is {estado}, not COMPLETADO").format(pedido_id=order.pedido_id, estado=estado),
         }.get(step)
         if wrong:
-            self.log.broken.append(f"{self.who(copy)} reached {step}, but {wrong}")
+            reached = _("{copy} reached {step}, but {wrong}")
+            self.log.broken.append(reached.format(copy=self.who(copy), step=step, wrong=wrong))
 
     def before_request(self, action: str, request: dict) -> None:
         if not (self.running and self.hook_on):
@@ -384,9 +419,12 @@ class Play:
         left = lock - at.timestamp()
         if left < READ_TIMEOUT_SECONDS * ATTEMPTS:
             name = self.name_of(str(clave).removeprefix("cobro:"))
+            short = _(
+                "the claim of {order} in a batch holds its lock {seconds} s from the claim, less than one delivery's "
+                "attempts ({attempts} s): was it timed from the batch's start?"
+            )
             self.log.broken.append(
-                f"the claim of {name} in a batch holds its lock {left:g} s from the claim, less than one delivery's "
-                f"attempts ({READ_TIMEOUT_SECONDS * ATTEMPTS} s): was it timed from the batch's start?"
+                short.format(order=name, seconds=i18n.number(left, "g"), attempts=READ_TIMEOUT_SECONDS * ATTEMPTS)
             )
 
     def say_request(self, copy: int, at: dt.datetime, action: str, request: Any) -> None:
@@ -398,13 +436,16 @@ class Play:
             return
         self.claves.add(clave)
         if action == "DeleteItem":
-            self.log.say(at, f"{self.who(copy)} deletes {clave}")
+            self.log.say(at, _("{copy} deletes {clave}").format(copy=self.who(copy), clave=clave))
             return
-        _, estado, lock = _item_written(action, request)
-        until = f", lock until +{lock - int(self.log.start.timestamp()):g} s" if lock is not None else ""
-        what = f"{clave} {estado}{until}" if estado else clave
-        verb = "tries to write" if request.get("ConditionExpression") else "writes"
-        self.log.say(at, f"{self.who(copy)} {verb} {what}"[:160])
+        _clave, estado, lock = _item_written(action, request)
+        if estado and lock is not None:
+            until = i18n.number(lock - int(self.log.start.timestamp()), "g")
+            what = _("{clave} {estado}, lock until +{seconds} s").format(clave=clave, estado=estado, seconds=until)
+        else:
+            what = f"{clave} {estado}" if estado else clave
+        verb = _("{copy} tries to write {what}") if request.get("ConditionExpression") else _("{copy} writes {what}")
+        self.log.say(at, verb.format(copy=self.who(copy), what=what)[:160])
 
     def arrive_inside(self, copy: int, receive: int, point: str, action: str = "") -> None:
         """Deliver now the copies that arrive inside `copy`'s first delivery at `point`."""
@@ -415,9 +456,20 @@ class Play:
             seconds = self.world.copies[arriving][1].seconds
             self.clock.advance_to(max(self.clock.now(), host.context.now() + dt.timedelta(seconds=seconds)))
             host.context.wait((self.clock.now() - host.context.now()).total_seconds())  # the host waited as long
-            where = f"just before its {action}" if action else f"{seconds:g} s after its {point}"
-            self.log.say(self.clock.now(), f"{self.who(arriving)} arrives while {self.who(copy)} is at work, {where}")
+            where = (
+                _("just before its {action}").format(action=action)
+                if action
+                else _("{seconds} s after its {point}").format(seconds=i18n.number(seconds, "g"), point=_point(point))
+            )
+            arrives = _("{copy} arrives while {host} is at work, {where}")
+            self.log.say(self.clock.now(), arrives.format(copy=self.who(arriving), host=self.who(copy), where=where))
             self.deliver_and_queue([(arriving, 1)])
+
+
+def _point(point: str) -> str:
+    """A point of a delivery as the story says it: a step as the lab names it, "call 2" in the learner's language."""
+    kind, _space, count = point.partition(" ")
+    return _("call {number}").format(number=count) if kind == "call" and count else point
 
 
 def _item_written(action: str, request: Any) -> tuple[str | None, str | None, float | None]:

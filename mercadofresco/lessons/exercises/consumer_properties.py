@@ -28,6 +28,7 @@ from typing import Any
 
 from mercadofresco import world
 from mercadofresco.clock import VirtualClock
+from mercadofresco.i18n import _
 from mercadofresco.lessons import worlds
 from mercadofresco.lessons.exercises.consumer_play import Bench, Log, Play
 from mercadofresco.lessons.exercises.consumer_world import (
@@ -98,13 +99,15 @@ def _charged_once(play: Play, log: Log) -> None:
             continue
         name, charges = play.name_of(order.pedido_id), len(play.gateway.charges_for(order.pedido_id))
         if charges != 1:
-            raise worlds.Broken(f"{name} was charged {charges} times", log.lines)
+            raise worlds.Broken(_("{order} was charged {charges} times").format(order=name, charges=charges), log.lines)
         lost = [c for c, (o, _) in enumerate(play.world.copies) if o == number and c in log.dead_lettered]
         if lost:
-            raise worlds.Broken(f"{play.who(lost[0])} ended in the DLQ, though its order could be charged", log.lines)
+            why = _("{copy} ended in the DLQ, though its order could be charged").format(copy=play.who(lost[0]))
+            raise worlds.Broken(why, log.lines)
         estado = play.estado(order)
         if estado != "COMPLETADO":
-            raise worlds.Broken(f"{name} was charged, and its record cobro:{order.pedido_id} is {estado}", log.lines)
+            why = _("{order} was charged, and its record cobro:{pedido_id} is {estado}")
+            raise worlds.Broken(why.format(order=name, pedido_id=order.pedido_id, estado=estado), log.lines)
 
 
 def _declined_kept(play: Play, log: Log) -> None:
@@ -112,25 +115,30 @@ def _declined_kept(play: Play, log: Log) -> None:
     for number, order in _sent(play):
         if play.world.kinds[number] != "declined":
             continue
-        name = f"{play.name_of(order.pedido_id)}, whose card is declined"
+        name = _("{order}, whose card is declined").format(order=play.name_of(order.pedido_id))
         declines = play.gateway.asked.get(order.pedido_id, []).count("declined")
         if declines != 1:
-            raise worlds.Broken(f"the gateway declined {name} {declines} times: it was asked again", log.lines)
+            why = _("the gateway declined {order} {declines} times: it was asked again")
+            raise worlds.Broken(why.format(order=name, declines=declines), log.lines)
         if any(c in log.dead_lettered for c, (o, _) in enumerate(play.world.copies) if o == number):
-            raise worlds.Broken(f"a copy of {name} ended in the DLQ: a declined card is an answer", log.lines)
+            why = _("a copy of {order} ended in the DLQ: a declined card is an answer").format(order=name)
+            raise worlds.Broken(why, log.lines)
         if play.estado(order) != "FALLIDO":
-            raise worlds.Broken(f"the record of {name} is {play.estado(order)}, not FALLIDO", log.lines)
+            why = _("the record of {order} is {estado}, not FALLIDO").format(order=name, estado=play.estado(order))
+            raise worlds.Broken(why, log.lines)
 
 
 def _poison_kept(play: Play, log: Log) -> None:
     _charged_once(play, log)
-    for copy, (order, _) in enumerate(play.world.copies):
+    for copy, (order, _arrival) in enumerate(play.world.copies):
         kind = play.world.kinds[order]
         if kind in POISON and copy in log.acknowledged:
-            raise worlds.Broken(f"{play.who(copy)}, a body {kind}, was acknowledged: deleted, never read", log.lines)
+            why = _("{copy}, a body {kind}, was acknowledged: deleted, never read")
+            raise worlds.Broken(why.format(copy=play.who(copy), kind=_(kind)), log.lines)
     strangers = sorted(set(play.gateway.asked) - {order.pedido_id for order in play.orders})
     if strangers:
-        raise worlds.Broken(f"the gateway was asked to charge {strangers[0]}, from a body that is no order", log.lines)
+        why = _("the gateway was asked to charge {pedido_id}, from a body that is no order")
+        raise worlds.Broken(why.format(pedido_id=strangers[0]), log.lines)
 
 
 # -- the notebook's bench (the hidden checks bring their own) -------------------------------------------------

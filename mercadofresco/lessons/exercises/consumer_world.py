@@ -18,25 +18,34 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from mercadofresco import i18n
+from mercadofresco.i18n import N_, _
+
 VISIBILITY_SECONDS = 120  # the incident's queue
 MAX_RECEIVES = 4  # its maxReceiveCount
 READ_TIMEOUT_SECONDS, ATTEMPTS = 30, 2  # the fixed configuration: one delivery's attempts last 60 s at most
 STEPS = ("after_lock", "after_charge", "after_complete")  # where the lab's consumer calls context.crashes.reached
 SLOW_SECONDS, LATE_SECONDS = 25.0, 45.0  # a slow answer, and one after the read timeout
 TTL_SECONDS = 24 * 3600
-POISON = {  # bodies a consumer of version 1 cannot process
-    "not JSON": "pedido PED-2026-990001, 48.20",
-    "version 2": '{"pedido_id": "PED-2026-990002", "importe_centimos": 4820, "version": 2}',
-    "without an amount": '{"pedido_id": "PED-2026-990003", "version": 1}',
+POISON = {  # bodies a consumer of version 1 cannot process (the kind, as the story says it: `_(kind)`)
+    N_("not JSON"): "pedido PED-2026-990001, 48.20",
+    N_("version 2"): '{"pedido_id": "PED-2026-990002", "importe_centimos": 4820, "version": 2}',
+    N_("without an amount"): '{"pedido_id": "PED-2026-990003", "version": 1}',
 }
-MEETS = {  # what a gateway call may meet, as the story says it
+MEETS = {  # what a gateway call may meet, as the story says it (`met`)
     "ok": "",
-    "slow": f"takes {SLOW_SECONDS:g} s",
-    "503": "answers 503",
-    "429": "answers 429",
-    "lost": "loses its answer",
-    "late": "answers after the read timeout",
+    "slow": N_("takes {seconds} s"),
+    "503": N_("answers 503"),
+    "429": N_("answers 429"),
+    "lost": N_("loses its answer"),
+    "late": N_("answers after the read timeout"),
 }
+
+
+def met(how: str) -> str:
+    """What a gateway call that met `how` did, in the learner's language ("" for none of MEETS' words)."""
+    said = MEETS.get(how, "")
+    return _(said).format(seconds=i18n.number(SLOW_SECONDS, "g")) if said else ""
 
 
 # -- a world ----------------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from typing import Any
 
 from mercadofresco import queues, world
 from mercadofresco.clock import VirtualClock
+from mercadofresco.i18n import _
 from mercadofresco.lessons.dlq import incidents
 from mercadofresco.lessons.exercises.dlq_properties import ScriptDied
 from mercadofresco.models import gateway
@@ -38,15 +39,15 @@ class NotebookDlqBench:
         self.source_url = self.dlq_url = ""
         self.aws: world.World | None = None
 
-    def _note(self, model: Any, params: dict, **_: Any) -> None:
+    def _note(self, model: Any, params: dict, **_kwargs: Any) -> None:
         if self.dead:
-            raise ScriptDied("the process had already died")
+            raise ScriptDied(_("the process had already died"))
         sending = model.name in ("SendMessage", "SendMessageBatch") and params.get("QueueUrl") == self.source_url
         if sending and self.dies_at is not None:
             self.dies_at -= 1
             if self.dies_at == 0:  # this send never reaches SQS
                 self.dead = True
-                raise ScriptDied("the redrive's process died at this send")
+                raise ScriptDied(_("the redrive's process died at this send"))
         self.calls.append((model.name, dict(params), self.clock.now()))
         if model.name == "ReceiveMessage":  # on a frozen clock moto's long poll never ends: noted, then answered now
             params["WaitTimeSeconds"] = 0
@@ -94,7 +95,7 @@ class NotebookDlqBench:
         return answer, dict(provider.charges_per_order())
 
     def receives(self) -> list[tuple[str, dict]]:
-        return [(params.get("QueueUrl", ""), params) for name, params, _ in self.calls if name == "ReceiveMessage"]
+        return [(params.get("QueueUrl", ""), params) for name, params, _at in self.calls if name == "ReceiveMessage"]
 
     def attachments(self) -> list[tuple[dt.datetime, str]]:
         found = []

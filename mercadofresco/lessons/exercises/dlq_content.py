@@ -19,6 +19,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from mercadofresco import orders
+from mercadofresco.i18n import N_, _
 from mercadofresco.lessons import worlds
 from mercadofresco.lessons.dlq import incidents
 from mercadofresco.lessons.exercises.dlq_properties import DlqBench, dead_letter, peek
@@ -30,19 +31,20 @@ def _written(n: int, importe: str, version: int = 1) -> str:
 
 
 # What a message of each kind can look like (n numbers the order); each kind's first shape is the lesson's own.
+# A shape's name is what the story says (`_(shape)`).
 SHAPES: dict[str, dict[str, Callable[[int], str]]] = {
     "poison": {
-        "version 2": lambda n: incidents.version2_body(orders.order_id(530_001 + n), Decimal("48.20")),
-        "version 3": lambda n: _written(n, "12.00", version=3),
-        "not JSON": lambda n: f"<pedido id='{530_001 + n}'/>",
-        "no importe": lambda n: f'{{"pedido_id": "{orders.order_id(530_001 + n)}", "version": 1}}',
+        N_("version 2"): lambda n: incidents.version2_body(orders.order_id(530_001 + n), Decimal("48.20")),
+        N_("version 3"): lambda n: _written(n, "12.00", version=3),
+        N_("not JSON"): lambda n: f"<pedido id='{530_001 + n}'/>",
+        N_("no importe"): lambda n: f'{{"pedido_id": "{orders.order_id(530_001 + n)}", "version": 1}}',
     },
     "data": {
-        "a negative importe": lambda n: _written(n, f"-{n + 1}.50"),
-        "an importe of 0": lambda n: _written(n, "0.00"),
+        N_("a negative importe"): lambda n: _written(n, f"-{n + 1}.50"),
+        N_("an importe of 0"): lambda n: _written(n, "0.00"),
     },
     "transient": {
-        "a valid order": lambda n: _written(n, "19.90"),
+        N_("a valid order"): lambda n: _written(n, "19.90"),
     },
 }
 
@@ -71,7 +73,7 @@ CLASSIFY_FIRST = (
 def _samples(draw: Any) -> Sample:
     kind = draw(st.sampled_from(tuple(SHAPES)))
     shapes = tuple(draw(st.lists(st.sampled_from(tuple(SHAPES[kind])), min_size=1, max_size=12)))
-    gaps = tuple(draw(st.sampled_from((1, 13, 87, 3_600))) for _ in shapes)
+    gaps = tuple(draw(st.sampled_from((1, 13, 87, 3_600))) for _shape in shapes)
     return Sample(kind, shapes, gaps, draw(st.booleans()))
 
 
@@ -89,23 +91,25 @@ def _classify_play(bench: DlqBench) -> Callable[[Sample], None]:
         bodies = world_.bodies()
         if world_.moved_by_redrive_policy:
             dead_letter(bench, bodies, list(world_.gaps), list(range(len(bodies))))
-            how = "each moved there by the RedrivePolicy after 4 receives"
+            held = _(
+                "the DLQ holds {count} messages ({shapes}), {gaps} apart, each moved there by the RedrivePolicy "
+                "after 4 receives"
+            )
         else:
             for body, gap in zip(bodies, world_.gaps, strict=True):
                 bench.clock.advance(gap)
                 bench.sqs.send_message(QueueUrl=bench.dlq_url, MessageBody=body)
-            how = "sent there directly"
-        shapes = ", ".join(sorted(set(world_.shapes)))
-        lines = [
-            f"the DLQ holds {len(bodies)} messages ({shapes}), {', '.join(f'{g} s' for g in world_.gaps)} apart, {how}",
-            "classify_dlq(sqs, dlq_url)",
-        ]
+            held = _("the DLQ holds {count} messages ({shapes}), {gaps} apart, sent there directly")
+        shapes = ", ".join(_(shape) for shape in sorted(set(world_.shapes)))
+        gaps = ", ".join(_("{seconds} s").format(seconds=g) for g in world_.gaps)
+        lines = [held.format(count=len(bodies), shapes=shapes, gaps=gaps), "classify_dlq(sqs, dlq_url)"]
         bench.clock.advance(2)
         answer = bench.classify()
         if answer != world_.kind:
-            raise worlds.Broken(f"classify_dlq said {answer!r:.40}; what the messages say is {world_.kind}", lines)
+            why = _("classify_dlq said {answer}; what the messages say is {kind}")
+            raise worlds.Broken(why.format(answer=f"{answer!r:.40}", kind=world_.kind), lines)
         bench.clock.advance(300)  # past an inspection's visibility, however long the learner made it within reason
         if len(peek(bench)) != len(bodies):
-            raise worlds.Broken("classifying deleted messages from the DLQ", lines)
+            raise worlds.Broken(_("classifying deleted messages from the DLQ"), lines)
 
     return play

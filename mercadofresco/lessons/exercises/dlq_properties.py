@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 
 from mercadofresco import orders
 from mercadofresco.clock import MADRID, VirtualClock
+from mercadofresco.i18n import _
 from mercadofresco.lessons import worlds
 from mercadofresco.lessons.dlq import incidents
 
@@ -92,7 +93,7 @@ def dead_letter(bench: DlqBench, bodies: list[str], gaps: list[int], order: list
             held[message["Body"]] = message["ReceiptHandle"]
     for position in order:  # moto shows a message again only once the clock has passed its visibility
         sqs.change_message_visibility(QueueUrl=source, ReceiptHandle=held[bodies[position]], VisibilityTimeout=0)
-        for _ in range(MAX_RECEIVES):  # the fifth receive finds it gone: the RedrivePolicy moved it
+        for _receive in range(MAX_RECEIVES):  # the fifth receive finds it gone: the RedrivePolicy moved it
             bench.clock.advance(0.01)
             if not sqs.receive_message(QueueUrl=source, MaxNumberOfMessages=1, VisibilityTimeout=0).get("Messages"):
                 break
@@ -166,53 +167,57 @@ def _inspection_play(bench: DlqBench) -> Callable[[Dlq], None]:
             incidents.version2_body(orders.order_id(500_001 + n), Decimal("48.20")) for n in range(len(world_.gaps))
         ]
         dead_letter(bench, bodies, list(world_.gaps), list(world_.order))
-        lines = [
-            f"{len(bodies)} orders sent {', '.join(f'{g} s' for g in world_.gaps)} apart, dead-lettered in the order "
-            + ", ".join(str(n + 1) for n in world_.order),
-            f"inspect_dlq(max_messages={world_.asked})",
-        ]
+        sent = _("{count} orders sent {gaps} apart, dead-lettered in the order {order}").format(
+            count=len(bodies),
+            gaps=", ".join(_("{seconds} s").format(seconds=g) for g in world_.gaps),
+            order=", ".join(str(n + 1) for n in world_.order),
+        )
+        lines = [sent, f"inspect_dlq(max_messages={world_.asked})"]
         before = peek(bench)
         bench.clock.advance(2)
         rows = bench.inspect(world_.asked)
         bench.clock.advance(VISIBLE_AGAIN_SECONDS + 1)
         after = peek(bench)
-        waited = [request.get("WaitTimeSeconds") for _, request in bench.receives() if request.get("WaitTimeSeconds")]
+        waited = [request.get("WaitTimeSeconds") for _u, request in bench.receives() if request.get("WaitTimeSeconds")]
         if waited:
-            why = f"a receive asked to wait up to {waited[0]} s (a long poll): on a virtual clock it never ends"
-            raise worlds.Broken(why, lines)
+            why = _("a receive asked to wait up to {seconds} s (a long poll): on a virtual clock it never ends")
+            raise worlds.Broken(why.format(seconds=waited[0]), lines)
         expected = min(len(bodies), world_.asked)
         if not isinstance(rows, list) or len(rows) != expected:
             got = len(rows) if isinstance(rows, list) else type(rows).__name__
-            raise worlds.Broken(
-                f"inspect_dlq returned {got} rows; the DLQ held {len(bodies)}, {world_.asked} asked", lines
-            )
+            why = _("inspect_dlq returned {got} rows; the DLQ held {held}, {asked} asked")
+            raise worlds.Broken(why.format(got=got, held=len(bodies), asked=world_.asked), lines)
         for row in rows:
             wrong = _row_wrong(row, before, after)
             if wrong:
                 raise worlds.Broken(wrong, lines)
         sent = [row["sent"] for row in rows]
         if sent != sorted(sent) or len({row["body"] for row in rows}) != len(rows):
-            raise worlds.Broken("the rows are not the messages oldest sent first, each once", lines)
+            raise worlds.Broken(_("the rows are not the messages oldest sent first, each once"), lines)
         moved = sorted(body for body in before if after.get(body, (None,))[0] != before[body][0])
         if moved:
-            why = f"{len(moved)} of the {len(before)} messages are not back in the DLQ as they were 5 s later"
-            raise worlds.Broken(why + " (deleted, sent again, or hidden longer)", lines)
+            why = _(
+                "{moved} of the {count} messages are not back in the DLQ as they were 5 s later"
+                " (deleted, sent again, or hidden longer)"
+            )
+            raise worlds.Broken(why.format(moved=len(moved), count=len(before)), lines)
 
     return play
 
 
 def _row_wrong(row: Any, before: dict, after: dict) -> str:
     if not isinstance(row, dict) or not {"sent", "receive_count", "body"} <= set(row):
-        return f"a row is {row!r:.80}, not a dict with sent, receive_count and body"
+        return _("a row is {row}, not a dict with sent, receive_count and body").format(row=f"{row!r:.80}")
     if row["body"] not in before:
-        return f"a row's body {row['body']!r:.60} is not a message of the DLQ"
-    sent_ms, _ = before[row["body"]]
+        return _("a row's body {body} is not a message of the DLQ").format(body=f"{row['body']!r:.60}")
+    sent_ms, _count = before[row["body"]]
     truth = _madrid(sent_ms)
     if not isinstance(row["sent"], dt.datetime) or row["sent"] != truth or row["sent"].utcoffset() != truth.utcoffset():
         return f"a row's sent is {row['sent']!r:.60}; its SentTimestamp in Madrid time is {truth:%a %H:%M:%S%z}"
     if row["body"] in after and row["receive_count"] != after[row["body"]][1] - 1:
         count = after[row["body"]][1] - 1
-        return f"a row's receive_count is {row['receive_count']!r}; that receive was the message's number {count}"
+        said = _("a row's receive_count is {receive_count}; that receive was the message's number {count}")
+        return said.format(receive_count=repr(row["receive_count"]), count=count)
     return ""
 
 
@@ -269,25 +274,32 @@ def _contain_play(bench: DlqBench) -> Callable[[Backlog], None]:
                 MessageBody=orders.order_body(orders.Order(orders.order_id(519_001), Decimal("5.00"))),
             )
             bench.clock.advance(world_.oldest)
-        waits = "no order" if world_.oldest is None else f"an order {world_.oldest} s old"
-        lines = [f"{world_.dead} messages in the DLQ, {waits} in the source queue"]
+        held = (
+            _("{count} messages in the DLQ, no order in the source queue")
+            if world_.oldest is None
+            else _("{count} messages in the DLQ, an order {seconds} s old in the source queue")
+        )
+        lines = [held.format(count=world_.dead, seconds=world_.oldest)]
         if world_.grows_at is not None:
-            lines.append(f"one more message reaches the DLQ {world_.grows_at} s after contain begins")
+            grows = _("one more message reaches the DLQ {seconds} s after contain begins")
+            lines.append(grows.format(seconds=world_.grows_at))
         lines.append("contain(aws, clock)")
         with _one_more_message(bench, world_.grows_at):
             answer = bench.contain()
-        if any(url == bench.source_url for url, _ in bench.receives()):
-            raise worlds.Broken("contain received from the live source queue: measure its age with the metric", lines)
+        if any(url == bench.source_url for url, _request in bench.receives()):
+            why = _("contain received from the live source queue: measure its age with the metric")
+            raise worlds.Broken(why, lines)
         if not isinstance(answer, dict):
-            raise worlds.Broken(f"contain returned {answer!r:.60}, not a dict", lines)
+            raise worlds.Broken(_("contain returned {answer}, not a dict").format(answer=f"{answer!r:.60}"), lines)
         alive = (world_.oldest is not None and world_.oldest > 300) or world_.grows_at is not None
         if answer.get("dlq_messages") != world_.dead or answer.get("still_bleeding") is not alive:
-            why = (
-                f"contain said dlq_messages={answer.get('dlq_messages')!r}, "
-                f"still_bleeding={answer.get('still_bleeding')!r}; it is {world_.dead} and {alive}"
+            said = _(
+                "contain said dlq_messages={dlq_messages}, still_bleeding={still_bleeding}; it is {dead} and {alive}"
             )
+            bleeding, dlq_messages = repr(answer.get("still_bleeding")), repr(answer.get("dlq_messages"))
+            why = said.format(dlq_messages=dlq_messages, still_bleeding=bleeding, dead=world_.dead, alive=alive)
             if world_.grows_at is not None and answer.get("still_bleeding") is False:
-                why += ": the DLQ grew while contain looked (wait 5 minutes and look again)"
+                why = _("{said}: the DLQ grew while contain looked (wait 5 minutes and look again)").format(said=why)
             raise worlds.Broken(why, lines)
 
     return play

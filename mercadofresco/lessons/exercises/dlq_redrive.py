@@ -24,7 +24,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from mercadofresco import orders
+from mercadofresco import i18n, orders
+from mercadofresco.i18n import _
 from mercadofresco.lessons import worlds
 from mercadofresco.lessons.dlq import incidents
 from mercadofresco.lessons.exercises.dlq_properties import VISIBLE_AGAIN_SECONDS, DlqBench
@@ -93,17 +94,26 @@ def _redrive_play(bench: DlqBench, judge_rate: bool) -> Callable[[Redrive], None
             )
             hidden += len(batch.get("Messages", []))
         bench.clock.advance(0.5)
+        held = (
+            _("the DLQ holds {count} messages (one unreadable)")
+            if world_.unreadable
+            else _("the DLQ holds {count} messages")
+        )
+        inspected = _("{hidden} of them were inspected {seconds} s ago (hidden for 5 s)")
+        call = f"redrive_dlq(aws, clock, max_per_second={world_.rate})"
         lines = [
-            f"the DLQ holds {len(bodies)} messages" + (" (one unreadable)" if world_.unreadable else ""),
-            f"{world_.hidden} of them were inspected 0.5 s ago (hidden for 5 s)" if world_.hidden else "",
-            f"redrive_dlq(aws, clock, max_per_second={world_.rate})"
-            + (f"; its process dies at its send number {world_.dies_at_send}" if world_.dies_at_send else ""),
+            held.format(count=len(bodies)),
+            inspected.format(hidden=world_.hidden, seconds=i18n.number(0.5)) if world_.hidden else "",
+            _("{call}; its process dies at its send number {send}").format(call=call, send=world_.dies_at_send)
+            if world_.dies_at_send
+            else call,
         ]
         lines = [line for line in lines if line]
         started = bench.clock.now()
         answer, died = bench.redrive(world_.rate, world_.dies_at_send)
         if isinstance(answer, BaseException) and not died:
-            raise worlds.Broken(f"redrive_dlq raised {type(answer).__name__}: {answer}"[:200], lines)
+            why = _("redrive_dlq raised {error}: {message}").format(error=type(answer).__name__, message=answer)
+            raise worlds.Broken(why[:200], lines)
         if judge_rate:
             sends = [(at, n) for at, url, n in bench.sends() if at >= started and url == bench.source_url]
             too_fast = _too_fast(sends, world_.rate)
@@ -115,18 +125,19 @@ def _redrive_play(bench: DlqBench, judge_rate: bool) -> Callable[[Redrive], None
         in_dlq = _bodies(bench, bench.dlq_url)
         lost = [body for body in bodies if body not in in_source and body not in in_dlq]
         if lost:
-            raise worlds.Broken(
-                f"{len(lost)} of the {len(bodies)} messages are neither in the source queue nor in the DLQ: "
-                "deleted from the DLQ before they had reached the source queue",
-                lines,
+            why = _(
+                "{lost} of the {count} messages are neither in the source queue nor in the DLQ: "
+                "deleted from the DLQ before they had reached the source queue"
             )
+            raise worlds.Broken(why.format(lost=len(lost), count=len(bodies)), lines)
         if not died:
             twice = sorted({body for body in in_source if in_source.count(body) > 1})
             if in_dlq or twice:
-                why = f"{len(in_dlq)} messages still in the DLQ, {len(twice)} sent to the source queue more than once"
-                raise worlds.Broken(why, lines)
+                why = _("{in_dlq} messages still in the DLQ, {twice} sent to the source queue more than once")
+                raise worlds.Broken(why.format(in_dlq=len(in_dlq), twice=len(twice)), lines)
             if answer != len(bodies):
-                raise worlds.Broken(f"redrive_dlq returned {answer!r:.40}; it moved {len(bodies)}", lines)
+                why = _("redrive_dlq returned {answer}; it moved {count}")
+                raise worlds.Broken(why.format(answer=f"{answer!r:.40}", count=len(bodies)), lines)
 
     return play
 
@@ -143,9 +154,10 @@ def _bodies(bench: DlqBench, url: str) -> list[str]:
 
 def _too_fast(sends: list[tuple[Any, int]], rate: int) -> str:
     """What broke the rate: a send of more than `rate` messages, or one too soon after the send before it."""
-    for (at, n), (later, _) in zip(sends, [*sends[1:], (None, 0)], strict=True):
+    for (at, n), (later, _count) in zip(sends, [*sends[1:], (None, 0)], strict=True):
         if n > rate:
-            return f"{n} messages went back to the source queue in one call at {at:%H:%M:%S}; the rate is {rate}/s"
+            said = _("{count} messages went back to the source queue in one call at {at}; the rate is {rate}/s")
+            return said.format(count=n, at=i18n.moment(at, "%H:%M:%S"), rate=rate)
         if later is not None and (later - at).total_seconds() + SLACK < n / rate:
             gap = (later - at).total_seconds()
             return (

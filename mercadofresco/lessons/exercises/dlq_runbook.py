@@ -18,7 +18,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from mercadofresco import orders
+from mercadofresco import i18n, orders
+from mercadofresco.i18n import _
 from mercadofresco.lessons import worlds
 from mercadofresco.lessons.dlq import incidents
 from mercadofresco.lessons.exercises.dlq_properties import VISIBLE_AGAIN_SECONDS, DlqBench, most_in_one_second, peek
@@ -80,12 +81,16 @@ def _runbook_play(bench: DlqBench) -> Callable[[Incident], None]:
             order = orders.Order(orders.order_id(529_001), Decimal("5.00"))
             bench.sqs.send_message(QueueUrl=bench.source_url, MessageBody=orders.order_body(order))
             bench.clock.advance(world_.oldest)
+        held = (
+            _("the DLQ holds {count} {kind} messages and one of version 3")
+            if world_.version_3
+            else _("the DLQ holds {count} {kind} messages")
+        )
         lines = [
-            f"the DLQ holds {world_.count} {world_.kind} messages"
-            + (" and one of version 3" if world_.version_3 else ""),
-            "the source queue is empty"
+            held.format(count=world_.count, kind=world_.kind),
+            _("the source queue is empty")
             if world_.oldest is None
-            else f"the source queue's oldest order is {world_.oldest} s old",
+            else _("the source queue's oldest order is {seconds} s old").format(seconds=world_.oldest),
             "runbook(aws, clock, client)",
         ]
         started = bench.clock.now()
@@ -94,36 +99,50 @@ def _runbook_play(bench: DlqBench) -> Callable[[Incident], None]:
         in_dlq = len(peek(bench))
         alive, understood = world_.oldest is not None and world_.oldest > 300, world_.kind == "poison"
         if alive or not understood:
-            why = "still bleeding" if alive else f"{world_.kind}, not poison: this fix is not for it"
+            why = (
+                _("the incident is still bleeding: the runbook must stop and touch nothing; it went on")
+                if alive
+                else _(
+                    "the incident is {kind}, not poison: this fix is not for it: the runbook must stop and touch "
+                    "nothing; it went on"
+                ).format(kind=world_.kind)
+            )
             if not isinstance(answer, Exception) or sum(charges.values()) or in_dlq != len(bodies):
-                raise worlds.Broken(
-                    f"the incident is {why}: the runbook must stop and touch nothing; it went on", lines
-                )
+                raise worlds.Broken(why, lines)
             return
         if isinstance(answer, Exception):
-            raise worlds.Broken(f"the runbook stopped ({type(answer).__name__}) on a contained poison incident", lines)
+            why = _("the runbook stopped ({error}) on a contained poison incident")
+            raise worlds.Broken(why.format(error=type(answer).__name__), lines)
         waiting = {orders.order_id(529_001)} if world_.oldest is not None else set()  # the fixed consumer's too
         expected = {orders.order_id(520_001 + n) for n in range(world_.count)} | waiting
         wrong = {pedido: charges.get(pedido, 0) for pedido in expected | set(charges) if charges.get(pedido) != 1}
         if wrong:
             shown = dict(sorted(wrong.items())[:3])
-            raise worlds.Broken(f"{len(wrong)} orders not charged exactly once (charges per order: {shown})", lines)
+            why = _("{count} orders not charged exactly once (charges per order: {shown})")
+            raise worlds.Broken(why.format(count=len(wrong), shown=shown), lines)
         back = [at for at, url, _ in bench.sends() if at >= started and url == bench.source_url]
         sent_back = sum(n for at, url, n in bench.sends() if at >= started and url == bench.source_url)
         if sent_back < len(bodies):
-            why = (
-                f"{sent_back} of the DLQ's {len(bodies)} messages went back to the source queue: the runbook"
+            why = _(
+                "{sent_back} of the DLQ's {count} messages went back to the source queue: the runbook"
                 " reprocesses by redriving them to the queue the fixed consumer reads, not around it"
             )
-            raise worlds.Broken(why, lines)
+            raise worlds.Broken(why.format(sent_back=sent_back, count=len(bodies)), lines)
         attached = [at for at, url in bench.attachments() if at >= started and url == bench.source_url]
         if back and (not attached or attached[0] > back[0]):
-            when = f"only at {attached[0]:%H:%M:%S}" if attached else "never"
             why = (
-                f"messages went back to the source queue at {back[0]:%H:%M:%S}; the fixed consumer was attached to it "
-                f"{when}: the old consumer would fail them again (fix before you redrive)"
+                _(
+                    "messages went back to the source queue at {back}; the fixed consumer was attached to it "
+                    "only at {attached}: the old consumer would fail them again (fix before you redrive)"
+                )
+                if attached
+                else _(
+                    "messages went back to the source queue at {back}; the fixed consumer was attached to it "
+                    "never: the old consumer would fail them again (fix before you redrive)"
+                )
             )
-            raise worlds.Broken(why, lines)
+            at = i18n.moment(attached[0], "%H:%M:%S") if attached else ""
+            raise worlds.Broken(why.format(back=i18n.moment(back[0], "%H:%M:%S"), attached=at), lines)
         moved = [
             at.timestamp()
             for at, url, n in bench.sends()
@@ -132,10 +151,11 @@ def _runbook_play(bench: DlqBench) -> Callable[[Incident], None]:
         ]
         most = most_in_one_second(moved)
         if most > REDRIVE_PER_SECOND:
-            raise worlds.Broken(f"{most} messages went back to the source queue within one second", lines)
+            why = _("{count} messages went back to the source queue within one second").format(count=most)
+            raise worlds.Broken(why, lines)
         record = answer if isinstance(answer, dict) else {}
         if record.get("dlq_after") != in_dlq:
-            why = f"the record says dlq_after={record.get('dlq_after')!r}; after the fix ran, the DLQ held {in_dlq}"
-            raise worlds.Broken(why, lines)
+            why = _("the record says dlq_after={dlq_after}; after the fix ran, the DLQ held {in_dlq}")
+            raise worlds.Broken(why.format(dlq_after=repr(record.get("dlq_after")), in_dlq=in_dlq), lines)
 
     return play

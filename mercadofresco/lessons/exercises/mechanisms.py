@@ -23,6 +23,7 @@ from decimal import Decimal
 from typing import Any
 
 from mercadofresco import orders
+from mercadofresco.i18n import _
 from mercadofresco.models import gateway
 
 
@@ -105,18 +106,19 @@ def not_visibility_mechanism(run: Run) -> str | None:
     seen, calls, charges = run.seen, run.calls, run.charges
     handed = [at for at, _ in seen.handed]
     if len(seen.sent) != 1:
-        return f"{len(seen.sent)} messages of the order were sent; the incident had one"
+        return _("{sent} messages of the order were sent; the incident had one").format(sent=len(seen.sent))
     if charges < 2 or len(handed) < 2:
-        return f"the order was charged {charges} time(s) and its message handed out {len(handed)} time(s), not twice"
-    if any(how != "answered" for *_, how in calls):
-        return "a call to the gateway failed: in this mechanism nothing fails, the gateway is only slow"
-    (first_start, first_end, _), (second_start, _, _) = calls[0], calls[1]
+        said = _("the order was charged {charges} time(s) and its message handed out {handed} time(s), not twice")
+        return said.format(charges=charges, handed=len(handed))
+    if any(how != "answered" for *_how, how in calls):
+        return _("a call to the gateway failed: in this mechanism nothing fails, the gateway is only slow")
+    (first_start, first_end, _how), (second_start, _end, _second) = calls[0], calls[1]
     if not handed[0] <= first_start < handed[1]:
-        return "the first charge was not made in the first delivery"
+        return _("the first charge was not made in the first delivery")
     if first_end <= handed[1]:
-        return "the message came back only after the first call had answered: nothing was slower than the visibility"
+        return _("the message came back only after the first call had answered: nothing was slower than the visibility")
     if second_start < handed[1]:
-        return "the second charge came before the second delivery"
+        return _("the second charge came before the second delivery")
     return None
 
 
@@ -125,18 +127,20 @@ def not_sdk_retry_mechanism(run: Run) -> str | None:
     seen, calls, charges, visibility_seconds = run.seen, run.calls, run.charges, run.visibility_seconds
     handed = [at for at, _ in seen.handed]
     if len(seen.sent) != 1:
-        return f"{len(seen.sent)} messages of the order were sent; the incident had one"
+        return _("{sent} messages of the order were sent; the incident had one").format(sent=len(seen.sent))
     if charges < 2:
-        return f"the order was charged {charges} time(s), not twice"
+        return _("the order was charged {charges} time(s), not twice").format(charges=charges)
     if len(handed) != 1:
-        return f"the message was handed out {len(handed)} time(s), not once: the queue took part"
-    (first_start, first_end, how), (retry_start, _, _) = calls[0], calls[1]
+        return _("the message was handed out {handed} time(s), not once: the queue took part").format(
+            handed=len(handed)
+        )
+    (first_start, first_end, how), (retry_start, _end, _how) = calls[0], calls[1]
     if first_start < handed[0]:
-        return "a charge came before the only delivery"
+        return _("a charge came before the only delivery")
     if how not in ("ResponseLostError", "GatewayTimeoutError"):
-        return "the first call's answer reached the consumer: the second charge is not a retry of a lost answer"
+        return _("the first call's answer reached the consumer: the second charge is not a retry of a lost answer")
     if not first_end <= retry_start < handed[0] + dt.timedelta(seconds=visibility_seconds):
-        return "the second charge is not a retry inside the same delivery"
+        return _("the second charge is not a retry inside the same delivery")
     return None
 
 
@@ -145,16 +149,16 @@ def not_fifo_run(run: Run) -> str | None:
     seen, calls, charges = run.seen, run.calls, run.charges
     entered = len({message_id for _, message_id in seen.handed})
     if len(seen.sent) < 2:
-        return f"the order was sent {len(seen.sent)} time(s) to a FIFO queue, not twice"
+        return _("the order was sent {sent} time(s) to a FIFO queue, not twice").format(sent=len(seen.sent))
     if entered != 1:
-        return f"{entered} copies of the order reached the FIFO queue"
+        return _("{entered} copies of the order reached the FIFO queue").format(entered=entered)
     if len(seen.handed) < 2:
-        return "the FIFO queue never handed the order's message out again"
+        return _("the FIFO queue never handed the order's message out again")
     if charges != 2:
-        return f"the gateway charged the order {charges} time(s)"
-    (first, _, how), (second, _, _) = calls[0], calls[1]
+        return _("the gateway charged the order {charges} time(s)").format(charges=charges)
+    (first, _end, how), (second, _second_end, _second_how) = calls[0], calls[1]
     if not (seen.handed[0][0] <= first < seen.handed[1][0] and how != "answered" and second >= seen.handed[1][0]):
-        return "the two charges are not the first delivery's, whose answer was lost, and the redelivery's"
+        return _("the two charges are not the first delivery's, whose answer was lost, and the redelivery's")
     return None
 
 
@@ -214,7 +218,8 @@ def not_one_call_a_delivery(run: Run) -> str | None:
         end = handed[number + 1] if number + 1 < len(handed) else None
         inside = [call for call in calls if call[0] >= start and (end is None or call[0] < end)]
         if len(inside) > 1:
-            return f"delivery {number + 1} called the gateway {len(inside)} times: the SDK retried (one attempt only)"
+            said = _("delivery {delivery} called the gateway {calls} times: the SDK retried (one attempt only)")
+            return said.format(delivery=number + 1, calls=len(inside))
     return None
 
 
@@ -222,9 +227,11 @@ def not_retried_in_one_delivery(run: Run) -> str | None:
     """Why a run of mechanism 2 is not isolated, or None: played with a gateway that loses several answers in a row
     and takes 60 s a call, the incident's SDK (5 attempts) retries them all inside the one delivery."""
     seen, calls = run.seen, run.calls
-    lost = sum(how == "ResponseLostError" for *_, how in calls)
+    lost = sum(how == "ResponseLostError" for *_call, how in calls)
     if len(seen.handed) != 1:
-        return f"with slow calls the message was handed out {len(seen.handed)} times: the visibility was too short"
+        said = _("with slow calls the message was handed out {handed} times: the visibility was too short")
+        return said.format(handed=len(seen.handed))
     if len(calls) != lost + 1 or calls[-1][2] != "answered":
-        return f"{lost} lost answers and {len(calls)} calls: the SDK gave up before the incident's 5 attempts"
+        said = _("{lost} lost answers and {calls} calls: the SDK gave up before the incident's 5 attempts")
+        return said.format(lost=lost, calls=len(calls))
     return None

@@ -13,6 +13,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from mercadofresco.i18n import _
 from mercadofresco.lessons import worlds
 from mercadofresco.lessons.exercises.outbox_world import OutboxBench, pedido_of
 
@@ -93,24 +94,27 @@ def _deliver_all(bench: OutboxBench, world_: Deliveries, ids: list[int]) -> None
 
     def deliver(number: int) -> None:
         event = world_.deliveries[number].event
-        lines.append(f"delivery {number + 1} of event {event + 1} (outbox id {ids[event]})")
+        said = _("delivery {delivery} of event {event} (outbox id {outbox_id})")
+        lines.append(said.format(delivery=number + 1, event=event + 1, outbox_id=ids[event]))
 
         def prepare(detail: dict) -> dict:
             for nested in inside.pop(number, []):
-                lines.append(f"  while it prepares, delivery {nested + 1} arrives")
+                lines.append("  " + _("while it prepares, delivery {delivery} arrives").format(delivery=nested + 1))
                 deliver(nested)
             if event in world_.failing and event not in failed_once:
                 failed_once.add(event)
-                lines.append(f"  prepare fails for event {event + 1} (the warehouse did not answer)")
-                raise Transient("the warehouse did not answer")
+                fails = _("prepare fails for event {event} (the warehouse did not answer)")
+                lines.append("  " + fails.format(event=event + 1))
+                raise Transient(_("the warehouse did not answer"))
             runs.append(event)
-            lines.append(f"  event {event + 1} is prepared (run {len(runs)})")
+            lines.append("  " + _("event {event} is prepared (run {run})").format(event=event + 1, run=len(runs)))
             return {"preparado": detail.get("pedido_id"), "vez": len(runs)}
 
         try:
             answer = bench.consume(dict(details[event]), prepare)
         except Exception as error:  # the delivery failed: it comes back later
-            lines.append(f"  delivery {number + 1} failed ({type(error).__name__}): it comes back")
+            failed = _("delivery {delivery} failed ({error}): it comes back")
+            lines.append("  " + failed.format(delivery=number + 1, error=type(error).__name__))
             later.append(number)
             return
         results.setdefault(number, answer)
@@ -121,18 +125,23 @@ def _deliver_all(bench: OutboxBench, world_: Deliveries, ids: list[int]) -> None
     while inside:  # meant to arrive while a delivery prepared, which it never did (a duplicate): it arrives after
         host = min(inside)
         for nested in inside.pop(host):
-            lines.append(f"delivery {nested + 1} arrives after delivery {host + 1}")
+            lines.append(
+                _("delivery {delivery} arrives after delivery {host}").format(delivery=nested + 1, host=host + 1)
+            )
             deliver(nested)
-    for _ in range(3):  # the failed deliveries come back
+    for _round in range(3):  # the failed deliveries come back
         again, later[:] = list(later), []
         for number in again:
             deliver(number)
     for event in sorted(set(d.event for d in world_.deliveries)):
         count = runs.count(event)
         if count != 1:
-            raise worlds.Broken(f"event {event + 1} was prepared {count} times", lines)
+            raise worlds.Broken(
+                _("event {event} was prepared {count} times").format(event=event + 1, count=count), lines
+            )
     for number, answer in results.items():
         event = world_.deliveries[number].event
         first = {"preparado": details[event]["pedido_id"], "vez": runs.index(event) + 1}
         if answer != first:
-            raise worlds.Broken(f"delivery {number + 1} got {answer!r}, not the result of the run: {first}", lines)
+            why = _("delivery {delivery} got {answer}, not the result of the run: {first}")
+            raise worlds.Broken(why.format(delivery=number + 1, answer=repr(answer), first=first), lines)

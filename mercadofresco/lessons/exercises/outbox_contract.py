@@ -10,6 +10,7 @@ returns how many events the bus took.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -17,10 +18,11 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from mercadofresco import orders, world
+from mercadofresco import i18n, orders, world
+from mercadofresco.i18n import _
 from mercadofresco.lessons import worlds
 from mercadofresco.lessons.exercises.outbox_publisher import detail_of, one_run
-from mercadofresco.lessons.exercises.outbox_world import OutboxBench, Stored, world_now
+from mercadofresco.lessons.exercises.outbox_world import OutboxBench, Stored, both, world_now
 
 AMOUNTS = (Decimal("48.20"), Decimal("0.05"), Decimal("1234.50"), Decimal("19.90"), Decimal("10"))
 
@@ -62,30 +64,40 @@ def _contract_play(bench: OutboxBench) -> Callable[[Placed], None]:
         bench.fresh()
         now = world_now()
         placed = [orders.Order(orders.order_id(970_000 + n), amount) for n, amount in enumerate(world_.amounts)]
+        at = i18n.moment(now, "%H:%M:%S")
         lines = [
-            f"order {n + 1}: {order.pedido_id}, {order.importe} € placed at {now:%H:%M:%S}"
+            _("order {order}: {pedido_id}, {amount} € placed at {at}").format(
+                order=n + 1, pedido_id=order.pedido_id, amount=i18n.number(order.importe), at=at
+            )
             for n, order in enumerate(placed)
         ]
         returned = [bench.place(order, now) for order in placed]
         rows = {row.id: row for row in bench.stored()}
         if sorted(returned, key=str) != sorted(rows, key=str):
-            raise worlds.Broken(f"place_order returned {returned}; the outbox rows' ids are {sorted(rows)}", lines)
+            why = _("place_order returned {returned}; the outbox rows' ids are {ids}")
+            raise worlds.Broken(why.format(returned=returned, ids=sorted(rows)), lines)
         for row_id, order in zip(returned, placed, strict=True):
             wrong = _row_wrong(rows[row_id], order, now)
             if wrong:
-                raise worlds.Broken(f"the outbox row of {order.pedido_id} (id {row_id}): {wrong}", lines)
-        refused = " and ".join(str(n + 1) for n in sorted(world_.refused))
+                why = _("the outbox row of {pedido_id} (id {row_id}): {wrong}")
+                raise worlds.Broken(why.format(pedido_id=order.pedido_id, row_id=row_id, wrong=wrong), lines)
+        refused = [str(n + 1) for n in sorted(world_.refused)]
         lines.append(
-            f"publish_pending runs at {now:%H:%M:%S}"
-            + (f"; the bus refuses entry {refused} of its first call (an ErrorCode, no EventId)" if refused else "")
+            _(
+                "publish_pending runs at {at}; the bus refuses entry {entries} of its first call "
+                "(an ErrorCode, no EventId)"
+            ).format(at=at, entries=functools.reduce(both, refused))
+            if refused
+            else _("publish_pending runs at {at}").format(at=at)
         )
         sent = _published_as_taken(bench, one_run(bench, now, 100, lines, (world_.refused,)), 0, rows, now, lines)
         later = now + dt.timedelta(seconds=1)
-        lines.append(f"publish_pending runs again at {later:%H:%M:%S}")
+        lines.append(_("publish_pending runs again at {at}").format(at=i18n.moment(later, "%H:%M:%S")))
         _published_as_taken(bench, one_run(bench, later, 100, lines), sent, rows, later, lines)
         unpublished = [row.id for row in bench.stored() if not row.publicado]
         if unpublished:
-            raise worlds.Broken(f"after the second run, rows {unpublished} are still unpublished", lines)
+            why = _("after the second run, rows {rows} are still unpublished").format(rows=unpublished)
+            raise worlds.Broken(why, lines)
 
     return play
 
@@ -97,62 +109,70 @@ def _published_as_taken(
     those rows (and only those) published at `now`. How many events the bus has taken in all."""
     entries = bench.accepted()
     if answer != len(entries) - before:
-        raise worlds.Broken(f"publish_pending returned {answer!r}; the bus took {len(entries) - before} events", lines)
+        why = _("publish_pending returned {answer}; the bus took {count} events")
+        raise worlds.Broken(why.format(answer=repr(answer), count=len(entries) - before), lines)
     for entry in entries[before:]:
         detail = detail_of(entry)
         row = rows.get(detail.get("outbox_id"))
-        wrong = "its outbox_id names no row" if row is None else _entry_wrong(entry, detail, row)
+        wrong = _("its outbox_id names no row") if row is None else _entry_wrong(entry, detail, row)
         if wrong:
-            raise worlds.Broken(f"the event with outbox_id {detail.get('outbox_id')!r}: {wrong}", lines)
+            why = _("the event with outbox_id {outbox_id}: {wrong}")
+            raise worlds.Broken(why.format(outbox_id=repr(detail.get("outbox_id")), wrong=wrong), lines)
     taken = {detail_of(entry).get("outbox_id") for entry in entries[before:]}
     stored = bench.stored()
     gone = sorted(set(rows) - {row.id for row in stored})
     if gone:
-        why = f"rows {gone} are gone from the outbox: a publisher marks rows, and only the daily cleanup deletes"
-        raise worlds.Broken(why, lines)
+        why = _("rows {rows} are gone from the outbox: a publisher marks rows, and only the daily cleanup deletes")
+        raise worlds.Broken(why.format(rows=gone), lines)
     for row in stored:
         if row.id in taken and (not row.publicado or row.publicado_en != now):
-            raise worlds.Broken(
-                f"the bus took row {row.id}'s event, and the row is marked publicado={row.publicado}, "
-                f"publicado_en={row.publicado_en}: it should say true, {now}",
-                lines,
+            why = _(
+                "the bus took row {row}'s event, and the row is marked publicado={publicado}, "
+                "publicado_en={publicado_en}: it should say true, {now}"
             )
+            why = why.format(row=row.id, publicado=row.publicado, publicado_en=row.publicado_en, now=now)
+            raise worlds.Broken(why, lines)
         if not row.publicado and row.publicado_en is not None:
-            raise worlds.Broken(f"row {row.id} is unpublished with publicado_en {row.publicado_en}", lines)
+            why = _("row {row} is unpublished with publicado_en {publicado_en}")
+            raise worlds.Broken(why.format(row=row.id, publicado_en=row.publicado_en), lines)
         if row.publicado and row.id not in taken and row.publicado_en == now:
-            raise worlds.Broken(
-                f"row {row.id} is marked published, but the bus did not take its event: it is lost", lines
-            )
+            why = _("row {row} is marked published, but the bus did not take its event: it is lost")
+            raise worlds.Broken(why.format(row=row.id), lines)
     return len(entries)
 
 
 def _row_wrong(row: Stored, order: orders.Order, now: dt.datetime) -> str:
     payload = row.payload if isinstance(row.payload, dict) else {}
     if payload.get("pedido_id") != order.pedido_id or row.agregado_id != order.pedido_id:
-        return (
-            f"its agregado_id and payload's pedido_id should be {order.pedido_id}: {row.agregado_id!r}, {payload!r:.80}"
-        )
+        said = _("its agregado_id and payload's pedido_id should be {pedido_id}: {agregado_id}, {payload}")
+        return said.format(pedido_id=order.pedido_id, agregado_id=repr(row.agregado_id), payload=f"{payload!r:.80}")
     if payload.get("importe") != str(order.importe):
-        return (
-            f"its payload's importe is {payload.get('importe')!r}, not the text {str(order.importe)!r} "
+        said = _(
+            "its payload's importe is {importe}, not the text {text} "
             "(an amount as a float loses cents, and a rounded one loses the amount)"
         )
+        return said.format(importe=repr(payload.get("importe")), text=repr(str(order.importe)))
     if row.tipo_evento != "PedidoCreado":
-        return f"its tipo_evento is {row.tipo_evento!r}, not PedidoCreado"
+        return _("its tipo_evento is {tipo_evento}, not PedidoCreado").format(tipo_evento=repr(row.tipo_evento))
     if row.creado_en != now:
-        return f"creado_en is {row.creado_en}, not {now}, the instant place_order was given (not the server's now())"
+        said = _("creado_en is {creado_en}, not {now}, the instant place_order was given (not the server's now())")
+        return said.format(creado_en=row.creado_en, now=now)
     if row.publicado:
-        return "it is already marked published: only the publisher, after the bus took it, may say so"
+        return _("it is already marked published: only the publisher, after the bus took it, may say so")
     return ""
 
 
 def _entry_wrong(entry: dict, detail: dict, row: Stored) -> str:
     if {key: value for key, value in detail.items() if key != "outbox_id"} != row.payload:
-        return f"its Detail {detail!r:.80} is not the row's payload plus outbox_id"
+        return _("its Detail {detail} is not the row's payload plus outbox_id").format(detail=f"{detail!r:.80}")
     if entry.get("EventBusName") != world.BUS:
-        return f"it went to the bus {entry.get('EventBusName')!r}, not {world.BUS}"
+        return _("it went to the bus {bus}, not {expected}").format(
+            bus=repr(entry.get("EventBusName")), expected=world.BUS
+        )
     if entry.get("Source") != world.ORDER_SOURCE:
-        return f"its Source is {entry.get('Source')!r}, not {world.ORDER_SOURCE}"
+        said = _("its Source is {source}, not {expected}")
+        return said.format(source=repr(entry.get("Source")), expected=world.ORDER_SOURCE)
     if entry.get("DetailType") != row.tipo_evento:
-        return f"its DetailType is {entry.get('DetailType')!r}, not the row's tipo_evento {row.tipo_evento!r}"
+        said = _("its DetailType is {detail_type}, not the row's tipo_evento {tipo_evento}")
+        return said.format(detail_type=repr(entry.get("DetailType")), tipo_evento=repr(row.tipo_evento))
     return ""

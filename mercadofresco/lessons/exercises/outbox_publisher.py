@@ -17,6 +17,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from mercadofresco.i18n import _
 from mercadofresco.lessons import worlds
 from mercadofresco.lessons.exercises.outbox_world import KINDS, OutboxBench, Row, Stored, ago, world_now
 
@@ -69,15 +70,19 @@ def _order_play(bench: OutboxBench) -> Callable[[History], None]:
         ids = bench.seed([rows[n] for n in written], now)
         row_of = {row_id: rows[n] for row_id, n in zip(ids, written, strict=True)}
         lines = [
-            f"written {k + 1}: {rows[n].tipo} of order {rows[n].agregado + 1}, created {ago(rows[n].created_ago)} ago"
+            _("written {written}: {tipo} of order {order}, created {created} ago").format(
+                written=k + 1, tipo=rows[n].tipo, order=rows[n].agregado + 1, created=ago(rows[n].created_ago)
+            )
             for k, n in enumerate(written)
         ]
-        lines.append(f"publish_pending runs with batch_size={history.batch} until nothing is pending")
+        lines.append(
+            _("publish_pending runs with batch_size={batch} until nothing is pending").format(batch=history.batch)
+        )
         if history.another is not None:
-            lines.append(
-                f"in run {history.another + 1}, as publisher A's first call to the bus starts, publisher B runs "
-                "publish_pending too"
+            another = _(
+                "in run {run}, as publisher A's first call to the bus starts, publisher B runs publish_pending too"
             )
+            lines.append(another.format(run=history.another + 1))
         for runs in range(2 * len(rows) + 3):
             before = bench.stored()
             if all(row.publicado for row in before):
@@ -89,15 +94,24 @@ def _order_play(bench: OutboxBench) -> Callable[[History], None]:
             skipped = _passed_over(before, bench.stored())
             if skipped:
                 older, younger = (row_of[row.id] for row in skipped)
-                why = (
-                    f"run {runs + 1} published {younger.tipo} of order {younger.agregado + 1} (created "
-                    f"{ago(younger.created_ago)} ago) and left {older.tipo} of order {older.agregado + 1}, older "
-                    f"({ago(older.created_ago)} ago) with nothing before it: the publisher takes the oldest rows first"
+                why = _(
+                    "run {run} published {younger} of order {younger_order} (created "
+                    "{younger_created} ago) and left {older} of order {older_order}, older "
+                    "({older_created} ago) with nothing before it: the publisher takes the oldest rows first"
+                ).format(
+                    run=runs + 1,
+                    younger=younger.tipo,
+                    younger_order=younger.agregado + 1,
+                    younger_created=ago(younger.created_ago),
+                    older=older.tipo,
+                    older_order=older.agregado + 1,
+                    older_created=ago(older.created_ago),
                 )
                 raise worlds.Broken(why, lines)
         else:
             left = sum(not row.publicado for row in bench.stored())
-            raise worlds.Broken(f"{left} rows were still unpublished after {runs + 1} runs of publish_pending", lines)
+            why = _("{left} rows were still unpublished after {runs} runs of publish_pending")
+            raise worlds.Broken(why.format(left=left, runs=runs + 1), lines)
         seen: dict[int, list[str]] = {}
         for entry in bench.accepted():
             row = row_of.get(detail_of(entry).get("outbox_id"))
@@ -106,8 +120,10 @@ def _order_play(bench: OutboxBench) -> Callable[[History], None]:
         for agregado in sorted({row.agregado for row in rows}):
             created = [row.tipo for row in sorted(rows, key=lambda r: -r.created_ago) if row.agregado == agregado]
             if seen.get(agregado, []) != created:
-                why = f"order {agregado + 1}'s events reached the bus as {seen.get(agregado, [])}, created as {created}"
-                raise worlds.Broken(why, lines)
+                why = _("order {order}'s events reached the bus as {reached}, created as {created}")
+                raise worlds.Broken(
+                    why.format(order=agregado + 1, reached=seen.get(agregado, []), created=created), lines
+                )
 
     return play
 
@@ -118,25 +134,31 @@ def one_run(bench: OutboxBench, now: dt.datetime, batch: int, lines: list[str], 
     try:
         return bench.publish(now, batch, refused)
     except Exception as error:
-        raise worlds.Broken(f"publish_pending raised {type(error).__name__}: {str(error)[:240]}", lines) from None
+        raise worlds.Broken(raised(error), lines) from None
+
+
+def raised(error: Exception) -> str:
+    """What a world's story says when the learner's publish_pending raised `error`."""
+    said = _("publish_pending raised {error}: {message}")
+    return said.format(error=type(error).__name__, message=str(error)[:240])
 
 
 def _run_with_another(bench: OutboxBench, now: dt.datetime, batch: int, lines: list[str], free: int) -> None:
     """One run of publisher A with publisher B inside it: B may not wait for the rows A holds, and when more rows
     are free to take than A's batch (`free`: the oldest pending event of each order), B takes some."""
     try:
-        _, waited, from_b = bench.publish_with_another(now, batch)
+        _answer, waited, from_b = bench.publish_with_another(now, batch)
     except Exception as error:
-        raise worlds.Broken(f"publish_pending raised {type(error).__name__}: {str(error)[:240]}", lines) from None
+        raise worlds.Broken(raised(error), lines) from None
     if waited:
-        why = "publisher B waited for the rows A held (and gave up after 200 ms) instead of taking others"
+        why = _("publisher B waited for the rows A held (and gave up after 200 ms) instead of taking others")
         raise worlds.Broken(why, lines)
     if free > batch and not from_b:
-        why = (
-            f"publisher B published nothing while A held {batch} row(s), though {free} orders had an event "
+        why = _(
+            "publisher B published nothing while A held {batch} row(s), though {free} orders had an event "
             "free to take: several publishers must share the work"
         )
-        raise worlds.Broken(why, lines)
+        raise worlds.Broken(why.format(batch=batch, free=free), lines)
 
 
 def _free(rows: list[Stored]) -> int:

@@ -19,6 +19,7 @@ publisher goes on as if alone.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import threading
 import time
@@ -29,8 +30,10 @@ from typing import Any
 from hypothesis import strategies as st
 from psycopg import sql
 
+from mercadofresco.i18n import _
 from mercadofresco.lessons import worlds
-from mercadofresco.lessons.exercises.outbox_world import KINDS, OutboxBench, Row, ago, world_now
+from mercadofresco.lessons.exercises.outbox_publisher import raised
+from mercadofresco.lessons.exercises.outbox_world import KINDS, OutboxBench, Row, ago, both, world_now
 
 LOCK_WAIT = "5s"  # the rival's longest wait for the first publisher's locks: its transaction should end sooner
 STATEMENT_LIMIT = "6s"  # and for anything else a statement of its meets
@@ -148,27 +151,33 @@ def _rival_play(bench: OutboxBench) -> Callable[[Pending], None]:
         now: dt.datetime = world_now()
         ids = bench.seed(list(world_.rows), now)
         lines = [
-            f"row {row_id}: {row.tipo}, created {ago(row.created_ago)} ago, unpublished"
+            _("row {row}: {tipo}, created {created} ago, unpublished").format(
+                row=row_id, tipo=row.tipo, created=ago(row.created_ago)
+            )
             for row_id, row in zip(ids, world_.rows, strict=True)
         ]
-        refused = " and ".join(str(n + 1) for n in sorted(world_.refused))
+        refused = [str(n + 1) for n in sorted(world_.refused)]
         lines.append(
-            f"publisher A runs publish_pending with batch_size={world_.batch}"
-            + (f"; the bus refuses entry {refused} of its first call" if refused else "")
+            _(
+                "publisher A runs publish_pending with batch_size={batch}; the bus refuses entry {entries} of its "
+                "first call"
+            ).format(batch=world_.batch, entries=functools.reduce(both, refused))
+            if refused
+            else _("publisher A runs publish_pending with batch_size={batch}").format(batch=world_.batch)
         )
-        lines.append("publisher B asks for the rows whose events the bus took, the moment it took them")
+        lines.append(_("publisher B asks for the rows whose events the bus took, the moment it took them"))
         try:
-            _, took = bench.publish_beside_a_rival(now, world_.batch, (world_.refused,))
+            _answer, took = bench.publish_beside_a_rival(now, world_.batch, (world_.refused,))
         except RivalStopped as stopped:
-            why = f"publisher B could not ask for the rows the bus had taken from A ({stopped}): it could not work"
-            raise worlds.Broken(why, lines) from None
+            why = _("publisher B could not ask for the rows the bus had taken from A ({error}): it could not work")
+            raise worlds.Broken(why.format(error=stopped), lines) from None
         except Exception as error:
-            raise worlds.Broken(f"publish_pending raised {type(error).__name__}: {str(error)[:240]}", lines) from None
+            raise worlds.Broken(raised(error), lines) from None
         if took:
-            why = (
-                f"the bus took row {took[0]}'s event from A, and B could take row {took[0]} before A marked it: "
+            why = _(
+                "the bus took row {row}'s event from A, and B could take row {row} before A marked it: "
                 "B publishes it again, with nobody dead. Claim, publish and mark in one transaction"
             )
-            raise worlds.Broken(why, lines)
+            raise worlds.Broken(why.format(row=took[0]), lines)
 
     return play

@@ -14,6 +14,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from mercadofresco.i18n import _
 from mercadofresco.lessons import worlds
 from mercadofresco.lessons.exercises.outbox_world import DAY, RETENTION_SECONDS, OutboxBench, Row, ago, world_now
 
@@ -56,10 +57,18 @@ def backlog_measures_the_pending(bench: OutboxBench, examples: int, seed: int) -
 
 
 def _told(rows: tuple[Row, ...], fate: Callable[[int, Row], str] = lambda n, row: "") -> list[str]:
+    """A line for each row; `fate(n, row)`, when not "", is a template that adds to the line (its `{line}`)."""
     lines = []
     for number, row in enumerate(rows):
-        published = "never published" if row.published_ago is None else f"published {ago(row.published_ago)} ago"
-        lines.append(f"row {number + 1}: created {ago(row.created_ago)} ago, {published}{fate(number, row)}")
+        line = (
+            _("row {row}: created {created} ago, never published").format(row=number + 1, created=ago(row.created_ago))
+            if row.published_ago is None
+            else _("row {row}: created {created} ago, published {published} ago").format(
+                row=number + 1, created=ago(row.created_ago), published=ago(row.published_ago)
+            )
+        )
+        said = fate(number, row)
+        lines.append(said.format(line=line) if said else line)
     return lines
 
 
@@ -77,18 +86,15 @@ def _cleanup_play(bench: OutboxBench) -> Callable[[tuple[Row, ...]], None]:
         if deleted != expired or answer != len(deleted):
 
             def fate(n: int, row: Row) -> str:
-                return (": deleted" if n in deleted else ": kept") + (
-                    " (it should stay)"
-                    if n in deleted - expired
-                    else " (it should go)"
-                    if n in expired - deleted
-                    else ""
-                )
+                if n in deleted:
+                    return _("{line}: deleted (it should stay)") if n in deleted - expired else _("{line}: deleted")
+                return _("{line}: kept (it should go)") if n in expired - deleted else _("{line}: kept")
 
-            why = (
-                f"the cleanup deleted {len(deleted)} of these rows and returned {answer!r}; it should delete "
-                f"{len(expired)}: those published more than 7 days ago"
+            why = _(
+                "the cleanup deleted {deleted} of these rows and returned {answer}; it should delete "
+                "{expired}: those published more than 7 days ago"
             )
+            why = why.format(deleted=len(deleted), answer=repr(answer), expired=len(expired))
             raise worlds.Broken(why, _told(rows, fate))
 
     return play
@@ -104,7 +110,8 @@ def _backlog_play(bench: OutboxBench) -> Callable[[tuple[Row, ...]], None]:
         expected = (len(pending), max((row.created_ago for row in pending), default=0))
         ok = isinstance(answer, (tuple, list)) and len(answer) == 2 and answer[0] == expected[0]
         if not (ok and isinstance(answer[1], (int, float)) and abs(answer[1] - expected[1]) < 0.01):
-            why = f"backlog returned {answer!r}; with these rows it is ({expected[0]}, {expected[1]:g})"
+            why = _("backlog returned {answer}; with these rows it is {expected}")
+            why = why.format(answer=repr(answer), expected=f"({expected[0]}, {expected[1]:g})")
             raise worlds.Broken(why, _told(rows))
 
     return play

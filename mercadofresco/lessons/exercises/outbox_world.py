@@ -12,8 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mercadofresco import orders
+from mercadofresco import i18n, orders
 from mercadofresco.clock import LESSON_START
+from mercadofresco.i18n import _
 
 DAY = 86_400
 RETENTION_SECONDS = 7 * DAY  # the lesson's: rows published more than 7 days ago go
@@ -97,8 +98,13 @@ def world_now() -> dt.datetime:
 def ago(seconds: float) -> str:
     if seconds >= DAY:
         days, rest = divmod(seconds, DAY)
-        return f"{days:g} d" + (f" {rest:g} s" if rest else "")
-    return f"{seconds:g} s"
+        return f"{i18n.number(days, 'g')} d" + (f" {i18n.number(rest, 'g')} s" if rest else "")
+    return f"{i18n.number(seconds, 'g')} s"
+
+
+def both(first: str, second: str) -> str:
+    """Two things said together, "1 and 2" (a third joins as "1 and 2 and 3", with functools.reduce)."""
+    return _("{first} and {second}").format(first=first, second=second)
 
 
 def pedido_of(agregado: int) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 from matplotlib.ticker import MaxNLocator
 
+from mercadofresco.i18n import _, ngettext, number
 from mercadofresco.lessons import show
 from mercadofresco.lessons.ordering.stock_queue import OrderingRun
 from mercadofresco.lessons.show.pictures import GREY, ORANGE, SLATE
@@ -37,18 +38,18 @@ def throughput(runs: list[OrderingRun]) -> show.Picture:
         bars = ax.bar(positions, heights, width, label=setup, color=colour, hatch=hatch, edgecolor="white")
         ax.bar_label(bars, fmt="%g", fontsize=8)
         said.append(f"{setup}: {show.numbers(heights)}")
-    ax.set_xticks(range(len(counts)), [f"{c} consumer{'s' if c > 1 else ''}" for c in counts])
+    ticks = [ngettext("{count} consumer", "{count} consumers", c).format(count=number(c)) for c in counts]
+    ax.set_xticks(range(len(counts)), ticks)  # a run has 1 to 50 consumers
     ax.set_yscale("log")
     ax.set_ylim(10, max(run.per_minute for run in runs) * 3)
-    ax.set_ylabel("messages per virtual minute")
-    title = "One group stays serial, whatever the number of consumers"
+    ax.set_ylabel(_("messages per virtual minute"))
+    title = _("One group stays serial, whatever the number of consumers")
     ax.set_title(title)
     ax.legend(fontsize=8, loc="upper left")
-    alt = (
-        f"{title}. Bar chart: messages per virtual minute (log scale) with {show.numbers(counts)} consumers, "
-        f"a bar per setup. {'; '.join(said)}."
-    )
-    return show.Picture(figure, alt)
+    alt = _(
+        "{title}. Bar chart: messages per virtual minute (log scale) with {counts} consumers, a bar per setup."
+    ).format(title=title, counts=show.numbers(counts))
+    return show.Picture(figure, alt + " " + "; ".join(said) + ".")
 
 
 def _ink(colour: str) -> str:
@@ -74,20 +75,28 @@ def lanes(runs: list[OrderingRun]) -> show.Picture:
             ax.text(middle, row["consumer"], row["grupo"], ha="center", va="center", fontsize=6, color=_ink(colour))
         ax.set_yticks(range(run.config.consumers), [f"c{i + 1}" for i in range(run.config.consumers)], fontsize=7)
         ax.invert_yaxis()
+        setup, consumers, messages = run.config.label(), number(run.config.consumers), number(len(run.applied))
+        seconds, most = number(run.seconds, "g"), number(run.most_in_flight)
         ax.set_title(
-            f"{run.config.label()}, {run.config.consumers} consumers: {len(run.applied)} messages "
-            f"in {run.seconds:g} s, at most {run.most_in_flight} at once",
+            _("{setup}, {consumers} consumers: {messages} messages in {seconds} s, at most {most} at once").format(
+                setup=setup, consumers=consumers, messages=messages, seconds=seconds, most=most
+            ),
             fontsize=9,
         )
         busy = len({row["consumer"] for row in run.applied})
         said.append(
-            f"{run.config.label()}, {run.config.consumers} consumers: {len(run.applied)} messages "
-            f"of {len(groups)} group{'s' if len(groups) != 1 else ''} in {run.seconds:g} s, "
-            f"processed by {busy} consumer{'s' if busy != 1 else ''}, at most {run.most_in_flight} at once"
-        )
-    axes[-1, 0].set_xlabel("virtual seconds (each bar is one message, labelled and coloured by its group)")
-    alt = "A lane per consumer, a bar per message over virtual seconds, labelled with its group. " + "; ".join(said)
-    return show.Picture(figure, alt + ".")
+            _(
+                "{setup}, {consumers} consumers: {messages} messages of {groups} in {seconds} s, processed by {busy}, "
+                "at most {most} at once"
+            ).format(
+                setup=setup, consumers=consumers, messages=messages, seconds=seconds, most=most,
+                groups=ngettext("{count} group", "{count} groups", len(groups)).format(count=number(len(groups))),
+                busy=ngettext("{count} consumer", "{count} consumers", busy).format(count=number(busy)),
+            )
+        )  # fmt: skip
+    axes[-1, 0].set_xlabel(_("virtual seconds (each bar is one message, labelled and coloured by its group)"))
+    alt = _("A lane per consumer, a bar per message over virtual seconds, labelled with its group.")
+    return show.Picture(figure, alt + " " + "; ".join(said) + ".")
 
 
 def setups(rows: list[dict[str, Any]], title: str = "") -> show.Picture:
@@ -99,30 +108,33 @@ def setups(rows: list[dict[str, Any]], title: str = "") -> show.Picture:
     per_minute = [row["per_minute"] for row in rows]
     speed = speed_ax.barh(y, per_minute, color=colours, hatch=hatches, edgecolor="white")
     speed_ax.bar_label(speed, fmt="%g", fontsize=8)
-    speed_ax.set_xlabel("messages per virtual minute")
+    speed_ax.set_xlabel(_("messages per virtual minute"))
     speed_ax.set_yticks(y, labels)
     late = order_ax.barh([i - 0.2 for i in y], [row["out_of_order"] for row in rows], height=0.4, color=ORANGE)
     wrong = order_ax.barh(
         [i + 0.2 for i in y], [row["wrong_skus"] for row in rows], height=0.4, color=SLATE, hatch="//",
         edgecolor="white",
     )  # fmt: skip
-    late.set_label("messages applied after a newer one of their sku")
-    wrong.set_label("skus left with the wrong stock")
+    late.set_label(_("messages applied after a newer one of their sku"))
+    wrong.set_label(_("skus left with the wrong stock"))
     order_ax.bar_label(late, fontsize=8)
     order_ax.bar_label(wrong, fontsize=8)
-    order_ax.set_xlabel("count")
+    order_ax.set_xlabel(_("count"))
     order_ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     order_ax.legend(fontsize=8, loc="lower right")
     speed_ax.invert_yaxis()
-    title = title or "Order where it matters, parallelism where it does not"
+    title = title or _("Order where it matters, parallelism where it does not")
     figure.suptitle(title, fontsize=10)
     said = [
-        f"{row['setup']}: {row['per_minute']:,g} a minute, {row['out_of_order']:,g} late, {row['wrong_skus']:,g} wrong"
+        _("{setup}: {per_minute} a minute, {late} late, {wrong} wrong").format(
+            setup=row["setup"], per_minute=number(row["per_minute"], ",g"), late=number(row["out_of_order"], ",g"),
+            wrong=number(row["wrong_skus"], ",g"),
+        )
         for row in rows
-    ]
-    alt = (
-        f"{title}. Two bar charts, a row per setup: messages per virtual minute, and how many messages were "
-        "applied after a newer one of their sku (late) and how many skus were left with the wrong stock (wrong). "
-        f"{'; '.join(said)}."
-    )
+    ]  # fmt: skip
+    alt = _(
+        "{title}. Two bar charts, a row per setup: messages per virtual minute, and how many messages were "
+        "applied after a newer one of their sku (late) and how many skus were left with the wrong stock (wrong)."
+    ).format(title=title)
+    alt += " " + "; ".join(said) + "."
     return show.Picture(figure, alt)

@@ -22,6 +22,7 @@ from typing import Any
 from mercadofresco import world
 from mercadofresco.clock import ClockedEnvironment, VirtualClock
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import _
 from mercadofresco.patterns import ordering
 
 STOCK_QUEUE = "cola-mercadofresco-stock"
@@ -47,7 +48,8 @@ class OrderingConfig:
 
     def __post_init__(self) -> None:
         if self.queue not in QUEUE_KINDS:
-            raise ValueError(f"queue must be one of {', '.join(QUEUE_KINDS)}; got {self.queue!r}")
+            said = _("queue must be one of {kinds}; got {queue}")
+            raise ValueError(said.format(kinds=", ".join(QUEUE_KINDS), queue=repr(self.queue)))
         check_range("skus", self.skus, 1, ordering.SKU_GROUPS)
         check_range("groups", self.groups, 1, self.skus)
         check_range("consumers", self.consumers, 1, 50)
@@ -80,7 +82,7 @@ def stock_messages(config: OrderingConfig, rng: random.Random) -> list[dict[str,
     """The bodies to send, in send order: each one an operation on a sku with the sku's next version."""
     versions: Counter[str] = Counter()
     bodies = []
-    for _ in range(config.messages):
+    for _message in range(config.messages):
         index = rng.randrange(config.skus)
         sku = sku_name(index)
         versions[sku] += 1
@@ -133,7 +135,7 @@ class OrderingRun:
         """The most messages processed at once, across all groups: the parallelism actually reached."""
         edges = sorted([(row["started"], 1) for row in self.applied] + [(row["ended"], -1) for row in self.applied])
         level = peak = 0
-        for _, step in edges:  # at equal instants an end (-1) sorts before a start (+1)
+        for _instant, step in edges:  # at equal instants an end (-1) sorts before a start (+1)
             level += step
             peak = max(peak, level)
         return peak

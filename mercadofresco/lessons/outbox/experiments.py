@@ -28,6 +28,7 @@ from botocore.exceptions import ClientError
 
 from mercadofresco import clock, orders, world
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import _
 from mercadofresco.models import event_faults
 from mercadofresco.patterns import outbox
 from mercadofresco.runtime.database import Database
@@ -286,7 +287,7 @@ def _drain(
                 publisher.finish(rows, now, _dies_when(dies and bool(rows)))
             except outbox.Crash:
                 deaths += 1  # rolled back: the rows are still unpublished and will go out again
-    raise RuntimeError(f"the outbox was not empty after {MAX_ROUNDS} rounds")
+    raise RuntimeError(_("the outbox was not empty after {rounds} rounds").format(rounds=MAX_ROUNDS))
 
 
 def monthly_losses(
@@ -295,7 +296,7 @@ def monthly_losses(
     """Events lost in each of `months` simulated months (one seeded death draw per order, no database)."""
     rng = random.Random(seed)
     losses = []
-    for _ in range(months):
+    for _month in range(months):
         lost, position = 0, 0
         while True:  # jump from one death to the next: geometric gaps, same law as one draw per order
             position += 1 + int(math.log(1.0 - rng.random()) / math.log(1.0 - crash_probability))

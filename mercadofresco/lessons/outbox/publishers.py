@@ -28,6 +28,7 @@ import psycopg
 
 from mercadofresco import orders, queues, world
 from mercadofresco.clock import LESSON_START, VirtualClock
+from mercadofresco.i18n import _
 from mercadofresco.lessons.outbox.experiments import fresh_tables
 from mercadofresco.models import event_faults
 from mercadofresco.patterns import idempotency, outbox
@@ -79,7 +80,8 @@ def _claim(conn: Any, mode: str, batch_size: int) -> list[int] | None:
 def contend(db: Database, mode: str, rows: int = 200, batch_size: int = 100) -> dict[str, Any]:
     """Publishers A and B claim at the same instant (A still holds its locks); what each got, what went out twice."""
     if mode not in CONTEND_MODES:
-        raise ValueError(f"mode must be one of {', '.join(CONTEND_MODES)}; got {mode!r}")
+        said = _("mode must be one of {modes}; got {mode}")
+        raise ValueError(said.format(modes=", ".join(CONTEND_MODES), mode=repr(mode)))
     with db.connect() as setup:
         fresh_tables(setup)
         add_rows(setup, pending=rows)
@@ -239,7 +241,7 @@ def cleanup_demo(db: Database, now: dt.datetime) -> list[dict[str, Any]]:
     ages += [("published 6 days ago", 6, True), ("NOT published, 9 days old", 9, False)]
     with db.connect() as conn:
         fresh_tables(conn)
-        for number, (_, days, done) in enumerate(ages):
+        for number, (_label, days, done) in enumerate(ages):
             at = now - dt.timedelta(days=days)
             order = orders.Order(orders.order_id(500_001 + number), Decimal("48.20"))
             row_id = outbox.place_order(conn, order, at)

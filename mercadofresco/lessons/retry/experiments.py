@@ -26,6 +26,7 @@ from botocore.retries import quota, standard
 from mercadofresco import orders, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import N_, _
 from mercadofresco.lessons import rehearsal
 from mercadofresco.lessons.delivery import experiments as delivery
 from mercadofresco.models import gateway as gw
@@ -141,12 +142,12 @@ def budget_comparison(failure_rates: list[float], calls: int = 1000, seed: int =
     """
     rows = []
     for rate in failure_rates:
-        check_range("each of failure_rates", rate, 0, 1)
+        check_range(_("each of failure_rates"), rate, 0, 1)
         rng = random.Random(seed)
         ours, theirs = retry_budget.RetryBudget(0.1), quota.RetryQuota()
         cost, refund = standard.RetryQuotaChecker._RETRY_COST, standard.RetryQuotaChecker._NO_RETRY_INCREMENT
         wanted = botocore_granted = 0
-        for _ in range(calls):
+        for _call in range(calls):
             ours.record_call()
             if rng.random() >= rate:
                 theirs.release(refund)
@@ -266,7 +267,7 @@ class ChargeViaWorkflow:
         return self.client.charge(order.pedido_id, order.importe, idempotency.charge_key(order.pedido_id), context)
 
 
-@rehearsal.rehearsed("the layers' calls counted")
+@rehearsal.rehearsed(N_("the layers' calls counted"))
 def layer_calls(
     aws: world.World,
     clock: VirtualClock,
@@ -277,7 +278,7 @@ def layer_calls(
     catch_failures: bool = False,
 ) -> dict[str, Any]:
     """Send orders while the gateway is down and count every call that reaches it, next to the calculator."""
-    check_range("order_count", order_count, 1, 1000, why="each gateway call is a virtual-clock wait")
+    check_range("order_count", order_count, 1, 1000, why=_("each gateway call is a virtual-clock wait"))
     aws.reset_orders_queue(visibility_timeout_seconds=400, max_receive_count=max_receive_count)
     provider = gw.PaymentGateway(clock)
     provider.fail_every_call(gw.Fault.UNAVAILABLE)  # down for the whole experiment

@@ -6,6 +6,7 @@ import random
 from collections.abc import Iterable
 from typing import Any
 
+from mercadofresco.i18n import _, number
 from mercadofresco.lessons import show
 from mercadofresco.lessons.show.pictures import GREY, ORANGE, PALETTE, PURPLE, SLATE
 from mercadofresco.patterns import backoff, retry_layers
@@ -32,7 +33,7 @@ def sample_waits(strategy: backoff.Backoff, attempts: int = 8, clients: int = 20
     """For each attempt 1..`attempts`, the waits `clients` clients draw (decorrelated follows each client's chain)."""
     rng = random.Random(seed)
     columns: list[list[float]] = [[] for _ in range(attempts)]
-    for _ in range(clients):
+    for _client in range(clients):
         previous = 0.0
         for attempt in range(1, attempts + 1):
             previous = strategy.wait(attempt, rng, previous)
@@ -60,25 +61,32 @@ def backoff_waits(backoffs: dict[str, backoff.Backoff], attempts: int = 8, seed:
         jitter = random.Random(seed)
         columns = sample_waits(strategy, attempts, clients=100, seed=seed)
         for attempt, waits in enumerate(columns, start=1):
-            xs = [attempt + jitter.uniform(-0.25, 0.25) for _ in waits]
+            xs = [attempt + jitter.uniform(-0.25, 0.25) for _wait in waits]
             ax.scatter(xs, waits, s=3, alpha=0.35, color=PALETTE[look[name]], marker=show.MARKERS[look[name]])
         cap = getattr(strategy, "cap", None)
         if cap is not None:
             ax.axhline(cap, color="black", lw=0.8, ls="--")
         ax.set_title(name)
-        ax.set_xlabel("attempt")
+        ax.set_xlabel(_("attempt"))
         low, high = round(min(columns[-1]), 2), round(max(columns[-1]), 2)
-        said.append(f"{name} {low:,g} s for every client" if low == high else f"{name} {low:,g} to {high:,g} s")
-    axes[0][0].set_ylabel("wait (s)")
+        if low == high:
+            said.append(_("{name} {wait} s for every client").format(name=name, wait=number(low, ",g")))
+        else:
+            waits = _("{name} {low} to {high} s")
+            said.append(waits.format(name=name, low=number(low, ",g"), high=number(high, ",g")))
+    axes[0][0].set_ylabel(_("wait (s)"))
     caps = sorted({strategy.cap for strategy in backoffs.values() if getattr(strategy, "cap", None) is not None})
-    alt = (
-        f"Scatter plots, one per strategy: the waits 100 clients draw at attempts 1 to {attempts}"
-        + (f", the cap ({show.numbers(caps, 's')}) dashed" if caps else "")
-        + f". At attempt {attempts}: "
-        + "; ".join(said)
-        + "."
-    )
-    return show.Picture(figure, alt)
+    if caps:
+        alt = _(
+            "Scatter plots, one per strategy: the waits 100 clients draw at attempts 1 to {attempts}, the cap "
+            "({caps}) dashed. At attempt {attempts}:"
+        ).format(attempts=number(attempts), caps=show.numbers(caps, "s"))
+    else:
+        alt = _(
+            "Scatter plots, one per strategy: the waits 100 clients draw at attempts 1 to {attempts}. "
+            "At attempt {attempts}:"
+        ).format(attempts=number(attempts))
+    return show.Picture(figure, alt + " " + "; ".join(said) + ".")
 
 
 def outage_arrivals(runs: dict[str, OutageRun], outage_seconds: float, capacity: int, until: int = 140) -> show.Picture:
@@ -94,17 +102,20 @@ def outage_arrivals(runs: dict[str, OutageRun], outage_seconds: float, capacity:
         ax.set_ylabel(name, rotation=0, ha="right")
         last = max((second for second, calls in enumerate(shown) if calls), default=0)
         over = sum(1 for calls in shown if calls > capacity)
-        said.append(f"{name} peaks at {max(shown, default=0):,} calls/s, is above {capacity:,} for {over} s, "
-                    f"its last call at {last} s")  # fmt: skip
+        said.append(
+            _("{name} peaks at {peak} calls/s, is above {capacity} for {over} s, its last call at {last} s").format(
+                name=name, peak=number(max(shown, default=0), ","), capacity=number(capacity, ","),
+                over=number(over), last=number(last),
+            )
+        )  # fmt: skip
     top = axes[0, 0]
-    top.text(outage_seconds / 2, 0.95, "gateway down", transform=top.get_xaxis_transform(), ha="center", va="top")
-    axes[-1, 0].set_xlabel("seconds (shaded: gateway down; dashed: calls it can serve per second)")
-    alt = (
-        f"Step charts, one per strategy: calls reaching the gateway each second over the first {until} s; the "
-        f"gateway is down for the first {outage_seconds:g} s (shaded) and serves {capacity:,} calls a second "
-        "(dashed). " + "; ".join(said) + "."
-    )
-    return show.Picture(figure, alt)
+    top.text(outage_seconds / 2, 0.95, _("gateway down"), transform=top.get_xaxis_transform(), ha="center", va="top")
+    axes[-1, 0].set_xlabel(_("seconds (shaded: gateway down; dashed: calls it can serve per second)"))
+    alt = _(
+        "Step charts, one per strategy: calls reaching the gateway each second over the first {until} s; the "
+        "gateway is down for the first {outage} s (shaded) and serves {capacity} calls a second (dashed)."
+    ).format(until=number(until), outage=number(outage_seconds, "g"), capacity=number(capacity, ","))
+    return show.Picture(figure, alt + " " + "; ".join(said) + ".")
 
 
 def contention(rows: list[dict[str, Any]]) -> show.Picture:
@@ -118,19 +129,25 @@ def contention(rows: list[dict[str, Any]]) -> show.Picture:
         style = {"color": PALETTE[look[name]], "marker": show.MARKERS[look[name]], "label": name}
         calls_ax.plot(clients, [row["calls"] for row in mine], **style)
         time_ax.plot(clients, [row["time_ms"] for row in mine], **style)
-    calls_ax.set(xlabel="clients", ylabel="write calls", title="Work: total calls")
-    time_ax.set(xlabel="clients", ylabel="ms until the last client is done", title="Time", yscale="log")
+    calls_ax.set(xlabel=_("clients"), ylabel=_("write calls"), title=_("Work: total calls"))
+    time_ax.set(xlabel=_("clients"), ylabel=_("ms until the last client is done"), title=_("Time"), yscale="log")
     calls_ax.legend()
     most = max(row["clients"] for row in rows)
     last = [row for row in rows if row["clients"] == most]
-    alt = (
+    heading = _(
         "Line charts, one line per strategy: write calls (left) and ms until the last client is done (right, log "
-        f"scale) against {show.numbers(sorted({row['clients'] for row in rows}))} clients. At {most:,} clients: "
-        + "; ".join(f"{row['strategy']} {row['calls']:,g} calls in {row['time_ms']:,g} ms" for row in last)
-        + f". Fewest calls: {min(last, key=lambda row: row['calls'])['strategy']}; "
-        f"done soonest: {min(last, key=lambda row: row['time_ms'])['strategy']}."
+        "scale) against {clients} clients. At {most} clients:"
+    ).format(clients=show.numbers(sorted({row["clients"] for row in rows})), most=number(most, ","))
+    each = _("{strategy} {calls} calls in {ms} ms")
+    said = [
+        each.format(strategy=row["strategy"], calls=number(row["calls"], ",g"), ms=number(row["time_ms"], ",g"))
+        for row in last
+    ]
+    best = _("Fewest calls: {fewest}; done soonest: {soonest}.").format(
+        fewest=min(last, key=lambda row: row["calls"])["strategy"],
+        soonest=min(last, key=lambda row: row["time_ms"])["strategy"],
     )
-    return show.Picture(figure, alt)
+    return show.Picture(figure, heading + " " + "; ".join(said) + ". " + best)
 
 
 def layers(reports: dict[str, dict[str, Any]]) -> show.Picture:
@@ -144,15 +161,20 @@ def layers(reports: dict[str, dict[str, Any]]) -> show.Picture:
     said = []
     for y, (value, name, o) in enumerate(zip(values, names, over, strict=True)):
         ax.text(value, y, f" {reports[name]['formula']} = {value} {'>' if o else '≤'} {limit}", va="center")
-        said.append(f"{name}: {reports[name]['formula']} = {value:,}, {'over' if o else 'within'} the limit")
+        judged = (
+            _("{name}: {formula} = {value}, over the limit")
+            if o
+            else _("{name}: {formula} = {value}, within the limit")
+        )
+        said.append(judged.format(name=name, formula=reports[name]["formula"], value=number(value, ",")))
     ax.axvline(limit, color="black", ls="--", lw=0.8)
-    ax.set_xlabel(f"gateway calls per order when every attempt fails (dashed: {limit})")
+    ax.set_xlabel(_("gateway calls per order when every attempt fails (dashed: {limit})").format(limit=number(limit)))
     ax.set_xlim(0, max(values) * 1.35)
-    alt = (
+    alt = _(
         "Bar chart, one bar per configuration: gateway calls per order when every attempt fails, against the "
-        f"limit of {limit} (dashed). " + "; ".join(said) + "."
-    )
-    return show.Picture(figure, alt)
+        "limit of {limit} (dashed)."
+    ).format(limit=number(limit))
+    return show.Picture(figure, alt + " " + "; ".join(said) + ".")
 
 
 def storm(run: StormRun) -> show.Picture:
@@ -161,10 +183,10 @@ def storm(run: StormRun) -> show.Picture:
     seconds = [row.seconds for row in rows]
     figure, axes = show.canvas(11, 6, 4, 1, sharex=True)
     panels = [
-        ([row.calls_per_second for row in rows], "gateway calls/s", show.BAD),
-        ([row.success_rate for row in rows], "success rate", show.GOOD),
-        ([row.queue_depth for row in rows], "queue depth", PURPLE),
-        ([row.pollers for row in rows], "pollers", SLATE),
+        ([row.calls_per_second for row in rows], _("gateway calls/s"), show.BAD),
+        ([row.success_rate for row in rows], _("success rate"), show.GOOD),
+        ([row.queue_depth for row in rows], _("queue depth"), PURPLE),
+        ([row.pollers for row in rows], _("pollers"), SLATE),
     ]
     for ax, (values, label, colour) in zip(axes, panels, strict=True):
         ax.plot(seconds, values, color=colour, drawstyle="steps-post", label=label)
@@ -172,25 +194,34 @@ def storm(run: StormRun) -> show.Picture:
         ax.axvspan(config.degrade_from, config.degrade_until, color=ORANGE, alpha=0.1)
         for start in run.collapses:
             ax.axvline(start, color="black", lw=0.6, ls=":")
-    axes[2].plot(seconds, [row.in_dlq for row in rows], color="black", ls="--", label="in DLQ")
+    axes[2].plot(seconds, [row.in_dlq for row in rows], color="black", ls="--", label=_("in DLQ"))
     axes[2].legend(loc="upper left")
-    slow = f"latency {config.degraded_latency_seconds:g} s"
-    axes[-1].set_xlabel(f"seconds (shaded: {slow}; dotted: the gateway falls over)")
-    figure.suptitle(f"Retry storm, defences: {run.defences.label()}")
+    slow = _("latency {seconds} s").format(seconds=number(config.degraded_latency_seconds, "g"))
+    axes[-1].set_xlabel(_("seconds (shaded: {latency}; dotted: the gateway falls over)").format(latency=slow))
+    storm_of = _("Retry storm, defences: {defences}").format(defences=run.defences.label())
+    figure.suptitle(storm_of)
     deepest, lowest = max(rows, key=lambda row: row.queue_depth), min(row.success_rate for row in rows)
     first, most = rows[0].pollers, max(row.pollers for row in rows)
-    alt = (
-        f"Retry storm, defences: {run.defences.label()}. Four panels over {seconds[-1]:,} s, {slow} from "
-        f"{config.degrade_from:g} to {config.degrade_until:g} s (shaded): gateway calls peak at "
-        f"{max(row.calls_per_second for row in rows):,g}/s; the success rate "
-        + (f"falls to {lowest:.0%}" if lowest < 1 else "stays at 100%")
-        + f"; the queue is deepest at {deepest.seconds} s, {deepest.queue_depth:,} orders, and {run.in_dlq:,} "
-        "orders end in the DLQ (dashed); pollers "
-        + (f"go from {first} to {most}" if most > first else f"stay at {first}")
-        + (f". The gateway falls over at {show.numbers(run.collapses, 's')} (dotted)." if run.collapses else
-           ". The gateway never falls over.")
+    success = _("falls to {share}").format(share=number(lowest, ".0%")) if lowest < 1 else _("stays at 100%")
+    if most > first:
+        pollers = _("go from {first} to {most}").format(first=number(first), most=number(most))
+    else:
+        pollers = _("stay at {first}").format(first=number(first))
+    alt = _(
+        "{storm}. Four panels over {seconds} s, {latency} from {start} to {end} s (shaded): gateway calls peak at "
+        "{peak}/s; the success rate {success}; the queue is deepest at {deepest} s, {depth} orders, and {in_dlq} "
+        "orders end in the DLQ (dashed); pollers {pollers}."
+    ).format(
+        storm=storm_of, seconds=number(seconds[-1], ","), latency=slow, start=number(config.degrade_from, "g"),
+        end=number(config.degrade_until, "g"), peak=number(max(row.calls_per_second for row in rows), ",g"),
+        success=success, deepest=number(deepest.seconds), depth=number(deepest.queue_depth, ","),
+        in_dlq=number(run.in_dlq, ","), pollers=pollers,
     )  # fmt: skip
-    return show.Picture(figure, alt)
+    if run.collapses:
+        fell = _("The gateway falls over at {times} (dotted).").format(times=show.numbers(run.collapses, "s"))
+    else:
+        fell = _("The gateway never falls over.")
+    return show.Picture(figure, alt + " " + fell)
 
 
 def storm_outcomes(summaries: list[dict[str, Any]]) -> show.Picture:
@@ -198,18 +229,19 @@ def storm_outcomes(summaries: list[dict[str, Any]]) -> show.Picture:
     figure, (dlq_ax, calls_ax) = show.canvas(11, 2.8, 1, 2, sharey=True)
     labels = [row["defences"] for row in summaries]
     dlq_ax.barh(labels, [row["in_dlq"] for row in summaries], color=show.BAD)
-    dlq_ax.set_xlabel("orders in the DLQ")
+    dlq_ax.set_xlabel(_("orders in the DLQ"))
     calls_ax.barh(labels, [row["gateway_calls"] for row in summaries], color=show.GOOD)
-    calls_ax.set_xlabel("gateway calls")
+    calls_ax.set_xlabel(_("gateway calls"))
     dlq_ax.invert_yaxis()
-    alt = (
-        "Bar charts, one bar per combination of defences: orders in the DLQ (left) and gateway calls (right). "
-        + "; ".join(
-            f"{row['defences']}: {row['in_dlq']:,} in the DLQ, {row['gateway_calls']:,} calls" for row in summaries
+    alt = _("Bar charts, one bar per combination of defences: orders in the DLQ (left) and gateway calls (right).")
+    each = _("{defences}: {in_dlq} in the DLQ, {calls} calls")
+    said = [
+        each.format(
+            defences=row["defences"], in_dlq=number(row["in_dlq"], ","), calls=number(row["gateway_calls"], ",")
         )
-        + "."
-    )
-    return show.Picture(figure, alt)
+        for row in summaries
+    ]
+    return show.Picture(figure, alt + " " + "; ".join(said) + ".")
 
 
 def budgets(rows: list[dict[str, Any]]) -> show.Picture:
@@ -217,63 +249,31 @@ def budgets(rows: list[dict[str, Any]]) -> show.Picture:
     figure, ax = show.canvas(7, 2.8)
     rates, wanted = [row["failure_rate"] for row in rows], [row["failed_calls"] for row in rows]
     said = []
-    lines = [("ours_retries", "RetryBudget(ratio=0.1)", "o"), ("botocore_retries", "botocore standard quota", "s")]
+    lines = [("ours_retries", "RetryBudget(ratio=0.1)", "o"), ("botocore_retries", _("botocore standard quota"), "s")]
     for key, label, marker in lines:
         granted = [row[key] for row in rows]
         ax.plot(rates, granted, marker=marker, label=label)
         most = max(range(len(rows)), key=granted.__getitem__)
         short = next((rate for rate, g, w in zip(rates, granted, wanted, strict=True) if g < w), None)
+        if short is not None:
+            grants = _(
+                "{label} grants at most {most} (at {rate}), {last} at {last_rate}, fewer than wanted from {short}"
+            )
+        else:
+            grants = _("{label} grants at most {most} (at {rate}), {last} at {last_rate}, all that is wanted")
         said.append(
-            f"{label} grants at most {granted[most]:,} (at {rates[most]:g}), {granted[-1]:,} at {rates[-1]:g}, "
-            + (f"fewer than wanted from {short:g}" if short is not None else "all that is wanted")
-        )
-    ax.plot(rates, wanted, color=GREY, ls=":", label="retries wanted")
-    ax.set(xlabel="share of calls failing", ylabel=f"retries in {rows[0]['calls']} calls", yscale="log")
+            grants.format(
+                label=label, most=number(granted[most], ","), rate=number(rates[most], "g"),
+                last=number(granted[-1], ","), last_rate=number(rates[-1], "g"),
+                short=number(short, "g") if short is not None else "",
+            )
+        )  # fmt: skip
+    ax.plot(rates, wanted, color=GREY, ls=":", label=_("retries wanted"))
+    ylabel = _("retries in {calls} calls").format(calls=number(rows[0]["calls"]))
+    ax.set(xlabel=_("share of calls failing"), ylabel=ylabel, yscale="log")
     ax.legend()
-    alt = (
-        f"Line chart (log scale): retries in {rows[0]['calls']:,} calls against the share of calls failing "
-        f"({show.numbers(rates)}); the retries wanted (dotted) rise to {max(wanted):,}. " + "; ".join(said) + "."
-    )
-    return show.Picture(figure, alt)
-
-
-def storm_steps(run: StormRun) -> list[dict[str, Any]]:
-    """The lesson's eight steps, each with what this run shows for it."""
-    rows, config = run.rows, run.config
-    before = [r for r in rows if r.seconds <= config.degrade_from]
-    during = [r for r in rows if config.degrade_from < r.seconds <= config.degrade_until]
-    first_collapse = run.collapses[0] if run.collapses else None
-    late = run.collapses[1:]
-    ratio = round(max(r.pollers for r in rows) / rows[0].pollers, 1)  # each poller keeps one call in flight
-    return [
-        {
-            "step": 1,
-            "what": "latency 240 ms -> 4 s",
-            "model": f"from {config.degrade_from:g} s to {config.degrade_until:g} s",
-        },
-        {
-            "step": 2,
-            "what": "the queue grows",
-            "model": f"depth {max(r.queue_depth for r in before)} -> {max(r.queue_depth for r in during)}",
-        },
-        {"step": 3, "what": "pollers 20 -> 60", "model": f"{rows[0].pollers} -> {max(r.pollers for r in rows)}"},
-        {
-            "step": 4,
-            "what": "3 times the requests; 503s start",
-            "model": f"{rows[0].pollers} -> {max(r.pollers for r in rows)} calls at once ({ratio:g}×) where"
-            f" {config.degraded_max_in_flight} fit; "
-            + (f"first 503 at {run.first_refusal:.1f} s" if run.first_refusal is not None else "no 503"),
-        },
-        {
-            "step": 5,
-            "what": "retries multiply the load",
-            "model": f"{run.gateway_calls:,} calls for {run.orders:,} orders",
-        },
-        {
-            "step": 6,
-            "what": "the gateway falls over",
-            "model": f"first at {first_collapse} s" if first_collapse else "no",
-        },
-        {"step": 7, "what": "orders in the DLQ", "model": str(run.in_dlq)},
-        {"step": 8, "what": "knocked over again on the way back", "model": f"again at {late} s" if late else "no"},
-    ]
+    alt = _(
+        "Line chart (log scale): retries in {calls} calls against the share of calls failing ({rates}); the retries "
+        "wanted (dotted) rise to {wanted}."
+    ).format(calls=number(rows[0]["calls"], ","), rates=show.numbers(rates), wanted=number(max(wanted), ","))
+    return show.Picture(figure, alt + " " + "; ".join(said) + ".")

@@ -17,6 +17,7 @@ import html
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mercadofresco.i18n import _, number
 from mercadofresco.lessons.show.tables import header
 
 if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn: a notebook that only prints stays light
@@ -56,7 +57,7 @@ class Picture:
 
     def __post_init__(self) -> None:
         if not self.alt.strip():
-            raise ValueError("a picture needs a text alternative: say what this run shows")
+            raise ValueError(_("a picture needs a text alternative: say what this run shows"))
 
     def __repr__(self) -> str:
         return self.alt
@@ -75,10 +76,10 @@ def series(figure: Figure) -> list[dict[str, Any]]:
     A label that the axes also writes as text beside the data counts as a direct label (`direct`).
     """
     found = []
-    for number, ax in enumerate(figure.axes):
+    for index, ax in enumerate(figure.axes):
         texts = {text.get_text() for text in ax.texts}
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
-            found.append({"axes": number, "label": label, **_look(handle), "direct": label in texts})
+            found.append({"axes": index, "label": label, **_look(handle), "direct": label in texts})
     return found
 
 
@@ -113,12 +114,14 @@ def titled(title: str, text: str) -> str:
 
 def listed(words: list[str]) -> str:
     """Words as a sentence lists them: "a", "a and b", "a, b and c"."""
-    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+    if len(words) == 1:
+        return words[0]
+    return _("{items} and {last}").format(items=", ".join(words[:-1]), last=words[-1])
 
 
 def numbers(values: list[float], unit: str = "") -> str:
     """A list of numbers as a sentence says them: "3, 5 and 9 s"."""
-    return f"{listed([f'{value:,g}' for value in values])} {unit}".rstrip()
+    return f"{listed([number(value, ',g') for value in values])} {unit}".rstrip()
 
 
 def bars(
@@ -145,7 +148,7 @@ def bars(
             color=PALETTE[g % len(PALETTE)], hatch=HATCHES[g % len(HATCHES)], edgecolor="white",
         )  # fmt: skip
         ax.bar_label(drawn, fontsize=8)
-        pairs = "; ".join(f"{' '.join(c.split())}: {h:,g}" for c, h in zip(categories, heights, strict=True))
+        pairs = "; ".join(f"{' '.join(c.split())}: {number(h, ',g')}" for c, h in zip(categories, heights, strict=True))
         said.append(f"{header(group)} = {name}, {pairs}" if group else pairs)
     ax.set_xticks(range(len(categories)), categories, fontsize=8)
     ax.set_ylabel(ylabel or header(value))
@@ -153,9 +156,10 @@ def bars(
     if group:
         ax.legend(fontsize=8)
     # A category's line breaks (a long tick label) are read as spaces.
-    alt = (
-        f"Bar chart{': ' + title if title else ''}. {ylabel or header(value)} by {header(category)}. "
-        + ". ".join(said)
-        + "."
-    )
+    measured, by = ylabel or header(value), header(category)
+    if title:
+        heading = _("Bar chart: {title}. {measured} by {category}.").format(title=title, measured=measured, category=by)
+    else:
+        heading = _("Bar chart. {measured} by {category}.").format(measured=measured, category=by)
+    alt = heading + " " + ". ".join(said) + "."
     return Picture(figure, alt)
