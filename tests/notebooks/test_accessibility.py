@@ -19,7 +19,8 @@ from tests.notebooks.colour_vision import distance, problems
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted(
     str(p.relative_to(ROOT))
-    for p in [*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("labs/*.ipynb"), *ROOT.glob("solutions/*.ipynb")]
+    for pattern in ("notebooks/*.ipynb", "notebooks/es/*.ipynb", "labs/*.ipynb", "solutions/*.ipynb")
+    for p in ROOT.glob(pattern)
 )
 IMAGE = re.compile(r"<img\b[^>]*>")
 ALT = re.compile(r'\balt="([^"]*)"')

@@ -23,7 +23,8 @@ from tests import small_box
 from tests.scheduling import Background
 
 ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOKS = sorted(str(p.relative_to(ROOT)) for p in [*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("solutions/*.ipynb")])
+EDITIONS = ("notebooks/*.ipynb", "notebooks/es/*.ipynb", "solutions/*.ipynb")  # the Spanish edition too (issue 51)
+NOTEBOOKS = sorted(str(p.relative_to(ROOT)) for pattern in EDITIONS for p in ROOT.glob(pattern))
 IN_BOX = os.geteuid() == 0 and sys.platform == "linux"
 RUN_SECONDS = 600
 KERNEL_DIED_AT_START = "Kernel died before replying to kernel_info"  # jupyter_client's words

@@ -13,7 +13,7 @@ from tests.notebooks.try_this import Ask, parse, problem, scenarios
 from tests.notebooks.try_this import controls as panel_controls
 
 ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOKS = sorted(ROOT.glob("notebooks/*.ipynb"))
+NOTEBOOKS = sorted([*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("notebooks/es/*.ipynb")])
 # Notebooks with a panel whose "try this" asks nothing of it, and why.
 ASKS_NOTHING = {
     "06_what_to_retry": "its items ask for code (gateway.spike_at, botocore's codes, budget_comparison)",
@@ -24,7 +24,7 @@ def has_panel(path: Path) -> bool:
     return "show.panel(" in path.read_text()
 
 
-@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if has_panel(p)], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if has_panel(p)], ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_value_a_try_this_asks_can_be_set(path):
     found = scenarios(path)
     if path.stem in ASKS_NOTHING:

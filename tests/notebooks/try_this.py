@@ -38,6 +38,9 @@ class Ask:
     refused: bool = False  # the panel must answer with the package's rule, naming this control
 
 
+TRY_HEADINGS = ("### try this", "### prueba esto")
+
+
 @dataclass(frozen=True)
 class Scenario:
     """One comment: the controls to set together, and the item it belongs to."""
@@ -47,10 +50,11 @@ class Scenario:
 
 
 def try_this_section(source: str) -> str:
-    """The text from a "### Try this" heading to the next heading."""
-    start = source.lower().find("### try this")
-    if start < 0:
+    """The text from a "### Try this" heading ("### Prueba esto" in the Spanish edition) to the next heading."""
+    starts = [found for heading in TRY_HEADINGS if (found := source.lower().find(heading)) >= 0]
+    if not starts:
         return ""
+    start = min(starts)
     rest = source[start:].split("\n")
     end = next((i for i, line in enumerate(rest[1:], 1) if line.startswith("#")), len(rest))
     return "\n".join(rest[:end])

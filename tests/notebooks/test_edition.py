@@ -1,0 +1,107 @@
+"""The Spanish edition cannot drift from the English: built from its catalogs, the same code, the same numbers."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from tools import edition, notebook_catalog
+
+ROOT = Path(__file__).resolve().parents[2]
+SPANISH = sorted((ROOT / "notebooks" / "es").glob("*.ipynb"))
+ENGLISH_NUMBER = re.compile(r"(?<![\w.,])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])|(?<![\w.,])-?\d+(?:\.\d+)?(?![\d])")
+ALT = re.compile(r'\balt="([^"]*)"')  # a picture's text alternative: its numbers are the run's too
+SPANISH_NUMBER = re.compile(r"(?<![\w.,])-?\d{1,3}(?:\.\d{3})+(?:,\d+)?(?![\d])|(?<![\w.,])-?\d+(?:,\d+)?(?![\d])")
+
+
+def numbers(text: str, spanish: bool) -> Counter:
+    """The numbers of `text` as values, read with the edition's symbols (5.472,5 in Spanish is 5,472.5 in English)."""
+    found = (SPANISH_NUMBER if spanish else ENGLISH_NUMBER).findall(text)
+    if spanish:
+        found = [number.replace(".", "").replace(",", ".") for number in found]
+    else:
+        found = [number.replace(",", "") for number in found]
+    return Counter(float(number) for number in found)
+
+
+def text_outputs(cell: dict) -> str:
+    """What a code cell's outputs say as text: streams, text/plain, and the text of HTML with its tags left out."""
+    said = []
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "stream":
+            said.append(output.get("text", ""))
+        data = output.get("data", {})
+        said.append(
+            data.get("text/plain", "") if "text/html" not in data else re.sub(r"<[^>]+>", " ", data["text/html"])
+        )
+    return "".join(map(str, said))
+
+
+def different_numbers(english: nbformat.NotebookNode, spanish: nbformat.NotebookNode) -> list[str]:
+    """The code cells whose outputs hold different numbers in the two editions (by value, in any order)."""
+    found = []
+    for mine, theirs in zip(english.cells, spanish.cells, strict=True):
+        if mine.cell_type != "code":
+            continue
+        if numbers(text_outputs(mine), spanish=False) != numbers(text_outputs(theirs), spanish=True):
+            found.append(mine.id)
+    return found
+
+
+def test_every_spanish_notebook_has_its_catalog_and_every_catalog_its_notebook():
+    assert {path.name for path in SPANISH} == edition.in_edition()
+
+
+@pytest.mark.parametrize("name", sorted(edition.in_edition()))
+def test_a_spanish_notebook_is_what_its_english_and_its_catalog_make(name):
+    """Each unit translated and none fuzzy, the template current, the committed sources those the build writes:
+    so the code cells are the English ones, character for character."""
+    assert edition.notebook_problems(name) == []
+
+
+@pytest.mark.parametrize("name", sorted(edition.in_edition()))
+def test_both_editions_of_a_notebook_show_the_same_numbers(name):
+    english = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    spanish = nbformat.read(ROOT / "notebooks" / "es" / name, as_version=4)
+    assert different_numbers(english, spanish) == []
+
+
+# -- the drift tests, each proven to fail ---------------------------------------------------------------------------
+def _first(name: str = "00_start_here.ipynb") -> tuple[nbformat.NotebookNode, object]:
+    english = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    return english, notebook_catalog.read(edition.notebook_paths(name)[2])
+
+
+def test_an_edited_english_paragraph_makes_its_translation_stale_and_only_its_own():
+    english, catalog = _first()
+    cell = next(c for c in english.cells if c.cell_type == "markdown" and c.id == "c08")
+    cell.source = "A paragraph inserted before the others.\n\n" + cell.source.replace("sleeps", "waits", 1)
+    merged = edition.merged_by_place(notebook_catalog.template(english, "00"), catalog)
+    fuzzy = [m.context for m in merged if m.id and m.fuzzy]
+    empty = [m.context for m in merged if m.id and not m.string]
+    assert (fuzzy, empty) == (["c08/1"], ["c08/0"]), (fuzzy, empty)  # moved paragraphs keep their Spanish
+    _built, missing = notebook_catalog.translated(english, merged, edition.in_edition())
+    assert missing == ["c08/1: fuzzy", "c08/0: untranslated"]
+
+
+def test_a_missing_cell_and_a_changed_code_cell_are_not_what_the_catalog_makes():
+    english, catalog = _first()
+    built, _missing = notebook_catalog.translated(english, catalog, edition.in_edition())
+    committed = nbformat.read(ROOT / "notebooks" / "es" / "00_start_here.ipynb", as_version=4)
+    assert [c.source for c in committed.cells] == [c.source for c in built.cells]
+    shorter = [c.source for c in committed.cells[:-1]]
+    changed = [c.source.replace("120", "130") if c.cell_type == "code" else c.source for c in committed.cells]
+    assert shorter != [c.source for c in built.cells] and changed != [c.source for c in built.cells]
+
+
+def test_a_different_number_in_one_edition_is_found():
+    english = nbformat.read(ROOT / "notebooks" / "00_start_here.ipynb", as_version=4)
+    spanish = nbformat.read(ROOT / "notebooks" / "es" / "00_start_here.ipynb", as_version=4)
+    cell = next(c for c in spanish.cells if c.cell_type == "code" and text_outputs(c).strip())
+    cell.outputs = [nbformat.v4.new_output("stream", text=text_outputs(cell) + " 7")]
+    assert different_numbers(english, spanish) == [cell.id]
+    assert numbers("5,472,000 and 0.24", spanish=False) == numbers("5.472.000 y 0,24", spanish=True)
