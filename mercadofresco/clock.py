@@ -34,7 +34,7 @@ import simpy
 import time_machine
 
 from mercadofresco.errors import MercadoFrescoError
-from mercadofresco.i18n import _
+from mercadofresco.i18n import _, moment
 from mercadofresco.runtime import realtime
 
 MADRID = ZoneInfo("Europe/Madrid")
@@ -123,6 +123,10 @@ class VirtualClock:
         """The current virtual instant, in Madrid time."""
         self._require_running()
         return dt.datetime.now(dt.UTC).astimezone(MADRID)
+
+    def reading(self) -> str:
+        """What a notebook prints once the clock runs: "virtual clock: Friday 16 October 2026, 19:14:00 CEST"."""
+        return _("virtual clock: {moment}").format(moment=moment(self.now(), "%A %d %B %Y, %H:%M:%S %Z"))
 
     def timestamp(self) -> float:
         """The current virtual instant in epoch seconds (what DynamoDB items store)."""
