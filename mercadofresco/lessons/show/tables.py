@@ -6,6 +6,7 @@ import contextlib
 import datetime as dt
 import html
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 from mercadofresco.i18n import _, ngettext, number, pgettext
@@ -52,6 +53,8 @@ def _english_header(column: str) -> str:
 def cell(value: Any) -> str:
     """A value as a table shows it: thousands separated, a float to 6 significant digits, NaN as "-"; a word
     (an event's name, a verdict) in the edition's language, the value itself staying English in the row."""
+    if isinstance(value, Decimal):  # an importe: its digits as stored, the edition's decimal sign (48,20)
+        return number(value)
     if isinstance(value, bool) or not isinstance(value, int | float):
         return pgettext("table cell", str(value))
     if isinstance(value, int):
