@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 import shutil
@@ -16,6 +17,13 @@ from mercadofresco.lessons import show
 from tools import edition
 
 FIELDS = re.compile(r"\{(\w*)[^{}]*\}")
+
+
+@pytest.fixture
+def stack():
+    """What a test enters for its length only (`i18n.speaking`: this thread's language, no other's)."""
+    with contextlib.ExitStack() as opened:
+        yield opened
 
 
 def spanish() -> Catalog:
@@ -65,8 +73,8 @@ def test_gnu_msgfmt_accepts_the_catalog(tmp_path):
     assert checked.returncode == 0, checked.stderr
 
 
-def test_the_spanish_edition_says_a_refusal_and_a_table_in_spanish(monkeypatch):
-    monkeypatch.setenv(i18n.LANG_ENV, "es")
+def test_the_spanish_edition_says_a_refusal_and_a_table_in_spanish(stack):
+    stack.enter_context(i18n.speaking("es"))
     with pytest.raises(ValueError) as refused:
         errors.check_range("visibility_timeout_s", 50_000.5, 0, 43_200)
     assert str(refused.value) == "visibility_timeout_s debe estar entre 0 y 43200; se recibió 50000,5"
@@ -74,8 +82,8 @@ def test_the_spanish_edition_says_a_refusal_and_a_table_in_spanish(monkeypatch):
     assert "1.234" in repr(table) and "Tabla de pedido_id, cobros (2 filas, la primera PED-1)" in table._repr_html_()
 
 
-def test_the_pseudo_edition_leaves_no_english_word_in_what_went_through_the_catalog(monkeypatch):
-    monkeypatch.setenv(i18n.LANG_ENV, "pseudo")
+def test_the_pseudo_edition_leaves_no_english_word_in_what_went_through_the_catalog(stack):
+    stack.enter_context(i18n.speaking("pseudo"))
     with pytest.raises(ValueError) as refused:
         errors.check_range("x", 5, 0, 1, low_excluded=True)  # the setting's name is the code's own
     assert not re.search(r"[A-Za-z]{2,}", str(refused.value)), str(refused.value)

@@ -34,7 +34,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mercadofresco import i18n
 from mercadofresco.course import protocol
 from mercadofresco.course.handout import labs
 from mercadofresco.course.run import sandbox as sb
@@ -58,9 +57,10 @@ KERNEL_FOLDERS = [
     ("JUPYTER_CONFIG_DIR", ".jupyter/config"),
     ("JUPYTER_DATA_DIR", ".jupyter/data"),
 ]
-# What of the grader's environment a learner's kernel keeps: what starts Python and names the language, nothing
+# What of the grader's environment a learner's kernel keeps: what starts Python and names the locale, nothing
 # else. The grader's own AWS keys, its MERCADOFRESCO_MODE (aws, or an endpoint of a test that has ended), its
-# database URL and its pipes are not the learner's to read or to follow.
+# database URL, its MERCADOFRESCO_LANG and its pipes are not the learner's to read or to follow (grading in the
+# learner's language will pass it for each submission, issue 51).
 KERNEL_ENV_KEPT = (
     "PATH",
     "LANG",
@@ -73,7 +73,6 @@ KERNEL_ENV_KEPT = (
     "MPLBACKEND",
     "PYDEVD_DISABLE_FILE_VALIDATION",
     labs.WHOLE_RUN_ENV,
-    i18n.LANG_ENV,  # the learner's language: checks and reports speak it
 )
 CHECKER_FAILED = "the grader's checker failed (exit code {code}) before it wrote every verdict: the grader's fault"
 
