@@ -47,7 +47,7 @@ _FIELD = re.compile(r"(\{[^{}]*\}|%\(\w+\)[sdfr]|<[^<>]*>|&\w+;)")  # left as th
 @contextlib.contextmanager
 def speaking(language: str) -> Iterator[None]:
     """Speak `language` in this thread (and its context) only, whatever the environment says: for tests, which
-    must not change what the other threads of their process speak (a grading in the background, say)."""
+    must not change what the other threads of their process speak (work done in the background, say)."""
     token = _SPEAKING.set(language)
     try:
         yield
