@@ -12,8 +12,13 @@ from __future__ import annotations
 
 import ast
 import io
+import threading
 import tokenize
 
+# CPython 3.11 keeps the AST constructor's recursion depth in one state for the whole interpreter: two threads
+# parsing at once can leave it mismatched, and a parse then fails with "SystemError: AST constructor recursion
+# depth mismatch" (seen where two learners are read in two threads of one process). One parse at a time.
+PARSING = threading.Lock()
 MAX_STATEMENT_TOKENS = 2_000  # measured on CPython 3.11.7: 2,000 nested unary minus parse, 5,000 do not
 
 
@@ -36,6 +41,7 @@ def tree(source: str) -> ast.Module | None:
     if too_deep(python):
         return None
     try:
-        return ast.parse(python)
+        with PARSING:
+            return ast.parse(python)
     except (SyntaxError, ValueError):  # not Python, or a NUL byte in it
         return None
