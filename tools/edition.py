@@ -2,6 +2,8 @@
 
     python -m tools.edition extract     # mercadofresco/locale/mercadofresco.pot from the package's _() calls
     python -m tools.edition update      # merge it into mercadofresco/locale/es/LC_MESSAGES/mercadofresco.po
+    python -m tools.edition update notebooks/05_backoff_jitter.ipynb   # start (or merge) one notebook's catalog
+    python -m tools.edition build [notebooks/NN_name.ipynb]  # the Spanish notebooks (a changed one loses its outputs)
     python -m tools.edition check       # exit 1 when the template is stale or a Spanish entry is missing or fuzzy
 
 A message whose English changed keeps its old translation marked fuzzy (gettext's way; Poedit and Weblate show
@@ -178,10 +180,22 @@ def notebook_problems(name: str) -> list[str]:
     return found
 
 
+def _names(paths: list[str]) -> set[str]:
+    return {Path(path).name for path in paths if path}
+
+
+def _sources(notebook: nbformat.NotebookNode) -> list[tuple[str, str]]:
+    return [(cell.cell_type, cell.source) for cell in notebook.cells]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.edition", description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["extract", "update", "build", "check"])
-    parser.add_argument("notebooks", nargs="*", help="update: notebooks to start a Spanish catalog for")
+    parser.add_argument(
+        "notebooks",
+        nargs="*",
+        help="update: notebooks to start a Spanish catalog for; build: only these (every one by default)",
+    )
     parser.add_argument("--draft", action="store_true", help="build: write untranslated units in English")
     args = parser.parse_args(argv)
     template = extracted()
@@ -210,13 +224,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "build":
         refused = 0
-        for name in sorted(in_edition()):
+        for name in sorted(in_edition() & set(_names(args.notebooks) or in_edition())):
             notebook, missing = built(name)
             if missing and not args.draft:
                 print(f"{name}: not built, {len(missing)} unit(s) untranslated or fuzzy, first {missing[0]}")
                 refused += 1
                 continue
             _english, _template, _catalog, spanish_path = notebook_paths(name)
+            if spanish_path.exists() and _sources(nbformat.read(spanish_path, as_version=4)) == _sources(notebook):
+                continue  # the same cells: its outputs stay
             spanish_path.parent.mkdir(parents=True, exist_ok=True)
             nbformat.write(notebook, spanish_path)
             print(f"wrote {spanish_path.relative_to(ROOT)}: run tools/nbtools.py execute on it for its outputs")
