@@ -708,3 +708,26 @@ def test_a_connection_from_anyone_but_the_learner_is_dropped_and_the_learners_ke
         import shutil
 
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def test_the_checkers_read_of_its_own_table_is_what_getitem_answers():
+    """`Lab.dynamodb_item` reads moto's backend instead of sending a request: the same item, every type of value,
+    {} for none, and the request's own error for a table that is not there."""
+    from botocore.exceptions import ClientError
+
+    from mercadofresco import world
+
+    lab = checker.Lab()
+    with checker.world_of_the_checker():
+        dynamodb = lab.client("dynamodb")
+        world.create_idempotency_table(dynamodb)
+        values = {"L": [{"BOOL": True}, {"NULL": True}, {"B": b"\x00\x01"}, {"SS": ["b", "a"]}, {"N": "1.50"}]}
+        dynamodb.put_item(
+            TableName=world.IDEMPOTENCY_TABLE, Item={"clave": {"S": "cobro:x"}, "m": {"M": {"a": values}}}
+        )
+        for clave in ("cobro:x", "cobro:y"):
+            key = {"clave": {"S": clave}}
+            asked = dynamodb.get_item(TableName=world.IDEMPOTENCY_TABLE, Key=key).get("Item") or {}
+            assert lab.dynamodb_item(world.IDEMPOTENCY_TABLE, key) == asked
+        with pytest.raises(ClientError, match="ResourceNotFoundException"):
+            lab.dynamodb_item("no-such-table", {"clave": {"S": "cobro:x"}})

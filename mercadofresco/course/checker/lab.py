@@ -141,6 +141,24 @@ class Lab:
             self._clients[service] = endpoints.make_client(self.session(), settings.EndpointConfig(), service)
         return self._clients[service]
 
+    def dynamodb_item(self, table: str, key: dict) -> dict:
+        """An item of this process's moto as GetItem returns it ({} when none), read from moto's backend.
+
+        The same answer as `client("dynamodb").get_item`, without its cost: a request through boto3 and moto takes
+        about 1 ms, and lab 1's properties read a record after each step of each play (some 1,300 reads, a third of
+        the checker's time in one grading). Where the backend cannot answer (no such table), the request does.
+        """
+        from moto.dynamodb.models import dynamodb_backends
+
+        from mercadofresco.runtime import moto_atomic
+
+        try:
+            with moto_atomic.LOCK:  # no write of the kernel's consumers is half done
+                item = dynamodb_backends[aws_requests.MOTO_ACCOUNT][self.region].get_item(table, key)
+                return {} if item is None else item.to_json()["Attributes"]
+        except Exception:
+            return self.client("dynamodb").get_item(TableName=table, Key=key).get("Item") or {}
+
     def start_database(self, schema: str = "lab3_grader") -> Any:
         """The checker's own PostgreSQL, which the kernel reaches through a socket in its working copy."""
         from mercadofresco.course.checker import lab_database

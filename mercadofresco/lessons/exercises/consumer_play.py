@@ -56,6 +56,10 @@ class Bench(Protocol):
 
     def build_handler(self, client: gateway.GatewayClient) -> Callable[..., Any]: ...
 
+    def record(self, clave: str) -> dict:
+        """The idempotency table's item for `clave` as GetItem returns it ({} when there is none), read by the
+        bench itself: not a request of the learner's code."""
+
     def before_dynamodb(self, hook: Callable[[str, dict], None] | None) -> None:
         """Call `hook(action, request)` before each DynamoDB request of the learner's code (None: stop)."""
 
@@ -201,8 +205,7 @@ class Play:
         """The order's record, read by the bench (not a request of the learner's code)."""
         hook, self.hook_on = self.hook_on, False
         try:
-            key = {"clave": {"S": f"cobro:{order.pedido_id}"}}
-            item = self.bench.dynamodb.get_item(TableName=world.IDEMPOTENCY_TABLE, Key=key).get("Item") or {}
+            item = self.bench.record(f"cobro:{order.pedido_id}")
         finally:
             self.hook_on = hook
         return item.get("estado", {}).get("S")

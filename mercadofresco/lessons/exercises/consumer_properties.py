@@ -152,6 +152,10 @@ class NotebookBench:
     def build_handler(self, client: gateway.GatewayClient) -> Callable[..., Any]:
         return self._build(self.dynamodb, client)
 
+    def record(self, clave: str) -> dict:
+        key = {"clave": {"S": clave}}
+        return self.dynamodb.get_item(TableName=world.IDEMPOTENCY_TABLE, Key=key).get("Item") or {}
+
     def before_dynamodb(self, hook: Callable[[str, dict], None] | None) -> None:
         event = "before-parameter-build.dynamodb"
         if hook is not None and self._hook is None:
