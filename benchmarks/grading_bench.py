@@ -25,7 +25,7 @@ import nbformat
 from mercadofresco.course import checker, grading
 from mercadofresco.course.grading import gradebook, marks, results
 from mercadofresco.course.handout import labs
-from mercadofresco.course.run import nbrun
+from mercadofresco.course.run import forked, nbrun
 
 CALLS = 300
 KERNEL_CELL = """import time
@@ -93,11 +93,14 @@ def main() -> None:
             shutil.copy(solution, Path(folder) / f"learner{number:02d}.ipynb")
         load = os.getloadavg()[0]
         cpu_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        forked_before = forked.cpu_seconds()
         started = time.perf_counter()
         reports = grading.grade(Path(folder), args.lab, nbrun.Limits(cell_timeout_seconds=60), jobs=args.jobs)
         seconds = time.perf_counter() - started
         cpu_after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        forked_after = forked.cpu_seconds()
     cpu = (cpu_after.ru_utime + cpu_after.ru_stime) - (cpu_before.ru_utime + cpu_before.ru_stime)
+    cpu += forked_after - forked_before  # the runners, checkers and kernels forked by the fork server
     full = sum(report.score == report.max_score for report in reports)
     print(f"{args.copies} learners, jobs {args.jobs}: {seconds:.1f} s, {seconds / args.copies:.2f} s per learner")
     print(f"CPU of the graders and kernels: {cpu / args.copies:.2f} s per learner (less sensitive to other load)")

@@ -3,8 +3,9 @@
 The grader (`grading`) calls `run_notebook`: a `pytest --nbval-lax` process of
 its own, run as the grader in a private folder (mode 700), with the grader's
 plugin (`course.run.nbplugin`) that records what the grader saw for each cell,
-and beside it the checker, a process of its own (`python -m
-mercadofresco.course.checker`), to which the plugin hands the kernel after the
+and beside it the checker, a process of its own (what `python -m
+mercadofresco.course.checker` runs, forked from a process that has imported what
+it needs: `course.run.forked`), to which the plugin hands the kernel after the
 last cell: two pipes join them. The kernel comes from a kernelspec generated
 under .cache/grading that runs `python -m mercadofresco.course.run.nbrun kernel`:
 that launcher sets the process apart (`course.run.sandbox`: namespaces, hidden
@@ -36,8 +37,8 @@ from pathlib import Path
 
 from mercadofresco.course import protocol
 from mercadofresco.course.handout import labs
+from mercadofresco.course.run import forked, watch
 from mercadofresco.course.run import sandbox as sb
-from mercadofresco.course.run import watch
 from mercadofresco.course.run.limits import CPU_WINDOW_SECONDS, Limits, files_mb, passed, time_budget
 
 ROOT = Path(__file__).resolve().parents[3]  # the repository: this room of mercadofresco/course/ is three levels down
@@ -189,8 +190,7 @@ def run_notebook(
     handover, back = os.pipe(), os.pipe()  # plugin -> checker: the kernel; checker -> plugin: closed when done
     plugin_fds, checker_fds = (back[0], handover[1]), (handover[0], back[1])
     process = _start(command, private, env, plugin_fds)
-    checker_command = [sys.executable, "-m", "mercadofresco.course.checker"]
-    checker_process = _start(checker_command, private, env, checker_fds, log=private / "checker.log")
+    checker_process = forked.checker(private, env, checker_fds, log=private / "checker.log")
     for fd in (*handover, *back):
         os.close(fd)  # each end lives in one child only: a child that dies closes it, and the other sees EOF
     run, seen, ticks = Run(rows=[]), set(), 0
@@ -243,7 +243,7 @@ def _start(
         )
 
 
-def _kill_groups(processes: list[subprocess.Popen]) -> None:
+def _kill_groups(processes: list[subprocess.Popen | forked.Checker]) -> None:
     for process in processes:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
