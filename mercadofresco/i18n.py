@@ -87,6 +87,12 @@ def N_(message: str) -> str:
     return message
 
 
+def T_(message: str) -> str:
+    """`message` itself, marked for the catalog as a table cell's words: a row keeps its English, and a table
+    (`lessons.show`) shows it in the learner's language, `pgettext("table cell", message)`."""
+    return message
+
+
 def pgettext(context: str, message: str) -> str:
     """`message` in the learner's language, where the same English means different things (`context` tells which)."""
     return _translated(edition(), context, message)

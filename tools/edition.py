@@ -33,6 +33,7 @@ NOTEBOOKS = ROOT / "notebooks"
 LOCALE = ROOT / "locale"  # the notebooks' catalogs (the package's travel with it, in mercadofresco/locale)
 TEMPLATE = PACKAGE / "locale" / "mercadofresco.pot"
 SPANISH = PACKAGE / "locale" / "es" / "LC_MESSAGES" / "mercadofresco.po"
+CELL = "table cell"  # the context of a word a table shows (`show.tables.cell`), marked T_() in the package
 KEYWORDS = {"_": None, "N_": None, "pgettext": ((1, "c"), 2), "ngettext": (1, 2)}
 PROJECT = "MercadoFresco reliability workbook"
 DATED = datetime(2026, 12, 7, tzinfo=UTC)  # the files' header dates, fixed: git says when a line changed
@@ -45,6 +46,9 @@ def extracted() -> Catalog:
     found = extract_from_dir(PACKAGE, method_map=[("**.py", "python")], keywords=KEYWORDS, strip_comment_tags=True)
     for filename, _lineno, message, comments, context in found:
         template.add(message, locations=[(filename, 0)], auto_comments=comments, context=context)
+    cells = extract_from_dir(PACKAGE, method_map=[("**.py", "python")], keywords={"T_": None}, strip_comment_tags=True)
+    for filename, _lineno, message, comments, _context in cells:  # T_(): a table cell's words, shown translated
+        template.add(message, locations=[(filename, 0)], auto_comments=comments, context=CELL)
     english = sorted([*NOTEBOOKS.glob("*.ipynb"), *(ROOT / "solutions").glob("*.ipynb")])
     for header in notebook_catalog.shown_headers(english):
         template.add(header, context="table header", auto_comments=["a table's column header, in the notebooks"])

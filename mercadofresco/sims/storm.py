@@ -29,6 +29,8 @@ from typing import Any
 
 import simpy
 
+from mercadofresco import i18n
+from mercadofresco.i18n import _
 from mercadofresco.patterns import backoff, breaker, retry, retry_budget
 from mercadofresco.sims.retry_loop import with_retries
 from mercadofresco.sims.storm_config import StormConfig
@@ -121,37 +123,56 @@ class StormRun:
         first_collapse = self.collapses[0] if self.collapses else None
         late = self.collapses[1:]
         ratio = round(max(r.pollers for r in rows) / rows[0].pollers, 1)  # each poller keeps one call in flight
+        number = i18n.number
+        calls_at_once = _("{before} -> {after} calls at once ({ratio}×) where {fit} fit; ").format(
+            before=rows[0].pollers,
+            after=max(r.pollers for r in rows),
+            ratio=number(ratio, "g"),
+            fit=config.degraded_max_in_flight,
+        )
+        refused = (
+            _("first 503 at {seconds} s").format(seconds=number(self.first_refusal, ".1f"))
+            if self.first_refusal is not None
+            else _("no 503")
+        )
+        late_seconds = ", ".join(number(seconds) for seconds in late)
         return [
             {
                 "step": 1,
-                "what": "latency 240 ms -> 4 s",
-                "model": f"from {config.degrade_from:g} s to {config.degrade_until:g} s",
+                "what": _("latency 240 ms -> 4 s"),
+                "model": _("from {start} s to {end} s").format(
+                    start=number(config.degrade_from, "g"), end=number(config.degrade_until, "g")
+                ),
             },
             {
                 "step": 2,
-                "what": "the queue grows",
-                "model": f"depth {max(r.queue_depth for r in before)} -> {max(r.queue_depth for r in during)}",
+                "what": _("the queue grows"),
+                "model": _("depth {before} -> {during}").format(
+                    before=max(r.queue_depth for r in before), during=max(r.queue_depth for r in during)
+                ),
             },
-            {"step": 3, "what": "pollers 20 -> 60", "model": f"{rows[0].pollers} -> {max(r.pollers for r in rows)}"},
-            {
-                "step": 4,
-                "what": "3 times the requests; 503s start",
-                "model": f"{rows[0].pollers} -> {max(r.pollers for r in rows)} calls at once ({ratio:g}×) where"
-                f" {config.degraded_max_in_flight} fit; "
-                + (f"first 503 at {self.first_refusal:.1f} s" if self.first_refusal is not None else "no 503"),
-            },
+            {"step": 3, "what": _("pollers 20 -> 60"), "model": f"{rows[0].pollers} -> {max(r.pollers for r in rows)}"},
+            {"step": 4, "what": _("3 times the requests; 503s start"), "model": calls_at_once + refused},
             {
                 "step": 5,
-                "what": "retries multiply the load",
-                "model": f"{self.gateway_calls:,} calls for {self.orders:,} orders",
+                "what": _("retries multiply the load"),
+                "model": _("{calls} calls for {orders} orders").format(
+                    calls=number(self.gateway_calls, ","), orders=number(self.orders, ",")
+                ),
             },
             {
                 "step": 6,
-                "what": "the gateway falls over",
-                "model": f"first at {first_collapse} s" if first_collapse else "no",
+                "what": _("the gateway falls over"),
+                "model": _("first at {seconds} s").format(seconds=number(first_collapse))
+                if first_collapse
+                else _("no"),
             },
-            {"step": 7, "what": "orders in the DLQ", "model": str(self.in_dlq)},
-            {"step": 8, "what": "knocked over again on the way back", "model": f"again at {late} s" if late else "no"},
+            {"step": 7, "what": _("orders in the DLQ"), "model": str(self.in_dlq)},
+            {
+                "step": 8,
+                "what": _("knocked over again on the way back"),
+                "model": _("again at [{seconds}] s").format(seconds=late_seconds) if late else _("no"),
+            },
         ]
 
 
@@ -270,7 +291,7 @@ def run_storm(config: StormConfig, defences: Defences, seed: int = 0) -> StormRu
     shared = StormState(env, config, StormGateway(env, config), retrier, guard)
     rows: list[StormSample] = []
     env.process(_producer(shared, arrivals))
-    for _ in range(config.start_pollers):
+    for _first in range(config.start_pollers):
         env.process(_poller(shared))
     shared.pollers = config.start_pollers
     env.process(_scaler(shared, config.start_pollers if defences.concurrency_cap else config.max_pollers))

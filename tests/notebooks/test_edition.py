@@ -33,26 +33,37 @@ def numbers(text: str, spanish: bool) -> Counter:
     return Counter(float(number) for number in found)
 
 
+def output_text(output: dict) -> str:
+    """What one output says as text: a stream, text/plain, or the text of HTML with its tags left out."""
+    if output.get("output_type") == "stream":
+        return str(output.get("text", ""))
+    data = output.get("data", {})
+    return str(data.get("text/plain", "") if "text/html" not in data else re.sub(r"<[^>]+>", " ", data["text/html"]))
+
+
+def _repr(output: dict) -> bool:
+    return output.get("output_type") == "execute_result" and set(output.get("data", {})) == {"text/plain"}
+
+
 def text_outputs(cell: dict) -> str:
-    """What a code cell's outputs say as text: streams, text/plain, and the text of HTML with its tags left out."""
-    said = []
-    for output in cell.get("outputs", []):
-        if output.get("output_type") == "stream":
-            said.append(output.get("text", ""))
-        data = output.get("data", {})
-        said.append(
-            data.get("text/plain", "") if "text/html" not in data else re.sub(r"<[^>]+>", " ", data["text/html"])
-        )
-    return "".join(map(str, said))
+    """What a code cell's outputs say as text."""
+    return "".join(output_text(output) for output in cell.get("outputs", []))
 
 
 def different_numbers(english: nbformat.NotebookNode, spanish: nbformat.NotebookNode) -> list[str]:
-    """The code cells whose outputs hold different numbers in the two editions (by value, in any order)."""
+    """The code cells whose outputs hold different numbers in the two editions (by value, in any order).
+
+    An output is read with the edition's symbols, except a value's repr (an execute_result of text/plain alone:
+    `{'mean_s': 266.7}` is Python's writing, the same data in both editions), read with English ones in both."""
     found = []
     for mine, theirs in zip(english.cells, spanish.cells, strict=True):
         if mine.cell_type != "code" or "nbval-ignore-output" in mine.metadata.get("tags", []):
             continue  # prose, or an output that differs from run to run (strict nbval does not compare it either)
-        if numbers(text_outputs(mine), spanish=False) != numbers(text_outputs(theirs), spanish=True):
+        outputs = list(zip(mine.get("outputs", []), theirs.get("outputs", []), strict=False))
+        if len(mine.get("outputs", [])) != len(theirs.get("outputs", [])) or any(
+            numbers(output_text(one), spanish=False) != numbers(output_text(other), spanish=not _repr(other))
+            for one, other in outputs
+        ):
             found.append(mine.id)
     return found
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import psycopg
 
-from mercadofresco import orders, queues, world
+from mercadofresco import i18n, orders, queues, world
 from mercadofresco.clock import LESSON_START, VirtualClock
 from mercadofresco.i18n import _
 from mercadofresco.lessons.outbox.experiments import fresh_tables
@@ -134,13 +134,15 @@ def claim_plans(db: Database, history: int = 20_000, pending: int = 50) -> dict[
         add_rows(conn, pending=pending)
         conn.execute("ANALYZE outbox")
         conn.commit()
-        plans[f"{pending} rows"] = claim_plan(conn)
-        plans[f"{pending} rows, enable_seqscan = off"] = claim_plan(conn, without_seqscan=True)
+        plans[_("{pending} rows").format(pending=pending)] = claim_plan(conn)
+        forced = _("{pending} rows, enable_seqscan = off").format(pending=pending)
+        plans[forced] = claim_plan(conn, without_seqscan=True)
         fresh_tables(conn)
         add_rows(conn, pending=pending, published=history)
         conn.execute("ANALYZE outbox")
         conn.commit()
-        plans[f"{history:,} published + {pending} pending"] = claim_plan(conn)
+        behind = _("{history} published + {pending} pending")
+        plans[behind.format(history=i18n.number(history, ","), pending=pending)] = claim_plan(conn)
     return plans
 
 
