@@ -149,6 +149,8 @@ _CLDR = {  # strftime specs the package uses -> the CLDR pattern a Spanish reade
     "%A %d %B %Y, %H:%M:%S %Z": "EEEE d 'de' MMMM 'de' y, HH:mm:ss zzz",
     "%Y-%m-%d %H:%M": "yyyy-MM-dd HH:mm",
     "%a %d %H:%M": "EEE dd HH:mm",
+    "%a %H:%M": "EEE HH:mm",
+    "%a %H:%M:%S": "EEE HH:mm:ss",
     "%d %b %H:%M": "dd MMM HH:mm",
 }
 

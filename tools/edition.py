@@ -198,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "notebooks",
         nargs="*",
-        help="update: notebooks to start a Spanish catalog for; build: only these (every one by default)",
+        help="update, build: only these notebooks (every one with a Spanish catalog by default); update starts a "
+        "catalog for a notebook that has none",
     )
     parser.add_argument("--draft", action="store_true", help="build: write untranslated units in English")
     args = parser.parse_args(argv)
@@ -217,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         SPANISH.parent.mkdir(parents=True, exist_ok=True)
         merged = updated(template, spanish_text)
         SPANISH.write_text(as_text(merged))
-        names = sorted(in_edition() | {Path(name).name for name in args.notebooks})
+        names = sorted(_names(args.notebooks) or in_edition())
         for name in [name for name in names if name]:
             english, _template, catalog_path, _spanish = notebook_paths(name)
             old = notebook_catalog.read(catalog_path) if catalog_path.exists() else None

@@ -3,18 +3,28 @@
 One entry a unit of a markdown cell (a heading, a paragraph, a list item, a table, a diagram), keyed by the cell's
 id and the unit's place in it (`msgctxt "c03/2"`), its English source as the msgid: a translator sees one
 paragraph at a time, and an edited paragraph marks one entry fuzzy (gettext's word for "the English changed
-since this was translated"), not its neighbours. Code cells are the same code in both editions: the package
-speaks the edition's language itself (`mercadofresco.i18n`, which a kernel started in `notebooks/es/` reads).
+since this was translated"), not its neighbours.
+
+Code cells are the same code in both editions (the package speaks the edition's language itself:
+`mercadofresco.i18n`, which a kernel started in `notebooks/es/` reads), except the words a learner reads in them:
+a panel control's label (`description="wait (s)"`, `show.log_slider("lock (s)", …)`), a title (`title=…`, a
+`figures.…("…")` argument), a `print`ed sentence, and the comments (`msgctxt "c11/str"` and `"c11/#"`). Those are
+entries too, the string's text as written between its quotes; the build puts each translation back between the
+same quotes and refuses a cell that no longer parses. Strings written as two literals side by side are left as
+they are.
 
 A `<!-- try: … -->` comment at the end of a unit is the tests' ("try this" values to set), never the
-translator's: it is kept out of the msgid and written back as it is.
+translator's: it is kept out of the msgid and written back with each control's label in the notebook's
+translation of it.
 """
 
 from __future__ import annotations
 
+import ast
 import html
 import io
 import re
+import tokenize
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -73,10 +83,104 @@ def units(cell_id: str, source: str) -> list[Unit]:
     return result
 
 
+# -- the words in code cells ---------------------------------------------------------------------
+PROSE_KEYWORDS = {"description", "title", "label", "xlabel", "ylabel", "placeholder", "tooltip", "caption"}
+LABEL = "panel control label"
+_LITERAL = re.compile(r"([rRuUfF]{0,2})('\'\'|\"\"\"|'|\")(.*)\2", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class CodeWords:
+    """A string or comment of a code cell a learner reads: characters [start, end) of the cell's source."""
+
+    context: str  # "<cell id>/str" or "<cell id>/#"
+    kind: str  # "code string", "panel control label" or "code comment"
+    start: int
+    end: int
+    text: str
+
+
+def code_words(cell_id: str, source: str) -> list[CodeWords]:
+    """The strings and comments of a code cell that are prose, in the cell's order."""
+    masked = "\n".join(("#" + line[1:]) if line.startswith(("%", "!")) else line for line in source.split("\n"))
+    offsets = [0]
+    for line in masked.split("\n"):
+        offsets.append(offsets[-1] + len(line) + 1)
+    found: list[CodeWords] = []
+    for node, kind in _prose_literals(ast.parse(masked)):
+        start = offsets[node.lineno - 1] + _chars(masked, node.lineno, node.col_offset)
+        end = offsets[node.end_lineno - 1] + _chars(masked, node.end_lineno, node.end_col_offset)
+        literal = _LITERAL.fullmatch(masked[start:end]) if _one_literal(masked[start:end]) else None
+        if literal and "b" not in literal.group(1).lower() and _has_words(literal.group(3)):
+            inner = start + len(literal.group(1)) + len(literal.group(2))
+            found.append(CodeWords(f"{cell_id}/str", kind, inner, inner + len(literal.group(3)), literal.group(3)))
+    for token in tokenize.generate_tokens(io.StringIO(masked).readline):
+        text = token.string.lstrip("#").strip()
+        if token.type == tokenize.COMMENT and source[offsets[token.start[0] - 1]] != "%" and len(text.split()) > 1:
+            start = offsets[token.start[0] - 1] + token.start[1] + token.string.index(text)
+            found.append(CodeWords(f"{cell_id}/#", "code comment", start, start + len(text), text))
+    return sorted(found, key=lambda words: words.start)
+
+
+def _prose_literals(tree: ast.AST) -> list[tuple[ast.expr, str]]:
+    """The string literals in prose positions: a title or label keyword, a `title = …`, a `figures.…(…)`
+    argument, `show.log_slider`'s label, a `print`ed string."""
+    found: list[tuple[ast.expr, str]] = []
+
+    def text(node: ast.expr) -> bool:
+        return isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str))
+
+    for node in ast.walk(tree):
+        named = isinstance(node, ast.Assign) and any(
+            isinstance(target, ast.Name) and target.id in PROSE_KEYWORDS for target in node.targets
+        )
+        if named and text(node.value):
+            found.append((node.value, "code string"))
+        if not isinstance(node, ast.Call):
+            continue
+        function = node.func
+        owner = (
+            function.value.id if isinstance(function, ast.Attribute) and isinstance(function.value, ast.Name) else ""
+        )
+        name = function.attr if isinstance(function, ast.Attribute) else getattr(function, "id", "")
+        for keyword in node.keywords:
+            if keyword.arg in PROSE_KEYWORDS and text(keyword.value):
+                found.append((keyword.value, LABEL if keyword.arg == "description" else "code string"))
+        if owner == "figures" or (owner == "" and name == "print"):
+            found += [(argument, "code string") for argument in node.args if text(argument)]
+        elif owner == "show" and name == "log_slider" and node.args and text(node.args[0]):
+            found.append((node.args[0], LABEL))
+    return found
+
+
+def _one_literal(segment: str) -> bool:
+    """Whether `segment` is one string literal, not two side by side ("a" f"b")."""
+    try:
+        tokens = [token for token in tokenize.generate_tokens(io.StringIO(segment).readline) if token.string.strip()]
+    except (tokenize.TokenError, SyntaxError):
+        return False
+    return len(tokens) == 1 and tokens[0].type == tokenize.STRING
+
+
+def _chars(source: str, line: int, byte_offset: int) -> int:
+    """ast's column (UTF-8 bytes) as a character count."""
+    return len(source.split("\n")[line - 1].encode()[:byte_offset].decode())
+
+
+def _has_words(text: str) -> bool:
+    """Letters outside the f-string fields: something to translate."""
+    return any(character.isalpha() for character in re.sub(r"\{[^{}]*\}", "", text))
+
+
 def template(notebook: nbformat.NotebookNode, name: str) -> Catalog:
-    """The catalog template of a notebook's prose: one entry a unit, in the notebook's order."""
+    """The catalog template of a notebook's prose: one entry a unit, and one a string or comment of a code cell a
+    learner reads, in the notebook's order."""
     catalog = Catalog(project=name, version="1", fuzzy=False, creation_date=DATED, revision_date=DATED)
     for cell in notebook.cells:
+        if cell.cell_type == "code":
+            for words in code_words(cell.id, cell.source):
+                flags = ["python-brace-format"] if re.search(r"\{[^{}]*\}", words.text) else []
+                catalog.add(words.text, context=words.context, auto_comments=[words.kind], flags=flags)
         if cell.cell_type != "markdown":
             continue
         for unit in units(cell.id, cell.source):
@@ -93,9 +197,11 @@ def translated(
     Spanish edition, which its links reach as siblings."""
     built = nbformat.reads(nbformat.writes(notebook), as_version=4)
     missing: list[str] = []
+    labels = _labels(notebook, catalog)
     for cell in built.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
+            cell.source = _translated_code(cell, catalog, missing)
             continue
         if cell.cell_type != "markdown":
             continue
@@ -108,11 +214,61 @@ def translated(
                 why = "fuzzy" if entry is not None and entry.fuzzy else "untranslated"
                 missing.append(f"{unit.context}: {why}")
                 continue
-            spanish = unit.marker + entry.string + (" " + unit.tail if unit.tail else "")
+            tail = _relabelled(unit.tail, labels, missing, unit.context)
+            spanish = unit.marker + entry.string + (" " + tail if tail else "")
             lines[unit.start : unit.end] = spanish.split("\n")
         cell.source = relinked("\n".join(lines), edition)
     built.metadata["edition"] = EDITION
     return built, missing
+
+
+def _translated_code(cell: nbformat.NotebookNode, catalog: Catalog, missing: list[str]) -> str:
+    """A code cell with each string and comment a learner reads in the catalog's words; the English cell when one
+    is missing or the result does not parse."""
+    source, before = cell.source, len(missing)
+    for words in reversed(code_words(cell.id, cell.source)):
+        entry = catalog.get(words.text, context=words.context)
+        if entry is None or not entry.string or entry.fuzzy:
+            missing.append(f"{words.context} {words.text!r}: {'fuzzy' if entry is not None else 'untranslated'}")
+            continue
+        if sorted(re.findall(r"\{[^{}]*\}", entry.string)) != sorted(re.findall(r"\{[^{}]*\}", words.text)):
+            missing.append(f"{words.context} {words.text!r}: its translation has other {{fields}}")
+            continue
+        source = source[: words.start] + entry.string + source[words.end :]
+    try:
+        ast.parse("\n".join(("#" + line[1:]) if line.startswith(("%", "!")) else line for line in source.split("\n")))
+    except SyntaxError as error:
+        missing.append(f"{cell.id}: the translated code does not parse ({error.msg}, line {error.lineno})")
+        return cell.source
+    return source if len(missing) == before else cell.source
+
+
+def _labels(notebook: nbformat.NotebookNode, catalog: Catalog) -> dict[str, str]:
+    """The notebook's panel control labels, English -> its translation."""
+    found = {}
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            for words in code_words(cell.id, cell.source):
+                entry = catalog.get(words.text, context=words.context)
+                if words.kind == LABEL and entry is not None and entry.string:
+                    found[words.text] = entry.string
+    return found
+
+
+def _relabelled(tail: str, labels: dict[str, str], missing: list[str], context: str) -> str:
+    """The try comments of a unit with each control's label as the translated panel shows it."""
+
+    def relabelled(comment: re.Match) -> str:
+        written = []
+        for ask in comment.group(1).split(";"):
+            label, equals, value = ask.strip().partition(" = ")
+            if label not in labels:
+                missing.append(f"{context}: a try comment names {label!r}, no panel control's label")
+                return comment.group(0)
+            written.append(f"{labels[label]}{equals}{value}")
+        return f"<!-- try: {'; '.join(written)} -->"
+
+    return re.sub(r"<!--\s*try:(.*?)-->", relabelled, tail, flags=re.DOTALL)
 
 
 def relinked(source: str, edition: set[str]) -> str:

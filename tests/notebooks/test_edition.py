@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import html
+import io
 import re
+import tokenize
 from collections import Counter
 from pathlib import Path
 
@@ -124,3 +126,42 @@ def test_a_different_number_in_one_edition_is_found():
     cell.outputs = [nbformat.v4.new_output("stream", text=text_outputs(cell) + " 7")]
     assert different_numbers(english, spanish) == [cell.id]
     assert numbers("5,472,000 and 0.24", spanish=False) == numbers("5.472.000 y 0,24", spanish=True)
+
+
+def _code_tokens(source: str) -> list[tuple[int, str]]:
+    """A code cell's tokens, strings and comments reduced to their kind (a magic line is a comment)."""
+    masked = "\n".join(("#" + line[1:]) if line.startswith(("%", "!")) else line for line in source.split("\n"))
+    kept = []
+    for token in tokenize.generate_tokens(io.StringIO(masked).readline):
+        kept.append((token.type, "" if token.type in (tokenize.STRING, tokenize.COMMENT) else token.string))
+    return kept
+
+
+@pytest.mark.parametrize("name", [path.name for path in SPANISH])
+def test_a_spanish_code_cell_differs_from_its_english_in_its_words_only(name):
+    """The same code in both editions: every token but a string or a comment is the English one, and each string
+    that differs is one the catalog translates (a panel label, a title, a printed sentence)."""
+    english = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    spanish = nbformat.read(ROOT / "notebooks" / "es" / name, as_version=4)
+    for mine, theirs in zip(english.cells, spanish.cells, strict=True):
+        if mine.cell_type == "code":
+            assert _code_tokens(mine.source) == _code_tokens(theirs.source), mine.id
+            if mine.source != theirs.source:
+                assert notebook_catalog.code_words(mine.id, mine.source), mine.id
+
+
+def test_a_code_string_whose_translation_breaks_its_cell_or_its_fields_is_refused():
+    english, catalog = _first()
+    cell = next(c for c in english.cells if c.cell_type == "code" and 'description="wait (s)"' in c.source)
+    cell.source += '\nprint(f"waited {seconds} s")'
+    merged = edition.merged_by_place(notebook_catalog.template(english, "00"), catalog)
+    entry = next(m for m in merged if m.context == f"{cell.id}/str" and "seconds" in m.id)
+    for spanish, why in [('esperó" {seconds} s', "does not parse"), ("esperó {segundos} s", "other {fields}")]:
+        entry.string, entry.flags = spanish, set()
+        built, missing = notebook_catalog.translated(english, merged, edition.in_edition())
+        assert any(why in line for line in missing), missing
+        assert next(c for c in built.cells if c.id == cell.id).source == cell.source  # the English cell, unbroken
+    entry.string = "esperó {seconds} s"
+    built, missing = notebook_catalog.translated(english, merged, edition.in_edition())
+    assert 'print(f"esperó {seconds} s")' in next(c for c in built.cells if c.id == cell.id).source
+    assert missing == []
