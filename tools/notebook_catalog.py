@@ -214,7 +214,7 @@ def translated(
                 why = "fuzzy" if entry is not None and entry.fuzzy else "untranslated"
                 missing.append(f"{unit.context}: {why}")
                 continue
-            tail = _relabelled(unit.tail, labels, missing, unit.context)
+            tail = _relabelled(unit.tail, labels)
             spanish = unit.marker + entry.string + (" " + tail if tail else "")
             lines[unit.start : unit.end] = spanish.split("\n")
         cell.source = relinked("\n".join(lines), edition)
@@ -255,17 +255,18 @@ def _labels(notebook: nbformat.NotebookNode, catalog: Catalog) -> dict[str, str]
     return found
 
 
-def _relabelled(tail: str, labels: dict[str, str], missing: list[str], context: str) -> str:
-    """The try comments of a unit with each control's label as the translated panel shows it."""
+def _relabelled(tail: str, labels: dict[str, str]) -> str:
+    """The try comments of a unit with each control's label as the translated panel shows it (a label that is no
+    string of the notebook's code, e.g. a question the package gives, stays as it is)."""
 
     def relabelled(comment: re.Match) -> str:
         written = []
         for ask in comment.group(1).split(";"):
-            label, equals, value = ask.strip().partition(" = ")
-            if label not in labels:
-                missing.append(f"{context}: a try comment names {label!r}, no panel control's label")
+            asked = re.match(r"^\s*(?P<label>.+)\s=\s(?P<value>.+?)\s*$", ask)  # tests/notebooks/try_this.py's
+            if asked is None:
                 return comment.group(0)
-            written.append(f"{labels[label]}{equals}{value}")
+            label = asked.group("label").strip()
+            written.append(f"{labels.get(label, label)} = {asked.group('value')}")
         return f"<!-- try: {'; '.join(written)} -->"
 
     return re.sub(r"<!--\s*try:(.*?)-->", relabelled, tail, flags=re.DOTALL)
