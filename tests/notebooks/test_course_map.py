@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import nbformat
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 from tools import nbtools  # noqa: E402 (the maintainer's tool writes the links this test reads)
@@ -13,13 +14,18 @@ from tools import nbtools  # noqa: E402 (the maintainer's tool writes the links 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 
 
-def test_every_notebook_ends_with_working_links_to_the_previous_and_the_next():
-    for index, path in enumerate(NOTEBOOKS):
+SPANISH = sorted((ROOT / "notebooks" / "es").glob("[0-9][0-9]_*.ipynb"))
+
+
+@pytest.mark.parametrize("edition", [NOTEBOOKS, SPANISH], ids=["en", "es"])
+def test_every_notebook_ends_with_working_links_to_the_previous_and_the_next(edition):
+    """In each edition: the Spanish notebooks reach their Spanish neighbours, and the labs one level further up."""
+    for index, path in enumerate(edition):
         last = nbformat.read(path, as_version=4).cells[-1]
         assert last.get("id") == nbtools.NAV_ID, f"{path.name}: run `python tools/nbtools.py links`"
         targets = re.findall(r"\]\(([^)]+\.ipynb)\)", last.source)
         assert all((path.parent / target).resolve().is_file() for target in targets), (path.name, targets)
-        expected = [NOTEBOOKS[i].name for i in (index - 1, index + 1) if 0 <= i < len(NOTEBOOKS)]
+        expected = [edition[i].name for i in (index - 1, index + 1) if 0 <= i < len(edition)]
         assert [t for t in targets if not t.startswith("../")] == expected, path.name
 
 
