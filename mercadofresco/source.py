@@ -5,7 +5,10 @@ CPython's parser does not survive every source: `x = ` followed by 100,000 `-` a
 `ast.parse` in the same process ("SystemError: AST constructor recursion depth mismatch"). So a statement too
 long to be parsed safely is not given to the parser at all: nesting costs at least one token a level, and a
 statement of at most `MAX_STATEMENT_TOKENS` tokens (Python's own tokenizer counts them, in a loop) parses at
-every depth it can reach. Brackets are the tokenizer's to limit (200 deep: a SyntaxError).
+every depth it can reach. Brackets are the tokenizer's to limit (200 deep: a SyntaxError). An f-string is one
+token to Python 3.11's tokenizer however deep the expressions inside it, so it counts as many tokens as it has
+characters (a hostile session's attack: `f"{` and 3,000 `-` made the scan of a cell raise RecursionError).
+And should the parser still fail on depth, the answer is the same: None.
 """
 
 from __future__ import annotations
@@ -27,12 +30,18 @@ def too_deep(source: str) -> bool:
     count = 0
     try:
         for token in tokenize.generate_tokens(io.StringIO(source).readline):
-            count = 0 if token.type == tokenize.NEWLINE else count + 1
+            size = len(token.string) if token.type == tokenize.STRING and _is_f_string(token.string) else 1
+            count = 0 if token.type == tokenize.NEWLINE else count + size
             if count > MAX_STATEMENT_TOKENS:
                 return True
     except (tokenize.TokenError, SyntaxError):  # not Python: the parser says so, safely
         return False
     return False
+
+
+def _is_f_string(literal: str) -> bool:
+    prefix = literal[: len(literal) - len(literal.lstrip("rRbBuUfF"))]
+    return "f" in prefix.lower()
 
 
 def tree(source: str) -> ast.Module | None:
@@ -44,4 +53,6 @@ def tree(source: str) -> ast.Module | None:
         with PARSING:
             return ast.parse(python)
     except (SyntaxError, ValueError):  # not Python, or a NUL byte in it
+        return None
+    except (RecursionError, MemoryError):  # deeper than the parser survives, however it got past too_deep
         return None

@@ -129,7 +129,8 @@ def hunt():
     while True:
         for line in open("/proc/1/net/unix"):
             path = line.split()[-1] if len(line.split()) >= 8 else ""
-            if path.endswith("/.grader/boundary") and path.startswith(os.path.dirname(here) + "/l-") and here not in path:
+            mine = path.startswith(os.path.dirname(here) + "/l-") and here not in path
+            if path.endswith("/.grader/boundary") and mine:
                 get_ipython().kernel.shell_stream.socket.close(linger=0)  # its file goes with it
                 time.sleep(0.3)
                 point(path)  # nbval's client reconnects every 0.1 s
@@ -461,3 +462,37 @@ def test_the_graders_environment_does_not_reach_the_learners_kernel(tmp_path, mo
         monkeypatch.setenv(name, value)
     [report] = grading.grade(folder, "lab1", nbrun.Limits(cell_timeout_seconds=30), solutions_dir=solutions)
     assert (report.score, report.max_score) == (2, 2), (report.checks, report.notes)
+
+
+HOST_FILE = Path("/mercadofresco-test-host-file.json")  # a file at the top of the host, readable by all (as the
+# machine's own /container_info.json is)
+SEES_ONLY_ITS_OWN = f"""import glob, os
+others = [p for p in glob.glob('/proc/[0-9]*') if os.stat(p).st_uid != os.getuid()]
+try:
+    host = open({str(HOST_FILE)!r}).read()
+except OSError:
+    host = ''
+x = 1 if not others and 'host-secret' not in host else 0"""
+
+
+def test_a_kernel_sees_neither_other_users_processes_nor_the_hosts_top_level_files(tmp_path):
+    """A hostile session read every process's command line (the grader's paths, a classmate's kernel) through the
+    shared /proc, and the host's top-level files: the kernel's /proc shows its own user's processes only, and a
+    top-level file reads as empty. The same probe in the grader's own process sees both (what the guard stops)."""
+    if os.geteuid() != 0:
+        pytest.skip("the grader sets learners apart only when it runs as root")
+    HOST_FILE.write_text('{"host-secret": 1}')
+    HOST_FILE.chmod(0o644)
+    try:
+        solutions = tmp_path / "solutions"
+        _tiny_solution(solutions)
+        folder = tmp_path / "submissions"
+        folder.mkdir()
+        _learner(folder, "ana", SEES_ONLY_ITS_OWN)
+        [report] = grading.grade(folder, "lab1", nbrun.Limits(cell_timeout_seconds=30), solutions_dir=solutions)
+        assert (report.score, report.max_score) == (2, 2), (report.checks, report.notes)
+        here: dict = {}
+        exec(SEES_ONLY_ITS_OWN.replace("os.getuid()", "-1"), here)  # the host, as any user other than root sees it
+        assert here["others"] and here["x"] == 0
+    finally:
+        HOST_FILE.unlink(missing_ok=True)

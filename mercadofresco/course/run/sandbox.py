@@ -189,6 +189,10 @@ def enter(sandbox: Sandbox) -> None:
                     libc.mount(b"tmpfs", str(scratch).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options), f"{scratch}"
                 )
         _mount_back(libc, kept)
+        # A /proc of its own, where the learner's user sees its own processes only: the shared one showed every
+        # process's command line (the grader's paths, a classmate's kernel, other programs' arguments).
+        options = b"hidepid=invisible"
+        _call(libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, options), "mount /proc")
         if not sandbox.network and shutil.which("ip"):  # loopback only (a local PostgreSQL works), nothing outside
             subprocess.run(["ip", "link", "set", "lo", "up"], check=False, capture_output=True)
     memory = sandbox.memory_mb * 1024 * 1024
@@ -223,12 +227,16 @@ def _mount_back(libc: ctypes.CDLL, kept: list[tuple[Path, int]]) -> None:
 
 
 def _cover_the_rest(libc: ctypes.CDLL, needed: list[Path]) -> None:
-    """Cover every top-level folder but the system's with an empty one; mount back the `needed` paths inside."""
+    """Cover every top-level folder but the system's with an empty one, and mount back the `needed` paths inside;
+    every top-level file reads as empty (a host's /container_info.json is not the learner's to read)."""
     needed = [path.resolve() for path in needed]
     for top in sorted(Path("/").iterdir()):
-        if top.name in SYSTEM_DIRS or top.is_symlink() or not top.is_dir():
+        if top.is_symlink():
             continue
-        _cover(libc, top, _outermost([path for path in needed if path == top or top in path.parents]))
+        if top.is_file():
+            _call(libc.mount(b"/dev/null", str(top).encode(), None, MS_BIND, None), f"hide {top}")
+        elif top.is_dir() and top.name not in SYSTEM_DIRS:
+            _cover(libc, top, _outermost([path for path in needed if path == top or top in path.parents]))
 
 
 def _reach_python(libc: ctypes.CDLL) -> None:
