@@ -84,7 +84,7 @@ def units(cell_id: str, source: str) -> list[Unit]:
 
 
 # -- the words in code cells ---------------------------------------------------------------------
-PROSE_KEYWORDS = {"description", "title", "label", "xlabel", "ylabel", "placeholder", "tooltip", "caption"}
+PROSE_KEYWORDS = {"description", "title", "label", "xlabel", "ylabel", "placeholder", "tooltip", "caption", "button"}
 LABEL = "panel control label"
 _LITERAL = re.compile(r"([rRuUfF]{0,2})('\'\'|\"\"\"|'|\")(.*)\2", re.DOTALL)
 
@@ -256,8 +256,8 @@ def _labels(notebook: nbformat.NotebookNode, catalog: Catalog) -> dict[str, str]
 
 
 def _relabelled(tail: str, labels: dict[str, str]) -> str:
-    """The try comments of a unit with each control's label as the translated panel shows it (a label that is no
-    string of the notebook's code, e.g. a question the package gives, stays as it is)."""
+    """The try comments of a unit with each control's label as the translated panel shows it: the notebook's
+    translation of a label its code writes, else the package's (a question `rules.questions()` gives)."""
 
     def relabelled(comment: re.Match) -> str:
         written = []
@@ -266,10 +266,19 @@ def _relabelled(tail: str, labels: dict[str, str]) -> str:
             if asked is None:
                 return comment.group(0)
             label = asked.group("label").strip()
-            written.append(f"{labels.get(label, label)} = {asked.group('value')}")
+            written.append(f"{labels.get(label) or _packages(label)} = {asked.group('value')}")
         return f"<!-- try: {'; '.join(written)} -->"
 
     return re.sub(r"<!--\s*try:(.*?)-->", relabelled, tail, flags=re.DOTALL)
+
+
+def _packages(label: str) -> str:
+    """A control's label the notebook's code does not write (a question `rules.questions()` gives) as the package
+    says it in the edition: itself where the package's catalog has no translation."""
+    from mercadofresco import i18n
+
+    with i18n.speaking(EDITION):
+        return i18n._(label)
 
 
 def relinked(source: str, edition: set[str]) -> str:

@@ -1,4 +1,4 @@
-"""Section 17's common mistakes that no earlier section measured, and the self-check (notebook 17).
+"""Section 17's common mistakes that no earlier section measured (notebook 17).
 
 Most mistakes reuse earlier experiments (`keys_and_table`, `retry.experiments`,
 `sims.recovery`); the ones here are new:
@@ -11,22 +11,22 @@ Most mistakes reuse earlier experiments (`keys_and_table`, `retry.experiments`,
 - `ordering_cost`: one MessageGroupId for everything against one per order, on a FIFO queue;
 - `dual_write`: a crash between COMMIT and publish, counted (a model with no
   database; notebook 13 runs the real outbox on PostgreSQL);
-- `table_growth`: the table without a TTL, from the cost model of notebook 03;
-- `check_answers`: the self-check, compared by hash so the notebook never shows the answers.
+- `table_growth`: the table without a TTL, from the cost model of notebook 03.
+
+The self-check at the end of notebook 17 is `lessons.quiz`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import random
 from decimal import Decimal
 from typing import Any
 
-from mercadofresco import orders, queues, world
+from mercadofresco import i18n, orders, queues, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
-from mercadofresco.i18n import N_, _
+from mercadofresco.i18n import T_, _
 from mercadofresco.lessons import keys_and_table
 from mercadofresco.lessons.dlq import incidents, redrive
 from mercadofresco.models import gateway as gw
@@ -80,9 +80,9 @@ def never_retry_4xx(error: BaseException, idempotent: bool, now: dt.datetime | N
 
 
 CLASSIFIERS = {
-    "retry everything": retry_everything,
-    "never retry 4xx": never_retry_4xx,
-    "classify": retry_rules.classify,
+    T_("retry everything"): retry_everything,  # keys stay English (a widget and the tests name them); T_: shown
+    T_("never retry 4xx"): never_retry_4xx,
+    T_("classify"): retry_rules.classify,
 }
 
 
@@ -94,7 +94,7 @@ def declined_and_throttled(clock: VirtualClock, classifier: str, max_attempts: i
     check_range("max_attempts", max_attempts, 1, 20)
     policy = retry.RetryPolicy(backoff.Exponential(base=0.5, cap=30), max_attempts, CLASSIFIERS[classifier])
     rows = []
-    for case in ("402 card declined", "429, Retry-After 7 s"):
+    for case in (T_("402 card declined"), T_("429, Retry-After 7 s")):
         provider = gw.PaymentGateway(clock, declined_orders={ORDER.pedido_id} if case.startswith("402") else set())
         if case.startswith("429"):
             provider.fail_next(gw.Fault.THROTTLED, retry_after_seconds=7)
@@ -102,9 +102,9 @@ def declined_and_throttled(clock: VirtualClock, classifier: str, max_attempts: i
         started = clock.seconds_since_start()
         try:
             client.charge(ORDER.pedido_id, ORDER.importe, idempotency.charge_key(ORDER.pedido_id))
-            outcome = "charged"
+            outcome = T_("charged")
         except gw.GatewayError as exc:
-            outcome = f"gave up: {type(exc).__name__}"
+            outcome = _("gave up: {error}").format(error=type(exc).__name__)
         rows.append(
             {
                 "error": case,
@@ -129,7 +129,7 @@ def redrive_before_fix(aws: world.World, clock: VirtualClock, count: int = 10) -
         dlq.dead_letter_copy(aws.sqs, pair.dlq_url, body, reason, int(clock.timestamp() * 1000))
     client = gw.GatewayClient(gw.PaymentGateway(clock))
     rows = []
-    for label, versions in (("before the fix (reads 1)", (1,)), ("after the fix (reads 1 and 2)", (1, 2))):
+    for label, versions in ((T_("before the fix (reads 1)"), (1,)), (T_("after the fix (reads 1 and 2)"), (1, 2))):
         clock.advance(dlq.INSPECT_VISIBILITY_SECONDS + 1)
         task = move_task.start_message_move_task(aws.sqs, clock, pair.dlq_url, pair.url, 10)
         poller = redrive.consume(aws.sqs, pair.url, clock, client, versions)
@@ -159,7 +159,7 @@ def inspect_by_deleting(aws: world.World, clock: VirtualClock, deleting: bool, c
     left = queues.queue_counts(aws.sqs, url)["visible"]
     aws.sqs.delete_queue(QueueUrl=url)
     return {
-        "way": "receive and delete" if deleting else "dlq.inspect",
+        "way": T_("receive and delete") if deleting else "dlq.inspect",
         "before": count,
         "after": left,
         "lost": count - left,
@@ -195,7 +195,7 @@ def ordering_cost(aws: world.World, clock: VirtualClock, one_group: bool, order_
     aws.sqs.delete_queue(QueueUrl=url)
     deletes = [row["seconds"] for row in timeline if row["event"] == "deleted"]
     return {
-        "groups": "one for all" if one_group else "one per order",
+        "groups": T_("one for all") if one_group else T_("one per order"),
         "orders": order_count,
         "consumers": 4,
         "seconds_to_drain": max(deletes),
@@ -216,7 +216,7 @@ def dual_write(order_count: int = 9_000, crash_probability: float = 1 / 900, see
     check_range("order_count", order_count, 1, 1_000_000)
     check_range("crash_probability", crash_probability, 0, 1)
     rows = []
-    for design in ("dual write", "same transaction + publisher"):
+    for design in (T_("dual write"), T_("same transaction + publisher")):
         rng = random.Random(seed)  # both designs meet the same crashes
         committed, published, pending = 0, [], []
         for number in range(order_count):
@@ -251,59 +251,8 @@ def table_growth(months: int, ttl_hours: float | None) -> dict[str, Any]:
     live = with_ttl["live_records"] if ttl_hours else round(records_per_hour * 24 * 30 * months)
     cost = keys_and_table.monthly_cost(live / records_per_hour)
     return {
-        "ttl": f"{ttl_hours:g} h" if ttl_hours else "none",
+        "ttl": f"{i18n.number(ttl_hours, 'g')} h" if ttl_hours else T_("none"),
         "months": months,
         "live_records": live,
         "storage_usd_per_month": cost["storage_usd"],
     }
-
-
-# -- the self-check -----------------------------------------------------------------------------
-QUIZ_SALT = "mercadofresco-07-05"
-QUIZ = {  # the questions, shown where the learner reads them: `_(QUIZ[number])`
-    1: N_(
-        "The producer re-sends an order. Which key stops the second charge? "
-        "(a) the SQS MessageId (b) a UUID the consumer makes (c) cobro:{pedido_id}"
-    ),
-    2: N_(
-        "A consumer dies holding EN_CURSO with no lock expiry. The order stays blocked until... "
-        "(a) the visibility timeout (b) the record's TTL (c) the consumer restarts"
-    ),
-    3: N_("Which of these deserves a retry? (a) 400 (b) 402 (c) 404 (d) 429"),
-    4: N_("SDK 5 attempts, maxReceiveCount 4, workflow 4 attempts: calls to a dead gateway for one order? (a number)"),
-    5: N_(
-        "Class 210's rule of thumb is visibility >= per-message timeout x batch. With 25 s and a batch of 10, the "
-        "smallest visibility timeout it allows, in seconds? (a number; with Lambda the rule that binds is visibility "
-        ">= the function timeout, 6 x advised: notebook 18)"
-    ),
-    6: N_(
-        "Inspecting a DLQ you should: (a) delete what you read (b) use a short visibility timeout and delete nothing"
-    ),
-}
-QUIZ_HASHES = {
-    1: "40137a1fccae624f",
-    2: "dbc9205d77c92fd8",
-    3: "7495531ff9f335cc",
-    4: "08708b228d014ead",
-    5: "836d6c87ebe0f084",
-    6: "822c16e4ed2767f2",
-}
-
-
-def answer_hash(question: int, answer: str) -> str:
-    """The first 16 hex digits of sha256(salt:question:answer), answer lower-cased and stripped."""
-    text = f"{QUIZ_SALT}:{question}:{str(answer).strip().lower()}"
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def check_answers(answers: dict[int, str]) -> list[dict[str, str]]:
-    """One row per question: right, wrong or not answered; the right answers are never shown."""
-    rows = []
-    for question in QUIZ:
-        given = str(answers.get(question, "")).strip()
-        if not given:
-            verdict = "not answered"
-        else:
-            verdict = "right" if answer_hash(question, given) == QUIZ_HASHES[question] else "wrong: look again"
-        rows.append({"question": str(question), "your answer": given or "-", "verdict": verdict})
-    return rows

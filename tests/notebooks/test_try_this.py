@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from mercadofresco import i18n
 from tests.notebooks.try_this import Ask, parse, problem, scenarios
 from tests.notebooks.try_this import controls as panel_controls
 
@@ -31,7 +32,8 @@ def test_every_value_a_try_this_asks_can_be_set(path):
         assert not found, f"{path.stem} declares values now: take it out of ASKS_NOTHING"
         return
     assert found, f"{path.name}: no <!-- try: label = value --> in its try this; which values does it ask?"
-    with panel_controls(path) as controls:
+    edition = "es" if path.parent.name == "es" else "en"  # the panel as its kernel builds it, in its language
+    with i18n.speaking(edition), panel_controls(path) as controls:
         problems = [
             f"{scenario.item[:60]!r}: {why}"
             for scenario in found

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from mercadofresco.lessons import mistakes
+from mercadofresco.lessons import mistakes, quiz
 
 ROOT = Path(__file__).resolve().parents[2]
 RIGHT = {1: "c", 2: "b", 3: "d", 4: "80", 5: "250", 6: "b"}
@@ -60,8 +60,8 @@ def test_the_table_without_ttl_keeps_growing():
 
 
 def test_the_self_check_says_right_wrong_or_not_answered():
-    assert {row["verdict"] for row in mistakes.check_answers(RIGHT)} == {"right"}
-    rows = mistakes.check_answers({1: "a", 4: " 80 "})
+    assert {row["verdict"] for row in quiz.check_answers(RIGHT)} == {"right"}
+    rows = quiz.check_answers({1: "a", 4: " 80 "})
     assert [row["verdict"] for row in rows] == ["wrong: look again", "not answered", "not answered", "right"] + [
         "not answered"
     ] * 2
