@@ -17,7 +17,7 @@ from typing import Any
 from mercadofresco import orders, queues, world
 from mercadofresco.clock import Task, VirtualClock, Waiter, together
 from mercadofresco.errors import check_range
-from mercadofresco.i18n import N_, _
+from mercadofresco.i18n import N_, T_, _
 from mercadofresco.lessons import rehearsal
 from mercadofresco.lessons.delivery import experiments
 from mercadofresco.models import gateway, lambda_poller
@@ -86,9 +86,9 @@ def key_functions(seed: int = 7) -> dict[str, handlers.KeyOf]:
     rng = Random(seed)
     return {
         "MessageId": lambda record, order: record["messageId"],
-        "consumer UUID": lambda record, order: str(uuid.UUID(int=rng.getrandbits(128))),
+        T_("consumer UUID"): lambda record, order: str(uuid.UUID(int=rng.getrandbits(128))),
         "cobro:{pedido_id}": handlers.key_from_order,
-        "content hash": lambda record, order: idempotency.content_key(
+        T_("content hash"): lambda record, order: idempotency.content_key(
             "cobro", {"pedido_id": order.pedido_id, "importe": order.importe}
         ),
     }
@@ -115,12 +115,13 @@ def charges_by_key(aws: world.World, clock: VirtualClock, key_name: str) -> dict
 # -- section 3: the race, the lock, the TTL ----------------------------------------------------
 def race(aws: world.World, clock: VirtualClock, design: str, consumers: int = 2) -> dict[str, Any]:
     """`consumers` receive the same message at the same instant; each checks the table, then charges."""
-    if design not in ("two states", "three states"):
+    if design not in (T_("two states"), T_("three states")):
         raise ValueError(_('design must be "two states" or "three states"; got {design}').format(design=repr(design)))
     check_range("consumers", consumers, 2, 50)
     store_class = TwoStateStore if design == "two states" else IdempotencyStore
     result = _same_order_at_once(aws, clock, store_class, consumers)
-    outcomes = [f"charged {a['referencia_cobro']}" if a else "backed off (EN_CURSO)" for a in result["first_round"]]
+    charged, backed_off = _("charged {reference}"), _("backed off ({state})").format(state="EN_CURSO")
+    outcomes = [charged.format(reference=a["referencia_cobro"]) if a else backed_off for a in result["first_round"]]
     return {"design": design, "consumers": consumers, "charges": result["charges"], "outcomes": sorted(outcomes)}
 
 
@@ -261,7 +262,7 @@ def failure_kinds(aws: world.World, clock: VirtualClock) -> list[dict[str, Any]]
         orders.send_order(aws.sqs, aws.orders.url, order)
     poller.run_until_idle(3_600)
     rows = []
-    for order, what in ((unavailable, "503 on the first call"), (declined, "card declined (402)")):
+    for order, what in ((unavailable, T_("503 on the first call")), (declined, T_("card declined (402)"))):
         record = handler.store.get(idempotency.charge_key(order.pedido_id))
         rows.append(
             {

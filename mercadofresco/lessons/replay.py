@@ -31,7 +31,7 @@ from typing import Any
 from mercadofresco import bus, orders, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import MercadoFrescoError, check_range
-from mercadofresco.i18n import N_, _
+from mercadofresco.i18n import N_, T_, _
 from mercadofresco.lessons import keys_and_table, rehearsal
 from mercadofresco.models import gateway, lambda_poller
 from mercadofresco.patterns import idempotency, outbox
@@ -44,7 +44,7 @@ ARCHIVE = "archivo-mercadofresco-pedidos"
 REPLAY_PREFIX = "repeticion-"  # EventBridge has no DeleteReplay and refuses a name twice: a new name each run
 ARCHIVE_DELAY_SECONDS = 600  # AWS: an event may reach the archive late; replay 10 minutes after, not sooner
 PATTERN = {"source": [world.ORDER_SOURCE], "detail-type": [outbox.ORDER_CREATED]}
-CONSUMERS = ("cobro:{pedido_id}", "the event's id", "no key")
+CONSUMERS = ("cobro:{pedido_id}", T_("the event's id"), T_("no key"))  # keys; a table shows them translated
 
 
 class ReplayNotOverError(MercadoFrescoError):

@@ -22,7 +22,7 @@ from typing import Any
 
 from mercadofresco import alarms, queues, world
 from mercadofresco.alarms import AlarmNotDefinedError, AlarmRule, Evaluation
-from mercadofresco.i18n import _
+from mercadofresco.i18n import _, moment, number
 from mercadofresco.patterns import dlq
 from mercadofresco.patterns.breaker import OPENED_METRIC  # not breaker_store: that one imports redis (0.15 s)
 
@@ -36,7 +36,10 @@ def evaluate(cloudwatch: Any, sns: Any, rule: AlarmRule, value: float, now: dt.d
     before = found[0]["StateValue"]
     state = "ALARM" if rule.breached_by(value) else "OK"
     if state != before:
-        reason = f"{rule.metric_name} = {value:g} ({rule.comparison} {rule.threshold:g}) at {now:%a %H:%M:%S}"
+        reason = _("{metric} = {value} ({comparison} {threshold}) at {time}").format(
+            metric=rule.metric_name, value=number(value, "g"), comparison=rule.comparison,
+            threshold=number(rule.threshold, "g"), time=moment(now, "%a %H:%M:%S"),
+        )  # fmt: skip
         data = json.dumps({"value": value, "threshold": rule.threshold})
         cloudwatch.set_alarm_state(AlarmName=rule.name, StateValue=state, StateReason=reason, StateReasonData=data)
         topics = found[0]["AlarmActions"] if state == "ALARM" else found[0]["OKActions"]

@@ -44,11 +44,11 @@ from typing import Any
 from mercadofresco import orders, queues
 from mercadofresco.clock import ClockedEnvironment, Stopwatch, Task, VirtualClock
 from mercadofresco.errors import check_range
-from mercadofresco.i18n import _
+from mercadofresco.i18n import T_, _
 
 TIMED_OUT, STOPPED = "function_timeout", "poller_stopped"  # how an invocation can be cut off
 DRAIN_CHECK_SECONDS = 60.0  # how often run_until_idle looks at the queue (an API call, unless moto is in this process)
-STEPS = ("received", "after_lock", "after_charge", "after_complete", "before_delete")
+STEPS = (T_("received"), T_("after_lock"), T_("after_charge"), T_("after_complete"), T_("before_delete"))
 
 
 class ConsumerCrash(BaseException):
@@ -256,7 +256,7 @@ class Poller:
         """The invocation's task: run the handler on one batch; return the messages it is safe to delete."""
         for message in messages:
             count = message["Attributes"]["ApproximateReceiveCount"]
-            invocation.record("received", _pedido_of(message), f"receive #{count}")
+            invocation.record(T_("received"), _pedido_of(message), f"receive #{count}")
         event = {"Records": [_lambda_record(message, self.queue_url) for message in messages]}
         try:
             self.crashes.reached("received")
@@ -287,7 +287,7 @@ class Poller:
         response = self.sqs.delete_message_batch(QueueUrl=self.queue_url, Entries=entries)
         failed = {entry["Id"] for entry in response.get("Failed", [])}
         for i, message in enumerate(messages):
-            invocation.record("delete_failed" if str(i) in failed else "deleted", _pedido_of(message))
+            invocation.record(T_("delete_failed") if str(i) in failed else T_("deleted"), _pedido_of(message))
 
 
 def _lambda_record(message: dict[str, Any], queue_url: str) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import random
 from dataclasses import dataclass
 
 from mercadofresco.errors import check_range
-from mercadofresco.i18n import _
+from mercadofresco.i18n import T_, _
 
 MAX_WAIT_SECONDS = 3_600.0
 
@@ -103,12 +103,12 @@ class DecorrelatedJitter:
 Backoff = NoBackoff | Exponential | FullJitter | EqualJitter | DecorrelatedJitter
 
 
-STRATEGIES = {
-    "none": NoBackoff,
-    "exponential": Exponential,
-    "full": FullJitter,
-    "equal": EqualJitter,
-    "decorrelated": DecorrelatedJitter,
+STRATEGIES = {  # the names are keys; a table shows them in the learner's words (T_)
+    T_("none"): NoBackoff,
+    T_("exponential"): Exponential,
+    T_("full"): FullJitter,
+    T_("equal"): EqualJitter,
+    T_("decorrelated"): DecorrelatedJitter,
 }
 
 

@@ -26,17 +26,17 @@ from dataclasses import dataclass, replace
 from enum import Enum
 
 from mercadofresco.errors import MercadoFrescoError, check_range
-from mercadofresco.i18n import _, number
+from mercadofresco.i18n import T_, _, number
 
 OPENED_METRIC = "CircuitBreakerOpened"  # the CloudWatch metric an opening publishes (models.alarm_evaluation)
 
 
 class State(Enum):
-    """Where the breaker is."""
+    """Where the breaker is (the value stays English; a table shows it in the learner's words)."""
 
-    CLOSED = "closed"
-    OPEN = "open"
-    HALF_OPEN = "half_open"
+    CLOSED = T_("closed")
+    OPEN = T_("open")
+    HALF_OPEN = T_("half_open")
 
 
 class CircuitOpenError(MercadoFrescoError):

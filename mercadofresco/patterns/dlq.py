@@ -30,7 +30,7 @@ from typing import Any
 
 from mercadofresco import alarms, names, orders
 from mercadofresco.errors import MercadoFrescoError, check_range
-from mercadofresco.i18n import _, ngettext
+from mercadofresco.i18n import T_, _, ngettext
 
 INSPECT_VISIBILITY_SECONDS = 5
 BURST_WINDOW_SECONDS = 3 * 3_600  # a burst: nine in ten messages inside three hours
@@ -41,16 +41,16 @@ REASON_PREFIX = "motivo-"
 class FailureKind(Enum):
     """What a DLQ's messages have in common: the runbook's verdict."""
 
-    POISON = "poison"  # the message itself cannot be read: fix the consumer, then redrive
-    TRANSIENT = "transient"  # a valid message whose dependency failed: redrive
-    DATA = "data"  # a readable message with an impossible value: discard with a record
+    POISON = T_("poison")  # the message itself cannot be read: fix the consumer, then redrive
+    TRANSIENT = T_("transient")  # a valid message whose dependency failed: redrive
+    DATA = T_("data")  # a readable message with an impossible value: discard with a record
 
 
 class TimeShape(Enum):
     """How a DLQ's messages are spread in time: a clue to the verdict, never the proof."""
 
-    BURST = "burst"  # nine in ten messages inside three hours
-    TRICKLE = "trickle"
+    BURST = T_("burst")  # nine in ten messages inside three hours
+    TRICKLE = T_("trickle")
 
 
 class DiscardRefusedError(MercadoFrescoError):

@@ -15,6 +15,8 @@ from typing import Protocol
 
 from botocore.exceptions import ClientError, ConnectTimeoutError, EndpointConnectionError, ReadTimeoutError
 
+from mercadofresco.i18n import T_, pgettext
+
 # Codes an AWS service answers when it asks you to slow down (botocore's standard mode knows these and more).
 THROTTLING_CODES = frozenset(
     {
@@ -67,6 +69,12 @@ class Decision:
         """True if the call may be made again."""
         return self.verdict in (Verdict.RETRY, Verdict.RETRY_LATER)
 
+    @property
+    def said(self) -> str:
+        """The reason in the learner's words, each side of its first ": " a table cell's words (the reason stays
+        English: a storm run decides 26,000 times and says none of it)."""
+        return ": ".join(pgettext("table cell", part) for part in self.reason.split(": ", 1))
+
 
 class Classifier(Protocol):
     """Decides on one failure; `now` is when it came back, for a Retry-After given as a date."""
@@ -77,16 +85,18 @@ class Classifier(Protocol):
 def _status(status: int, retry_after: float | None) -> Decision:
     """The rule for an HTTP status: 429 later, 5xx yes, any other 4xx no."""
     if status == 429:
-        return Decision(Verdict.RETRY_LATER, "429: come back later", retry_after or 0.0)
+        return Decision(Verdict.RETRY_LATER, "429: " + T_("come back later"), retry_after or 0.0)
     if status >= 500:
-        return Decision(Verdict.RETRY, f"{status}: the server failed, not the request")
-    return Decision(Verdict.DO_NOT_RETRY, f"{status}: the request itself was refused")
+        return Decision(Verdict.RETRY, f"{status}: " + T_("the server failed, not the request"))
+    return Decision(Verdict.DO_NOT_RETRY, f"{status}: " + T_("the request itself was refused"))
 
 
 def _unknown_outcome(idempotent: bool) -> Decision:
     if idempotent:
-        return Decision(Verdict.RETRY, "timeout, but an idempotency key makes a repeat harmless")
-    return Decision(Verdict.UNSAFE, "timeout: it may have run; without a key a retry may run it twice")
+        return Decision(Verdict.RETRY, T_("timeout, but an idempotency key makes a repeat harmless"))
+    return Decision(
+        Verdict.UNSAFE, T_("timeout") + ": " + T_("it may have run; without a key a retry may run it twice")
+    )
 
 
 def retry_after_seconds(header: str | None, now: dt.datetime | None) -> float:
@@ -118,18 +128,18 @@ def classify(error: BaseException, idempotent: bool, now: dt.datetime | None = N
         code = error.response.get("Error", {}).get("Code", "")
         status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 400)
         if code in ANSWER_CODES:
-            return Decision(Verdict.ANSWER, f"{code}: the condition said no; retrying says no again")
+            return Decision(Verdict.ANSWER, f"{code}: " + T_("the condition said no; retrying says no again"))
         if code in THROTTLING_CODES:
             retry_after = error.response.get("ResponseMetadata", {}).get("HTTPHeaders", {}).get("retry-after")
-            return Decision(Verdict.RETRY_LATER, f"{code}: throttled", retry_after_seconds(retry_after, now))
+            return Decision(Verdict.RETRY_LATER, f"{code}: " + T_("throttled"), retry_after_seconds(retry_after, now))
         if code in TRANSIENT_CODES:
-            return Decision(Verdict.RETRY, f"{code}: transient")
+            return Decision(Verdict.RETRY, f"{code}: " + T_("transient"))
         return _status(status, None)
     if isinstance(error, ConnectTimeoutError | EndpointConnectionError | ConnectionRefusedError):
-        return Decision(Verdict.RETRY, "could not connect: the request never left")
+        return Decision(Verdict.RETRY, T_("could not connect") + ": " + T_("the request never left"))
     if isinstance(error, ReadTimeoutError | TimeoutError) or getattr(error, "outcome_unknown", False):
         return _unknown_outcome(idempotent)
     status = getattr(error, "status", None)
     if isinstance(status, int):
         return _status(status, getattr(error, "retry_after_seconds", None))
-    return Decision(Verdict.DO_NOT_RETRY, f"{type(error).__name__}: unknown, so not retried blindly")
+    return Decision(Verdict.DO_NOT_RETRY, f"{type(error).__name__}: " + T_("unknown, so not retried blindly"))

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mercadofresco.errors import check_range
-from mercadofresco.i18n import _
+from mercadofresco.i18n import T_, _, number, pgettext
 
 ORDERS_PER_MONTH = 240_000
 MONTH_SECONDS = 30 * 86_400
@@ -60,8 +60,8 @@ PRICES = {
 }
 # What SNS bills besides publishes, for the 2.60 the lesson gives it (their free tiers would only raise the volume).
 SNS_DELIVERIES = {
-    "HTTP/S deliveries": Price(0.60, 1e6, 0, "HTTP/S delivery", "https://aws.amazon.com/sns/pricing/"),
-    "email deliveries": Price(2.00, 100_000, 0, "email delivery", "https://aws.amazon.com/sns/pricing/"),
+    T_("HTTP/S deliveries"): Price(0.60, 1e6, 0, "HTTP/S delivery", "https://aws.amazon.com/sns/pricing/"),
+    T_("email deliveries"): Price(2.00, 100_000, 0, "email delivery", "https://aws.amazon.com/sns/pricing/"),
 }
 
 
@@ -104,31 +104,31 @@ def lesson_lines(
     sqs_requests = orders * queues * sqs_calls_per_message + empty_polls
     parts = LESSON_PARTS_USD
     return [
-        CostLine("SQS", "requests: 3 a message in 4 queues, and empty long polls", sqs_requests, PRICES["SQS"]),
-        CostLine("SNS", "publishes to mercadofresco-pedido-confirmado", orders, PRICES["SNS"], parts["SNS"]),
+        CostLine("SQS", T_("requests: 3 a message in 4 queues, and empty long polls"), sqs_requests, PRICES["SQS"]),
+        CostLine("SNS", T_("publishes to mercadofresco-pedido-confirmado"), orders, PRICES["SNS"], parts["SNS"]),
         CostLine(
             "EventBridge",
-            "custom events on bus-mercadofresco",
+            T_("custom events on bus-mercadofresco"),
             orders * events_per_order,
             PRICES["EventBridge"],
             parts["EventBridge"],
         ),
         CostLine(
             "Step Functions",
-            "state transitions of mercadofresco-procesar-pedido",
+            T_("state transitions of mercadofresco-procesar-pedido"),
             orders * transitions_per_order,
             PRICES["Step Functions"],
             parts["Step Functions"],
         ),
         CostLine(
             "DynamoDB",
-            "on-demand writes to mercadofresco-idempotencia, 2 an operation",
+            T_("on-demand writes to mercadofresco-idempotencia, 2 an operation"),
             orders * idempotent_operations * 2,
             PRICES["DynamoDB"],
             parts["DynamoDB"],
         ),
-        CostLine("CloudWatch", "alarms: 2 per DLQ x 4 and the breaker's (our guess)", alarms, PRICES["CloudWatch"]),
-        CostLine("KMS", "the key behind alias/mercadofresco-datos (our guess)", 1, PRICES["KMS"]),
+        CostLine("CloudWatch", T_("alarms: 2 per DLQ x 4 and the breaker's (our guess)"), alarms, PRICES["CloudWatch"]),
+        CostLine("KMS", T_("the key behind alias/mercadofresco-datos (our guess)"), 1, PRICES["KMS"]),
     ]
 
 
@@ -163,16 +163,17 @@ def reconciliation(lines: list[CostLine]) -> list[dict[str, Any]]:
     parts = sum(line.lesson_usd for line in lines if line.lesson_usd is not None)
     unpriced = [line for line in lines if line.lesson_usd is None]
     choices = (("free_tiers", True), ("no_free_tier", False))
-    rows = [{"step": "the lesson's parts (its SNS 2.60 included)", "free_tiers": parts, "no_free_tier": parts}]
-    rows += [
-        {"step": f"+ {line.service}: {line.what}"} | {label: line.usd(free) for label, free in choices}
+    rows = [{"step": T_("the lesson's parts (its SNS 2.60 included)"), "free_tiers": parts, "no_free_tier": parts}]
+    rows += [  # a line's `what` is a table cell's words (T_): said here in the learner's language
+        {"step": f"+ {line.service}: {pgettext('table cell', line.what)}"}
+        | {label: line.usd(free) for label, free in choices}
         for line in unpriced
     ]
     rows.append(
-        {"step": "= the lesson's parts and our guess at the rest"}
+        {"step": T_("= the lesson's parts and our guess at the rest")}
         | {label: parts + sum(line.usd(free) for line in unpriced) for label, free in choices}
     )
-    rows.append({"step": "the lesson's total", "free_tiers": LESSON_TOTAL_USD, "no_free_tier": LESSON_TOTAL_USD})
+    rows.append({"step": T_("the lesson's total"), "free_tiers": LESSON_TOTAL_USD, "no_free_tier": LESSON_TOTAL_USD})
     return [row | {label: round(row[label], 2) for label, _ in choices} for row in rows]
 
 
@@ -185,7 +186,7 @@ def volume_for(price: Price, usd: float, free_tiers: bool = True) -> float:
 def sns_explanations(usd: float = LESSON_PARTS_USD["SNS"], orders: int = ORDERS_PER_MONTH) -> list[dict[str, Any]]:
     """What SNS volume would cost the lesson's 2.60: per charge SNS makes, with and without the free tier."""
     check_range("orders", orders, 1, 5_000_000)
-    candidates = [("publishes", PRICES["SNS"], True), ("publishes", PRICES["SNS"], False)]
+    candidates = [(T_("publishes"), PRICES["SNS"], True), (T_("publishes"), PRICES["SNS"], False)]
     candidates += [(name, price, False) for name, price in SNS_DELIVERIES.items()]
     rows = []
     for name, price, free_tiers in candidates:
@@ -193,8 +194,8 @@ def sns_explanations(usd: float = LESSON_PARTS_USD["SNS"], orders: int = ORDERS_
         rows.append(
             {
                 "billed": name,
-                "price": f"{price.usd:g} USD per {price.per:,.0f}",
-                "free_tier": f"{price.free:,.0f}" if free_tiers else "none",
+                "price": _("{usd} USD per {units}").format(usd=number(price.usd, "g"), units=number(price.per, ",.0f")),
+                "free_tier": number(price.free, ",.0f") if free_tiers else pgettext("free tier", "none"),
                 "volume_for_2_60": round(volume),
                 "per_order": round(volume / orders, 2),
             }
@@ -232,13 +233,13 @@ def confirm_paths(
     check_range("availability", availability, 0.5, 1.0)
     two = (("charge the card (gateway)", charge_seconds), ("write the order and its event", write_seconds))
     rows = []
-    for name, steps in (("eight things in a row", EIGHT_IN_A_ROW), ("two operations", two)):
+    for name, steps in ((T_("eight things in a row"), EIGHT_IN_A_ROW), (T_("two operations"), two)):
         rows.append(
             {
                 "shop": name,
                 "steps": len(steps),
                 "seconds": round(sum(seconds for _, seconds in steps), 2),
-                "succeeds_when_each_dependency_is_up": f"{100 * availability ** len(steps):.2f} %",
+                "succeeds_when_each_dependency_is_up": f"{number(100 * availability ** len(steps), '.2f')} %",
             }
         )
     return rows

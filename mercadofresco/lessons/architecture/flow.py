@@ -27,7 +27,7 @@ from typing import Any
 from mercadofresco import alarms, orders, queues, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
-from mercadofresco.i18n import _
+from mercadofresco.i18n import T_, _, moment, number
 from mercadofresco.models import alarm_evaluation, move_task
 from mercadofresco.models import gateway as gw
 from mercadofresco.models.lambda_poller import CrashPlan, Poller, PollerConfig
@@ -189,9 +189,9 @@ def publish_pending(flow: Flow, dies_after_publishing: int | None = None) -> int
         envelope = {"version": "0", "detail-type": row["tipo"], "source": world.ORDER_SOURCE, "detail": payload}
         sns.publish(TopicArn=flow.aws.topic_arn, Message=json.dumps(envelope))  # the rule's SNS target, modelled
         flow.published += 1
-        flow.record("outbox", "published", payload["pedido_id"], f"outbox row {row['id']}")
+        flow.record("outbox", T_("published"), payload["pedido_id"], _("outbox row {id}").format(id=number(row["id"])))
         if n == dies_after_publishing:
-            flow.record("outbox", "publisher died", payload["pedido_id"], "before marking the row")
+            flow.record("outbox", T_("publisher died"), payload["pedido_id"], T_("before marking the row"))
             return n
         row["publicado"] = True
     return len(flow.book.outbox)
@@ -215,7 +215,7 @@ def check_alarms(flow: Flow) -> list[dict[str, Any]]:
     for name, pair in flow.pairs.items():
         dlq_name = world.ORDERS_DLQ if name == world.ORDERS_QUEUE else DLQS[name]
         rows.append(
-            {"at": f"{flow.clock.now():%H:%M:%S}", "dlq": dlq_name}
+            {"at": moment(flow.clock.now(), "%H:%M:%S"), "dlq": dlq_name}
             | alarm_evaluation.check_dlq_alarms(flow.aws, pair.dlq_url, flow.clock.now(), dlq_name)
         )
     flow.alarms_seen.extend(alarms.read_inbox(flow.aws.sqs, flow.inbox_url))
@@ -229,7 +229,8 @@ def redrive(flow: Flow, queue_name: str) -> int:
     task = move_task.start_message_move_task(flow.aws.sqs, flow.clock, pair.dlq_url, pair.url, 10)
     moved = task.approximate_number_of_messages_moved
     flow.redriven[queue_name] = flow.redriven.get(queue_name, 0) + moved
-    flow.record("runbook", "redriven", "", f"{moved} messages back to {queue_name}")
+    said = _("{count} messages back to {queue}").format(count=number(moved), queue=queue_name)
+    flow.record("runbook", T_("redriven"), "", said)
     return moved
 
 

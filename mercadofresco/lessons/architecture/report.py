@@ -10,18 +10,20 @@ from __future__ import annotations
 from typing import Any
 
 from mercadofresco import queues, world
+from mercadofresco.i18n import T_, _, number
 from mercadofresco.lessons.architecture.flow import CONSUMER_QUEUES, DLQS, Flow, FlowRun
 from mercadofresco.patterns import breaker
 
+# A hop's name is a key of BEFORE too: T_() leaves it English in the rows, and a table shows it translated.
 HOPS = {
-    "response_lost": ("charge", "the gateway charges and the answer is lost"),
-    "gateway_down": ("charge", "the gateway answers 503"),
-    "crash_after_charge": ("charge", "the consumer dies right after the charge"),
-    "crash_before_write": ("confirm", "the consumer dies after COMPLETADO, before the write"),
-    "publisher_dies": ("outbox", "the publisher dies after put_events, before marking"),
-    "crash_before_delete": ("consumers", "each consumer dies after its effect, before DeleteMessage"),
-    "crash_after_effect": ("consumers", "each consumer dies after the provider acted, before COMPLETADO"),
-    "erp_down": ("ERP", "the ERP is down for the whole stage"),
+    "response_lost": (T_("charge"), T_("the gateway charges and the answer is lost")),
+    "gateway_down": (T_("charge"), T_("the gateway answers 503")),
+    "crash_after_charge": (T_("charge"), T_("the consumer dies right after the charge")),
+    "crash_before_write": (T_("confirm"), T_("the consumer dies after COMPLETADO, before the write")),
+    "publisher_dies": (T_("outbox"), T_("the publisher dies after put_events, before marking")),
+    "crash_before_delete": (T_("consumers"), T_("each consumer dies after its effect, before DeleteMessage")),
+    "crash_after_effect": (T_("consumers"), T_("each consumer dies after the provider acted, before COMPLETADO")),
+    "erp_down": ("ERP", T_("the ERP is down for the whole stage")),
 }
 
 
@@ -33,25 +35,40 @@ def evidence(run: FlowRun) -> list[dict[str, Any]]:
     }
     opened = sum(1 for _, _, new in flow.breaker.transitions if new is breaker.State.OPEN)
     seen = {
-        "response_lost": f"{flow.gateway.calls} gateway calls, {len(flow.gateway.ledger)} charges",
-        "gateway_down": f"breaker opened {opened}x, {flow.client.refused} charges refused without calling",
-        "crash_after_charge": f"{len(crashes['cobro'])} crash(es) in the charge consumer; redelivered",
-        "crash_before_write": f"{len(flow.book.pedidos)} orders written for {len(run.pedido_ids)}",
-        "publisher_dies": f"{flow.published} events published for {len(flow.book.outbox)} outbox rows",
-        "crash_before_delete": f"{sum(len(crashes[op]) for op in CONSUMER_QUEUES)} consumer crashes in all",
-        "crash_after_effect": "providers honour the key"
+        "response_lost": _("{calls} gateway calls, {charges} charges").format(
+            calls=number(flow.gateway.calls), charges=number(len(flow.gateway.ledger))
+        ),
+        "gateway_down": _("breaker opened {opened}x, {refused} charges refused without calling").format(
+            opened=number(opened), refused=number(flow.client.refused)
+        ),
+        "crash_after_charge": _("{count} crash(es) in the charge consumer; redelivered").format(
+            count=number(len(crashes["cobro"]))
+        ),
+        "crash_before_write": _("{written} orders written for {orders}").format(
+            written=number(len(flow.book.pedidos)), orders=number(len(run.pedido_ids))
+        ),
+        "publisher_dies": _("{events} events published for {rows} outbox rows").format(
+            events=number(flow.published), rows=number(len(flow.book.outbox))
+        ),
+        "crash_before_delete": _("{count} consumer crashes in all").format(
+            count=number(sum(len(crashes[op]) for op in CONSUMER_QUEUES))
+        ),
+        "crash_after_effect": T_("providers honour the key")
         if all(p.honours_key for p in flow.providers.values())
-        else "providers ignore the key",
-        "erp_down": f"{flow.redriven.get(CONSUMER_QUEUES['erp'], 0)} messages redriven from its DLQ",
+        else T_("providers ignore the key"),
+        "erp_down": _("{count} messages redriven from its DLQ").format(
+            count=number(flow.redriven.get(CONSUMER_QUEUES["erp"], 0))
+        ),
     }
     rows = [
         {"fault": name, "hop": HOPS[name][0], "what": HOPS[name][1], "seen": seen[name]} for name in run.faults.names()
     ]
     if flow.redriven.get(world.ORDERS_QUEUE):
-        moved = f"{flow.redriven[world.ORDERS_QUEUE]} redriven from {world.ORDERS_DLQ} after the fix"
-        rows.append(
-            {"fault": "(stacked)", "hop": "charge", "what": "the faults spent orders' 4 receives", "seen": moved}
+        moved = _("{count} redriven from {dlq} after the fix").format(
+            count=number(flow.redriven[world.ORDERS_QUEUE]), dlq=world.ORDERS_DLQ
         )
+        what = T_("the faults spent orders' 4 receives")
+        rows.append({"fault": T_("(stacked)"), "hop": T_("charge"), "what": what, "seen": moved})
     return rows
 
 
@@ -104,13 +121,17 @@ def trace(run: FlowRun, pedido_id: str) -> list[dict[str, Any]]:
 # "What has been gained, measured" lost its table; the "before" column quotes the lesson's own figures from the
 # sections that measured each hop, the two counted columns come from a finished run.
 BEFORE = {
-    "charge": "a lost answer or a redelivery charges 48.20 EUR again (section 1, exercise 1)",
-    "gateway down": "a 30 s outage: 80 calls per order, 36,000 for 450 orders in flight (section 7)",
-    "confirm": "a redelivery after the charge needs the same referencia_cobro back, or the order breaks (section 3)",
-    "outbox": "1 event in 900 lost, 266 orders a month nobody prepares (section 13, exercise 3)",
-    "consumers": "a redelivered event sends a second email without correo-confirmacion:<pedido_id> (section 2)",
-    "ERP": "no figure for the ERP's own queue; the nearest is exercise 2's 340 orders in the orders' DLQ"
-    " (mercadofresco-pedidos-fallidos), found 11 hours later, on Monday at 09:00",
+    "charge": T_("a lost answer or a redelivery charges 48.20 EUR again (section 1, exercise 1)"),
+    "gateway down": T_("a 30 s outage: 80 calls per order, 36,000 for 450 orders in flight (section 7)"),
+    "confirm": T_(
+        "a redelivery after the charge needs the same referencia_cobro back, or the order breaks (section 3)"
+    ),
+    "outbox": T_("1 event in 900 lost, 266 orders a month nobody prepares (section 13, exercise 3)"),
+    "consumers": T_("a redelivered event sends a second email without correo-confirmacion:<pedido_id> (section 2)"),
+    "ERP": T_(
+        "no figure for the ERP's own queue; the nearest is exercise 2's 340 orders in the orders' DLQ"
+        " (mercadofresco-pedidos-fallidos), found 11 hours later, on Monday at 09:00"
+    ),
 }
 
 
@@ -127,20 +148,45 @@ def gained(run: FlowRun) -> list[dict[str, Any]]:
     effects = {name: sum(provider.effects_per_order().values()) for name, provider in flow.providers.items()}
     erp_copies = received.get("erp", 0) + received.get("erp_after_redrive", 0)
     charge_copies = received.get("cobro", 0) + received.get("cobro_after_redrive", 0)
+    receives, charges = _("{count} receives"), _("{count} charges")
     rows = [
-        ("charge", f"{charge_copies} receives, {gateway.calls} gateway calls", f"{len(gateway.ledger)} charges"),
-        ("gateway down", f"{flow.client.refused} charges refused without calling", f"breaker opened {opened}x"),
-        ("confirm", f"{charge_copies} receives", f"{written} orders written"),
-        ("outbox", f"{flow.published} events for {len(flow.book.outbox)} outbox rows", f"{published} orders published"),
         (
-            "consumers",
-            ", ".join(f"{name} {received.get(name, 0)}" for name in ("preparacion", "correo")) + " receives",
-            ", ".join(f"{effects[name]} {name}" for name in ("preparacion", "correo")),
+            T_("charge"),
+            _("{receives} receives, {calls} gateway calls").format(
+                receives=number(charge_copies), calls=number(gateway.calls)
+            ),
+            charges.format(count=number(len(gateway.ledger))),
+        ),
+        (
+            T_("gateway down"),
+            _("{count} charges refused without calling").format(count=number(flow.client.refused)),
+            _("breaker opened {opened}x").format(opened=number(opened)),
+        ),
+        (
+            T_("confirm"),
+            receives.format(count=number(charge_copies)),
+            _("{count} orders written").format(count=number(written)),
+        ),
+        (
+            T_("outbox"),
+            _("{events} events for {rows} outbox rows").format(
+                events=number(flow.published), rows=number(len(flow.book.outbox))
+            ),
+            _("{count} orders published").format(count=number(published)),
+        ),
+        (
+            T_("consumers"),
+            _("{per_consumer} receives").format(
+                per_consumer=", ".join(f"{name} {number(received.get(name, 0))}" for name in ("preparacion", "correo"))
+            ),
+            ", ".join(f"{number(effects[name])} {name}" for name in ("preparacion", "correo")),
         ),
         (
             "ERP",
-            f"{erp_copies} receives, {flow.redriven.get(CONSUMER_QUEUES['erp'], 0)} redriven",
-            f"{effects['erp']} ERP",
+            _("{receives} receives, {redriven} redriven").format(
+                receives=number(erp_copies), redriven=number(flow.redriven.get(CONSUMER_QUEUES["erp"], 0))
+            ),
+            f"{number(effects['erp'])} ERP",
         ),
     ]
     return [
@@ -162,24 +208,34 @@ def resources(flow: Flow) -> list[dict[str, Any]]:
     found = queues_found | topics | buses | rules | tables | aliases
 
     def on_moto(name: str) -> str:
-        return "on moto" if name in found else "missing"
+        return T_("on moto") if name in found else T_("missing")
 
+    lesson, workbook = T_("lesson"), T_("workbook")
+
+    alarms_said = _("{namespace} and {count} alarms").format(
+        namespace=world.METRICS_NAMESPACE, count=number(len(alarms_found))
+    )
     rows = [
-        ("SQS", world.ORDERS_QUEUE, "lesson", on_moto(world.ORDERS_QUEUE)),
-        ("SQS", world.ORDERS_DLQ, "lesson", on_moto(world.ORDERS_DLQ)),
-        *[("SQS", name, "workbook", on_moto(name)) for name in (*CONSUMER_QUEUES.values(), *DLQS.values())],
-        ("SNS", world.TOPIC, "lesson", on_moto(world.TOPIC)),
-        ("SNS", world.ALERTS_TOPIC, "lesson", on_moto(world.ALERTS_TOPIC)),
-        ("EventBridge", world.BUS, "lesson", on_moto(world.BUS)),
-        *[("EventBridge", name, "workbook", on_moto(name)) for name in sorted(rules)],
-        ("DynamoDB", world.IDEMPOTENCY_TABLE, "lesson", on_moto(world.IDEMPOTENCY_TABLE)),
-        ("KMS", world.KMS_ALIAS, "lesson", on_moto(world.KMS_ALIAS)),
-        ("CloudWatch", f"{world.METRICS_NAMESPACE} and {len(alarms_found)} alarms", "lesson", "on moto"),
-        ("ElastiCache/Valkey", "mercadofresco-catalogo (the shared breaker)", "lesson", "fakeredis stand-in"),
-        ("Aurora", "aurora-mf-escritor (pedidos + outbox)", "lesson", "stand-in (notebook 13: PostgreSQL)"),
-        ("Step Functions", "mercadofresco-procesar-pedido", "lesson", "not run (notebook 15)"),
-        ("EventBridge Pipes", "pipe-mf-... over mercadofresco-carritos", "lesson", "not run (moto moves nothing)"),
-        ("CloudTrail", "trail-mercadofresco", "lesson", "not run"),
+        ("SQS", world.ORDERS_QUEUE, lesson, on_moto(world.ORDERS_QUEUE)),
+        ("SQS", world.ORDERS_DLQ, lesson, on_moto(world.ORDERS_DLQ)),
+        *[("SQS", name, workbook, on_moto(name)) for name in (*CONSUMER_QUEUES.values(), *DLQS.values())],
+        ("SNS", world.TOPIC, lesson, on_moto(world.TOPIC)),
+        ("SNS", world.ALERTS_TOPIC, lesson, on_moto(world.ALERTS_TOPIC)),
+        ("EventBridge", world.BUS, lesson, on_moto(world.BUS)),
+        *[("EventBridge", name, workbook, on_moto(name)) for name in sorted(rules)],
+        ("DynamoDB", world.IDEMPOTENCY_TABLE, lesson, on_moto(world.IDEMPOTENCY_TABLE)),
+        ("KMS", world.KMS_ALIAS, lesson, on_moto(world.KMS_ALIAS)),
+        ("CloudWatch", alarms_said, lesson, T_("on moto")),
+        ("ElastiCache/Valkey", T_("mercadofresco-catalogo (the shared breaker)"), lesson, T_("fakeredis stand-in")),
+        ("Aurora", "aurora-mf-escritor (pedidos + outbox)", lesson, T_("stand-in (notebook 13: PostgreSQL)")),
+        ("Step Functions", "mercadofresco-procesar-pedido", lesson, T_("not run (notebook 15)")),
+        (
+            "EventBridge Pipes",
+            T_("pipe-mf-... over mercadofresco-carritos"),
+            lesson,
+            T_("not run (moto moves nothing)"),
+        ),
+        ("CloudTrail", "trail-mercadofresco", lesson, T_("not run")),
     ]
     return [{"service": s, "name": n, "named_by": by, "in_this_run": where} for s, n, by, where in rows]
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from mercadofresco import alarms
-from mercadofresco.i18n import _
+from mercadofresco.i18n import T_, _, number
 from mercadofresco.sims import buffer, connections, storm, throttle
 
 DEPTH_ALARM = alarms.AlarmRule(
@@ -33,8 +33,8 @@ def upstream_vs_downstream(seed: int = 0) -> dict[str, storm.StormRun]:
     """The storm's Friday with parallelism held (backpressure upstream) and with pollers added (downstream)."""
     config = storm.StormConfig()
     return {
-        "hold 20 pollers, let the queue grow": storm.run_storm(config, storm.Defences(concurrency_cap=True), seed),
-        "add pollers, 20 -> 60": storm.run_storm(config, storm.Defences(), seed),
+        T_("hold 20 pollers, let the queue grow"): storm.run_storm(config, storm.Defences(concurrency_cap=True), seed),
+        T_("add pollers, 20 -> 60"): storm.run_storm(config, storm.Defences(), seed),
     }
 
 
@@ -64,8 +64,10 @@ def throttle_limits(rate_per_second: int = 15, seed: int = 0) -> list[dict[str, 
     flat_out = throttle.ThrottleConfig()
     in_flight = throttle.concurrency_for_rate(rate_per_second, flat_out.call_seconds)
     configs = {
-        f"flat out, {flat_out.senders} senders": flat_out,
-        f"rate limit {rate_per_second}/s": throttle.ThrottleConfig(rate_limit_per_second=rate_per_second),
+        _("flat out, {senders} senders").format(senders=number(flat_out.senders)): flat_out,
+        _("rate limit {rate}/s").format(rate=number(rate_per_second)): throttle.ThrottleConfig(
+            rate_limit_per_second=rate_per_second
+        ),
         f"Map MaxConcurrency {rate_per_second}": throttle.ThrottleConfig(senders=rate_per_second),
         f"Map MaxConcurrency {in_flight}": throttle.ThrottleConfig(senders=in_flight),
     }

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mercadofresco.i18n import _, number
+from mercadofresco.i18n import T_, _, number, pgettext
 from mercadofresco.lessons import show
 from mercadofresco.lessons.show.pictures import RED
 from mercadofresco.sims.buffer import FridayResult, clock_time
@@ -16,6 +16,9 @@ from mercadofresco.sims.connections import ConnectionResult
 from mercadofresco.sims.storm import StormRun
 
 STYLES = ("-", "--", "-.", ":")  # connections: each defence its line style, as well as its colour and marker
+# Names notebook 14 gives its evenings (and the buffer's "no queue"), shown as a table cell's words; the names stay
+# English as keys, and a table or a figure shows them in the learner's words.
+SHOWN_WORDS = (T_("lesson (arrivals stop at 20:00)"), T_("real evening traffic after 20:00"), T_("no queue"))
 
 
 def _look(index: int, points: int, runs: int) -> dict[str, Any]:
@@ -39,8 +42,8 @@ def friday(results: dict[str, FridayResult], title: str = "") -> show.Picture:
     figure, (top, bottom) = show.canvas(9, 5, 2, 1, sharex=True, height_ratios=(1, 2))
     age = bottom.twinx()
     said = []
-    for index, (label, result) in enumerate(results.items()):
-        hours = [row["hour"] for row in result.rows]
+    for index, (name, result) in enumerate(results.items()):
+        label, hours = pgettext("table cell", name), [row["hour"] for row in result.rows]
         look = _look(index, len(hours), len(results))
         top.step(hours, [row["arriving_per_hour"] for row in result.rows], where="post", label=label, **look)
         bottom.plot(hours, [row["depth"] for row in result.rows], label=_("{label}: depth").format(label=label), **look)
@@ -97,7 +100,7 @@ def connections(results: list[ConnectionResult], title: str = "") -> show.Pictur
         asked = [row["connections_asked"] for row in result.rows]
         look = _look(index, len(seconds), len(results))
         summary = result.summary()  # the peak as the table says it (the line shows one sample every few seconds)
-        cap = summary["cap"]
+        cap = pgettext("table cell", summary["cap"])
         ax.plot(seconds, asked, linestyle=STYLES[index % len(STYLES)], label=cap, **look)
         above = next((s for s, a in zip(seconds, asked, strict=True) if a > limit), None)
         if above is not None:
@@ -138,8 +141,8 @@ def upstream_downstream(runs: dict[str, StormRun], alarm_threshold: float, title
     """Queue depth and DLQ over time: holding parallelism (the queue grows, an alarm fires) vs adding pollers."""
     figure, (left, right) = show.canvas(9, 3.4, 1, 2, sharex=True)
     said = []
-    for index, (label, run) in enumerate(runs.items()):
-        seconds = [row.seconds for row in run.rows]
+    for index, (name, run) in enumerate(runs.items()):
+        label, seconds = pgettext("table cell", name), [row.seconds for row in run.rows]
         depth = [row.queue_depth for row in run.rows]
         look = _look(index, len(seconds), len(runs))
         left.plot(seconds, depth, label=label, **look)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mercadofresco.i18n import _, ngettext, number
+from mercadofresco.i18n import _, ngettext, number, pgettext
 from mercadofresco.lessons import show
 from mercadofresco.lessons.show.pictures import GREY, PALETTE
 
@@ -21,10 +21,10 @@ def gateway_calls(runs: list[OutageRun], title: str = "") -> show.Picture:
     said = []
     for n, run in enumerate(runs):
         colour, dashes = LOOKS.get(run.mode, (PALETTE[n % len(PALETTE)], ":"))
-        seconds = [call["second"] for call in run.calls]
-        ax.step(seconds, range(1, len(seconds) + 1), where="post", color=colour, ls=dashes, label=run.mode)
+        seconds, mode = [call["second"] for call in run.calls], pgettext("table cell", run.mode)
+        ax.step(seconds, range(1, len(seconds) + 1), where="post", color=colour, ls=dashes, label=mode)
         if seconds:  # the line's name written at its end
-            ax.annotate(run.mode, (seconds[-1], len(seconds)), xytext=(4, 0), textcoords="offset points",
+            ax.annotate(mode, (seconds[-1], len(seconds)), xytext=(4, 0), textcoords="offset points",
                         va="center", fontsize=8, color=colour)  # fmt: skip
         while_down = run.calls_while_down()
         said.append(
@@ -33,7 +33,7 @@ def gateway_calls(runs: list[OutageRun], title: str = "") -> show.Picture:
                 "{mode}: {count} calls while it was down, {after} after, {refused} refused fast",
                 while_down,
             ).format(
-                mode=run.mode, count=number(while_down, ","), after=number(run.gateway_calls - while_down, ","),
+                mode=mode, count=number(while_down, ","), after=number(run.gateway_calls - while_down, ","),
                 refused=number(run.fast_failures, ","),
             )
         )  # fmt: skip

@@ -26,7 +26,7 @@ from typing import Any
 from mercadofresco import bus, orders, queues, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
-from mercadofresco.i18n import _
+from mercadofresco.i18n import T_, _
 from mercadofresco.lessons import keys_and_table
 from mercadofresco.models import lambda_poller
 from mercadofresco.patterns import idempotency, ordering
@@ -39,7 +39,8 @@ STOCK_TABLE = "cloudshop-stock"
 STOCK_START = 100
 ASYNC_RETRIES = 2  # Lambda's asynchronous invocation retries a failed event twice
 BAD_MESSAGE = "(bad message)"  # the poller's timeline has no pedido_id for a body that is not an order
-EMAIL_DESIGNS = ("bus -> function", "queue + key", "queue + key marked before waiting")
+# The designs are compared and looked up by their English (T_ returns it); a table shows them translated.
+EMAIL_DESIGNS = (T_("bus -> function"), T_("queue + key"), T_("queue + key marked before waiting"))
 
 
 # -- the email provider (a model) -----------------------------------------------------------

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mercadofresco import alarms, world
+from mercadofresco.i18n import T_, _, number
 from mercadofresco.lessons.cloudshop import case, dead_letters
 from mercadofresco.patterns import consumer_config
 from mercadofresco.sims.mass_redrive import MassRedriveResult
@@ -36,31 +37,31 @@ class Item:
 
 
 CHECKLIST = (
-    Item("the bus for one-to-many, the queue to absorb", "bus_one_to_many"),
-    Item("a queue between the bus and the function, no direct link", "queue_between"),
-    Item("events are facts with data, versioned and validated", "facts_with_data"),
-    Item("visibility covers the longest batch", "visibility >= timeout x batch"),
-    Item("maxReceiveCount decided, not a default", "3 <= maxReceiveCount <= 5"),
-    Item("partial batch failure on", "partial batch response"),
-    Item("long polling on", "long polling"),
-    Item("every operation with an effect is idempotent", "idempotent"),
-    Item("the producer generates the idempotency key", "producer_key"),
-    Item("the key record tells EN_CURSO from COMPLETADO", "in_progress_vs_done"),
-    Item("an age alarm on the DLQ", "age_alarm"),
-    Item("the failure's reason is kept with the message", "reason_kept"),
-    Item("the redrive procedure exists and has been run", "procedure_run"),
-    Item("the redrive is rate-limited", "rate_limited"),
-    Item("poison messages discarded with a record", "poison_discarded"),
+    Item(T_("the bus for one-to-many, the queue to absorb"), "bus_one_to_many"),
+    Item(T_("a queue between the bus and the function, no direct link"), "queue_between"),
+    Item(T_("events are facts with data, versioned and validated"), "facts_with_data"),
+    Item(T_("visibility covers the longest batch"), "visibility >= timeout x batch"),
+    Item(T_("maxReceiveCount decided, not a default"), "3 <= maxReceiveCount <= 5"),
+    Item(T_("partial batch failure on"), "partial batch response"),
+    Item(T_("long polling on"), "long polling"),
+    Item(T_("every operation with an effect is idempotent"), "idempotent"),
+    Item(T_("the producer generates the idempotency key"), "producer_key"),
+    Item(T_("the key record tells EN_CURSO from COMPLETADO"), "in_progress_vs_done"),
+    Item(T_("an age alarm on the DLQ"), "age_alarm"),
+    Item(T_("the failure's reason is kept with the message"), "reason_kept"),
+    Item(T_("the redrive procedure exists and has been run"), "procedure_run"),
+    Item(T_("the redrive is rate-limited"), "rate_limited"),
+    Item(T_("poison messages discarded with a record"), "poison_discarded"),
 )
 RULES = {finding.rule for finding in consumer_config.check(consumer_config.ConsumerSettings("x", 1, 1, 1))}
-CLASS_210_RESULTS = (  # what class 210 reports, before -> after
-    ("duplicate emails", "1,840 -> 0"),
-    ("duplicate stock discounts", "340 -> 0"),
-    ("messages in the DLQ", "41,200 -> max 92"),
-    ("oldest message in the DLQ", "13 days -> 41 min"),
-    ("messages expired and lost", "almost 41,200 -> 0"),
-    ("redrives that caused an incident", "1 of 1 -> 0 of 7"),
-    ("messages discarded with a record", "0 -> 214"),
+CLASS_210_RESULTS = (  # what class 210 reports, before -> after (the first is a key of `before_after`'s models)
+    (T_("duplicate emails"), T_("1,840 -> 0")),
+    (T_("duplicate stock discounts"), "340 -> 0"),
+    (T_("messages in the DLQ"), T_("41,200 -> max 92")),
+    (T_("oldest message in the DLQ"), T_("13 days -> 41 min")),
+    (T_("messages expired and lost"), T_("almost 41,200 -> 0")),
+    (T_("redrives that caused an incident"), T_("1 of 1 -> 0 of 7")),
+    (T_("messages discarded with a record"), "0 -> 214"),
 )
 
 
@@ -113,10 +114,12 @@ def run_checklist(
         if item.key in RULES:
             findings = [f for s in settings for f in consumer_config.check(s) if f.rule == item.key]
             verdict: bool | None = all(f.ok for f in findings)
-            why = f"settings checker: {sum(f.ok for f in findings)} of {len(findings)} consumers keep it"
+            why = _("settings checker: {kept} of {count} consumers keep it").format(
+                kept=number(sum(f.ok for f in findings)), count=number(len(findings))
+            )
         else:
-            verdict, why = evidence.get(item.key, (None, "no evidence passed in"))
-        word = "not checked here" if verdict is None else "kept" if verdict else "BROKEN"
+            verdict, why = evidence.get(item.key, (None, T_("no evidence passed in")))
+        word = T_("not checked here") if verdict is None else T_("kept") if verdict else T_("BROKEN")
         rows.append({"item": item.text, "verdict": word, "evidence": why})
     return rows
 
@@ -129,20 +132,20 @@ def watch_rules(queue: str, dlq: str, function: str) -> list[tuple[str, alarms.A
 
     return [
         (
-            "age of the oldest message in the queue",
+            T_("age of the oldest message in the queue"),
             sqs(f"{queue}-antiguedad", "ApproximateAgeOfOldestMessage", 300, queue),
         ),
-        ("queue depth", sqs(f"{queue}-profundidad", "ApproximateNumberOfMessagesVisible", 1_000, queue)),
+        (T_("queue depth"), sqs(f"{queue}-profundidad", "ApproximateNumberOfMessagesVisible", 1_000, queue)),
         (
-            "messages in the DLQ, by age: on-call",
+            T_("messages in the DLQ, by age: on-call"),
             sqs(f"{dlq}-antiguedad-1h", "ApproximateAgeOfOldestMessage", 3_600, dlq),
         ),
         (
-            "messages in the DLQ, by age: escalate",
+            T_("messages in the DLQ, by age: escalate"),
             sqs(f"{dlq}-antiguedad-7d", "ApproximateAgeOfOldestMessage", 7 * 86_400, dlq),
         ),
         (
-            "failed invocations of the consumer",
+            T_("failed invocations of the consumer"),
             alarms.AlarmRule(
                 f"{function}-errores",
                 "AWS/Lambda",
@@ -154,7 +157,7 @@ def watch_rules(queue: str, dlq: str, function: str) -> list[tuple[str, alarms.A
             ),
         ),
         (
-            "repeated receives of one message (custom metric)",
+            T_("repeated receives of one message (custom metric)"),
             alarms.AlarmRule(
                 f"{function}-recepciones-repetidas",
                 CONSUMERS_NAMESPACE,
@@ -166,7 +169,7 @@ def watch_rules(queue: str, dlq: str, function: str) -> list[tuple[str, alarms.A
             ),
         ),
         (
-            "delay from the fact to its processing (custom metric)",
+            T_("delay from the fact to its processing (custom metric)"),
             alarms.AlarmRule(
                 f"{function}-retraso",
                 CONSUMERS_NAMESPACE,
@@ -184,7 +187,7 @@ def define_watch(aws: world.World, queue: str, dlq: str, function: str) -> list[
     topic_arn = aws.client("sns").create_topic(Name=WATCH_TOPIC)["TopicArn"]
     cloudwatch = aws.client("cloudwatch")
     rules = watch_rules(queue, dlq, function)
-    for _, rule in rules:
+    for _label, rule in rules:
         alarms.define(cloudwatch, rule, topic_arn)
     held = {
         a["AlarmName"]: a for a in cloudwatch.describe_alarms(AlarmNames=[r.name for _, r in rules])["MetricAlarms"]
@@ -205,37 +208,54 @@ def three_failures(duplicated_at_30s: int, orders: int, charged_twice: int, lost
     """Class 210's three failures, each with the figure this workbook measured for it."""
     return [
         {
-            "failure": "visibility shorter than the processing",
-            "gives": "duplicates",
-            "measured": f"{duplicated_at_30s} of {orders} stock discounts repeated at 30 s (notebook 18)",
+            "failure": T_("visibility shorter than the processing"),
+            "gives": T_("duplicates"),
+            "measured": _("{repeated} of {orders} stock discounts repeated at 30 s (notebook 18)").format(
+                repeated=number(duplicated_at_30s), orders=number(orders)
+            ),
         },
         {
-            "failure": "no idempotency",
-            "gives": "duplicates with an effect",
-            "measured": f"{charged_twice} customers charged twice by a redrive (notebook 11's experiment)",
+            "failure": T_("no idempotency"),
+            "gives": T_("duplicates with an effect"),
+            "measured": _("{count} customers charged twice by a redrive (notebook 11's experiment)").format(
+                count=number(charged_twice)
+            ),
         },
         {
-            "failure": "a DLQ without an alarm or a redrive",
-            "gives": "silent loss",
-            "measured": f"{lost_in_48h:,} messages expire within 48 h of the discovery (notebook 18)",
+            "failure": T_("a DLQ without an alarm or a redrive"),
+            "gives": T_("silent loss"),
+            "measured": _("{count} messages expire within 48 h of the discovery (notebook 18)").format(
+                count=number(lost_in_48h, ",")
+            ),
         },
     ]
 
 
 def before_after(measured: Measured) -> list[dict[str, Any]]:
     """Class 210's before and after, each beside what this notebook's models of the same problem gave."""
-    direct, _, marked = (measured.duplicates(design) for design in case.EMAIL_DESIGNS)
+    direct, _queue_key, marked = (measured.duplicates(design) for design in case.EMAIL_DESIGNS)
     campaign = measured.emails[0]["events"]
     hasty, standard, paced = measured.hasty.back_in_dlq, measured.hasty_standard.back_in_dlq, measured.paced.back_in_dlq
     models = {
-        "duplicate emails": f"{direct} of {campaign} -> {marked} of {campaign}",
-        "duplicate stock discounts": f"{measured.stock_duplicated(30)} of 10 -> {measured.stock_duplicated(300)} of 10",
-        "messages in the DLQ": f"{len(measured.letters):,} (input) -> not modelled",
-        "oldest message in the DLQ": f"13 d 1 h (input) -> age alarm at {measured.age_alarm_fires()}",
-        "messages expired and lost": f"{measured.lost_in_48h():,} within 48 h -> 0 if redriven",
-        "redrives that caused an incident": f"hasty: {hasty:,} (class 210's ramp), {standard} (standard mapping) "
-        f"back in the DLQ -> paced: {paced}",
-        "messages discarded with a record": f"{measured.to_discard()} to discard in this incident",
+        "duplicate emails": _("{direct} of {campaign} -> {marked} of {campaign}").format(
+            direct=number(direct), marked=number(marked), campaign=number(campaign)
+        ),
+        "duplicate stock discounts": _("{at_30} of 10 -> {at_300} of 10").format(
+            at_30=number(measured.stock_duplicated(30)), at_300=number(measured.stock_duplicated(300))
+        ),
+        "messages in the DLQ": _("{count} (input) -> not modelled").format(count=number(len(measured.letters), ",")),
+        "oldest message in the DLQ": _("13 d 1 h (input) -> age alarm at {after}").format(
+            after=measured.age_alarm_fires()
+        ),
+        "messages expired and lost": _("{count} within 48 h -> 0 if redriven").format(
+            count=number(measured.lost_in_48h(), ",")
+        ),
+        "redrives that caused an incident": _(
+            "hasty: {hasty} (class 210's ramp), {standard} (standard mapping) back in the DLQ -> paced: {paced}"
+        ).format(hasty=number(hasty, ","), standard=number(standard), paced=number(paced)),
+        "messages discarded with a record": _("{count} to discard in this incident").format(
+            count=number(measured.to_discard())
+        ),
     }
     return [{"what": what, "class_210": said, "models": models[what]} for what, said in CLASS_210_RESULTS]
 
@@ -243,31 +263,45 @@ def before_after(measured: Measured) -> list[dict[str, Any]]:
 def evidence(measured: Measured, watch: list[dict[str, Any]]) -> dict[str, tuple[bool | None, str]]:
     """The evidence `run_checklist` judges the items that are not settings by: a verdict (None: not checked here)
     and the figure or reason behind it. `watch` is the alarms `define_watch` defined."""
-    _, queue_key, marked = (measured.duplicates(design) for design in case.EMAIL_DESIGNS)
+    _direct, queue_key, marked = (measured.duplicates(design) for design in case.EMAIL_DESIGNS)
     age_alarm = any(
         row["metric"].endswith("ApproximateAgeOfOldestMessage") and "fallidos" in row["alarm"] for row in watch
     )
     paced = measured.paced.back_in_dlq
     return {
-        "bus_one_to_many": (None, "a design choice; here one rule feeds one queue"),
-        "queue_between": (marked == 0, f"bus -> queue -> function: {marked} duplicates"),
-        "facts_with_data": (None, "this replay's events carry only pedido_id (a reference, not the data)"),
+        "bus_one_to_many": (None, T_("a design choice; here one rule feeds one queue")),
+        "queue_between": (marked == 0, _("bus -> queue -> function: {count} duplicates").format(count=number(marked))),
+        "facts_with_data": (None, T_("this replay's events carry only pedido_id (a reference, not the data)")),
         "idempotent": (
             False,
-            f"email: {marked} duplicates with its key; inventario still runs ADD stock -1 without one "
-            f"(visibility 300 s stopped its {measured.stock_duplicated(30)} duplicates; a redrive would not)",
+            _(
+                "email: {marked} duplicates with its key; inventario still runs ADD stock -1 without one "
+                "(visibility 300 s stopped its {stopped} duplicates; a redrive would not)"
+            ).format(marked=number(marked), stopped=number(measured.stock_duplicated(30))),
         ),
-        "producer_key": (True, "correo-confirmacion:{pedido_id}, pedido_id from the producer's event"),
+        "producer_key": (True, T_("correo-confirmacion:{pedido_id}, pedido_id from the producer's event")),
         "in_progress_vs_done": (
             queue_key > marked,
-            f"EN_CURSO until the wait: {queue_key} duplicates; COMPLETADO first: {marked}",
+            _("EN_CURSO until the wait: {waiting} duplicates; COMPLETADO first: {marked}").format(
+                waiting=number(queue_key), marked=number(marked)
+            ),
         ),
-        "age_alarm": (age_alarm, f"oldest > 1 h fires {measured.age_alarm_fires()} after the first dead letter"),
+        "age_alarm": (
+            age_alarm,
+            _("oldest > 1 h fires {after} after the first dead letter").format(after=measured.age_alarm_fires()),
+        ),
         "reason_kept": (
             all(letter.reason.attributes() for letter in measured.letters),
-            f"all {len(measured.letters):,} carry their FailureReason as message attributes",
+            _("all {count} carry their FailureReason as message attributes").format(
+                count=number(len(measured.letters), ",")
+            ),
         ),
-        "procedure_run": (None, "class 210's rehearsal; notebook 11 runs MercadoFresco's runbook"),
-        "rate_limited": (paced == 0, f"paced: {paced} back in the DLQ"),
-        "poison_discarded": (None, f"{measured.to_discard()} to discard; notebook 11 runs dlq.discard with its record"),
+        "procedure_run": (None, T_("class 210's rehearsal; notebook 11 runs MercadoFresco's runbook")),
+        "rate_limited": (paced == 0, _("paced: {count} back in the DLQ").format(count=number(paced))),
+        "poison_discarded": (
+            None,
+            _("{count} to discard; notebook 11 runs dlq.discard with its record").format(
+                count=number(measured.to_discard())
+            ),
+        ),
     }

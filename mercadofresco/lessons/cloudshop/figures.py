@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 from collections import Counter
 
-from matplotlib.ticker import NullFormatter, StrMethodFormatter
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from mercadofresco.clock import MADRID
 from mercadofresco.i18n import _, moment, ngettext, number, pgettext
@@ -124,7 +124,8 @@ def dlq_clock(
         segments[kind] = [(d, b, b + h) for d, b, h in zip(days, bottom, heights, strict=True) if h]
         bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
     ax.set_yscale("symlog", linthresh=10)
-    ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))  # 1,000 rather than 10³: plain text draws faster
+    # 1,000 (1.000 in Spanish) rather than 10³: plain text draws faster
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _position: number(value, ",.0f")))
     ax.yaxis.set_minor_formatter(NullFormatter())
     marks = {"discovered": discovered, "retention deletes": first + dt.timedelta(seconds=RETENTION_SECONDS), **alarms}
     for i, (label, when) in enumerate(marks.items()):  # each line labelled where it stands: one colour for all
@@ -190,6 +191,7 @@ def _kind_word(kind: str) -> str:
 
 
 def _mark_word(label: str) -> str:
-    """A dashed line's label: the figure's own two in the learner's words, an alarm's name as it is given."""
+    """A dashed line's label in the learner's words: the figure's own two, and an alarm's name as the table of
+    `dead_letters.alarm_times` shows it (its labels are marked T_(), a table cell's words)."""
     words = {"discovered": _("discovered"), "retention deletes": _("retention deletes")}
-    return words.get(label, label)
+    return words.get(label) or pgettext("table cell", label)

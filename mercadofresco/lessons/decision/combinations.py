@@ -23,6 +23,7 @@ from typing import Any
 from mercadofresco import queues, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import T_, _, number
 from mercadofresco.sims import throttle
 
 HOME_RULE = "regla-mercadofresco-envio-domicilio"
@@ -59,13 +60,14 @@ def sns_to_sqs(aws: world.World, clock: VirtualClock) -> list[dict[str, Any]]:
     """Publish once; the ERP consumer reads its copy, the email consumer is down for two hours."""
     sqs = aws.sqs
     aws.client("sns").publish(TopicArn=aws.topic_arn, Message=json.dumps({"pedido_id": "PED-2026-084417"}))
-    rows = [{"moment": "after one publish"} | _fanout_counts(aws)]
+    rows = [{"moment": T_("after one publish")} | _fanout_counts(aws)]
     drain(sqs, aws.fanout_queue_urls["cola-mercadofresco-erp"])
-    rows.append({"moment": "ERP consumer read its copy"} | _fanout_counts(aws))
+    rows.append({"moment": T_("ERP consumer read its copy")} | _fanout_counts(aws))
     clock.advance(2 * 3_600)
-    rows.append({"moment": "two hours later, email still down"} | _fanout_counts(aws))
+    rows.append({"moment": T_("two hours later, email still down")} | _fanout_counts(aws))
     bodies = drain(sqs, aws.fanout_queue_urls["cola-mercadofresco-correo"])
-    rows.append({"moment": f"email back: read {len(bodies)}"} | _fanout_counts(aws))
+    back = _("email back: read {count}").format(count=number(len(bodies)))
+    rows.append({"moment": back} | _fanout_counts(aws))
     return rows
 
 
@@ -145,9 +147,9 @@ def direct_vs_queued(outage: Outage | None = None) -> list[dict[str, Any]]:
     queued_tries = [k * outage.visibility_timeout_seconds for k in range(outage.max_receive_count)]
     rows = []
     for path, tries, rescue in (
-        ("SNS -> function (defaults)", direct_tries, "lost"),
-        ("SNS -> function with its own DLQ", direct_tries, "dlq"),
-        ("SNS -> SQS -> function", queued_tries, "dlq"),
+        (T_("SNS -> function (defaults)"), direct_tries, "lost"),
+        (T_("SNS -> function with its own DLQ"), direct_tries, "dlq"),
+        (T_("SNS -> SQS -> function"), queued_tries, "dlq"),
     ):
         outcome = [next((k for k, d in enumerate(tries) if not outage.down(t + d)), None) for t in sent]
         failed = sum(1 for k in outcome if k is None)

@@ -19,15 +19,20 @@ import itertools
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from mercadofresco.i18n import N_
+from mercadofresco.i18n import N_, T_, _
 
-QUESTIONS = {  # shown where a learner answers them: `_(QUESTIONS[name])`
+QUESTIONS = {  # shown where a learner answers them: `questions()`
     "answer_now": N_("Does the caller need the result before it can go on?"),
     "long_process": N_("Is it a process of several steps, with waits or a compensation path?"),
     "route_by_content": N_("Do consumers pick events by their content (type, amount, shipping)?"),
     "many_consumers": N_("Does more than one consumer care about it?"),
     "ordered": N_("Must the messages be applied in order?"),
 }
+
+
+def questions() -> dict[str, str]:
+    """The five questions by name, in the learner's language (the keys are `Need`'s fields)."""
+    return {name: _(question) for name, question in QUESTIONS.items()}
 
 
 @dataclass(frozen=True)
@@ -51,59 +56,72 @@ class Choice:
 
 
 def choose(need: Need) -> Choice:
-    """The service for `need`, with the reason and a caveat."""
+    """The service for `need`, with the reason and a caveat (those two in the learner's language)."""
     if need.answer_now:
         rest = need.many_consumers or need.route_by_content or need.long_process
         return Choice(
-            "synchronous call",
-            "the caller waits for the result; a queue would only hide the wait",
-            "with a timeout, a circuit breaker and an idempotency key"
-            + ("; publish what happens after the answer as an event" if rest else ""),
+            T_("synchronous call"),
+            _("the caller waits for the result; a queue would only hide the wait"),
+            _clauses(
+                _("with a timeout, a circuit breaker and an idempotency key"),
+                _("publish what happens after the answer as an event") if rest else "",
+            ),
         )
     if need.long_process:
         started_by_fact = need.many_consumers or need.route_by_content
         caveat = (
-            "a rule's own target names no execution, so a duplicate event starts a second one: "
-            "to name it after the pedido_id put a queue and a starter between (rule -> SQS -> StartExecution)"
+            _(
+                "a rule's own target names no execution, so a duplicate event starts a second one: "
+                "to name it after the pedido_id put a queue and a starter between (rule -> SQS -> StartExecution)"
+            )
             if started_by_fact
-            else "start it named after the pedido_id: a repeated start returns the open execution"
+            else _("start it named after the pedido_id: a repeated start returns the open execution")
         )
         return Choice(
             "EventBridge -> Step Functions" if started_by_fact else "Step Functions",
-            "steps, waits and a compensation path are a workflow's job"
-            + ("; a fact on the bus starts it" if started_by_fact else ""),
-            caveat
-            + ("; executions run side by side, so order holds inside one, not between them" if need.ordered else ""),
+            _clauses(
+                _("steps, waits and a compensation path are a workflow's job"),
+                _("a fact on the bus starts it") if started_by_fact else "",
+            ),
+            _clauses(
+                caveat,
+                _("executions run side by side, so order holds inside one, not between them") if need.ordered else "",
+            ),
         )
     if need.route_by_content:
         return Choice(
-            "EventBridge -> SQS -> consumer",
-            "rules pick consumers by content; each consumer's queue buffers, retries and keeps a DLQ",
-            "EventBridge keeps no order: target an SQS FIFO queue and make consumers version-aware"
+            T_("EventBridge -> SQS -> consumer"),
+            _("rules pick consumers by content; each consumer's queue buffers, retries and keeps a DLQ"),
+            _("EventBridge keeps no order: target an SQS FIFO queue and make consumers version-aware")
             if need.ordered
             else "",
         )
     if need.many_consumers:
         return Choice(
             "SNS FIFO -> SQS FIFO" if need.ordered else "SNS -> SQS",
-            "fan-out with durability: every consumer gets its own queue and its own pace",
-            "order holds per MessageGroupId; choose the group as fine as the order allows" if need.ordered else "",
+            _("fan-out with durability: every consumer gets its own queue and its own pace"),
+            _("order holds per MessageGroupId; choose the group as fine as the order allows") if need.ordered else "",
         )
     return Choice(
         "SQS FIFO" if need.ordered else "SQS",
-        "one consumer, its own pace: a queue decouples and buffers",
-        "one MessageGroupId per thing that must stay in order (the sku), never one for all" if need.ordered else "",
+        _("one consumer, its own pace: a queue decouples and buffers"),
+        _("one MessageGroupId per thing that must stay in order (the sku), never one for all") if need.ordered else "",
     )
 
 
+def _clauses(*said: str) -> str:
+    """Clauses of one reason or caveat, each translated on its own, joined as the lesson writes them."""
+    return "; ".join(clause for clause in said if clause)
+
+
 # MercadoFresco's flows, answered.
-FLOWS = {
-    "checkout: accept the order, answer its pedido_id": Need(answer_now=True),
-    "cola-mercadofresco-pedidos -> consumer that charges": Need(),
-    "PedidoConfirmado -> email and ERP": Need(many_consumers=True),
-    "PedidoConfirmado -> warehouse, only home deliveries": Need(route_by_content=True),
-    "mercadofresco-procesar-pedido: prepare, ship, compensate": Need(long_process=True, many_consumers=True),
-    "stock movements per sku": Need(ordered=True),
+FLOWS = {  # the keys stay English (a notebook looks a flow up by them); a table shows them translated
+    T_("checkout: accept the order, answer its pedido_id"): Need(answer_now=True),
+    T_("cola-mercadofresco-pedidos -> consumer that charges"): Need(),
+    T_("PedidoConfirmado -> email and ERP"): Need(many_consumers=True),
+    T_("PedidoConfirmado -> warehouse, only home deliveries"): Need(route_by_content=True),
+    T_("mercadofresco-procesar-pedido: prepare, ship, compensate"): Need(long_process=True, many_consumers=True),
+    T_("stock movements per sku"): Need(ordered=True),
 }
 
 
@@ -122,5 +140,5 @@ def every_combination() -> list[dict[str, Any]]:
 
 
 def _row(first: dict[str, Any], need: Need) -> dict[str, Any]:
-    answers = {name: "y" if value else "-" for name, value in asdict(need).items()}
+    answers = {name: T_("y") if value else "-" for name, value in asdict(need).items()}
     return first | answers | {"service": choose(need).service}

@@ -23,7 +23,7 @@ from botocore.exceptions import ClientError
 
 from mercadofresco import queues, world
 from mercadofresco.errors import MercadoFrescoError
-from mercadofresco.i18n import _
+from mercadofresco.i18n import T_, _, pgettext
 from mercadofresco.lessons.decision.combinations import ROLE_ARN, drain, order_event
 
 PROCESS_MACHINE = "mercadofresco-procesar-pedido"
@@ -56,9 +56,9 @@ def step_functions_target_on_moto(aws: world.World, machine_arn: str) -> str:
     events.put_targets(Rule=PROCESS_RULE, EventBusName=world.BUS, Targets=[target])
     try:
         events.put_events(Entries=[order_event(ORDER)])
-        answer = "delivered"
+        answer = _("delivered")
     except NotImplementedError as exc:
-        answer = f"put_events raised NotImplementedError ({exc})"
+        answer = _("put_events raised NotImplementedError ({error})").format(error=exc)
     finally:
         events.remove_targets(Rule=PROCESS_RULE, EventBusName=world.BUS, Ids=["procesar"])
         events.delete_rule(Name=PROCESS_RULE, EventBusName=world.BUS)
@@ -140,9 +140,10 @@ def run_starter(aws: world.World, machine_arn: str, queue_url: str) -> list[str]
             try:
                 start = start_for_event(sfn, machine_arn, json.loads(message["Body"])["detail"])
             except ExecutionConflictError:
-                answers.append("refused: another input under this name (left for the DLQ)")
+                answers.append(_("refused: another input under this name (left for the DLQ)"))
                 continue
-            answers.append(f"{start.outcome} ({start.status})")
+            said = pgettext("execution", "open") if start.outcome == "open" else pgettext("execution", "closed")
+            answers.append(f"{said} ({start.status})")
             aws.sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
     return answers
 
@@ -175,14 +176,14 @@ def eventbridge_to_step_functions(aws: world.World) -> dict[str, Any]:
     moto_answer = step_functions_target_on_moto(aws, machine)
     event = order_event(ORDER)
     arns = [start_unnamed(sfn, machine, event) for _ in range(2)]  # one StartExecution per delivery
-    answers = ["started" if arn not in arns[:k] else "returned it" for k, arn in enumerate(arns)]
-    rows = [_row("rule target, no name (model): 2 deliveries", answers, _executions(sfn, machine, named=False))]
+    answers = [_("started") if arn not in arns[:k] else _("returned it") for k, arn in enumerate(arns)]
+    rows = [_row(T_("rule target, no name (model): 2 deliveries"), answers, _executions(sfn, machine, named=False))]
     queue_url = add_process_rule(aws)
     changed = event | {"Detail": json.dumps(json.loads(event["Detail"]) | {"importe": "52.10"})}
     for step, entries in (
-        ("rule -> SQS -> starter: the same 2 deliveries", [event, event]),
-        ("the same event after its execution closed", [event]),
-        ("same pedido_id, another importe", [changed]),
+        (T_("rule -> SQS -> starter: the same 2 deliveries"), [event, event]),
+        (T_("the same event after its execution closed"), [event]),
+        (T_("same pedido_id, another importe"), [changed]),
     ):
         events.put_events(Entries=entries)
         rows.append(_row(step, run_starter(aws, machine, queue_url), _executions(sfn, machine, named=True)))

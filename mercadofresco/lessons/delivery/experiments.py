@@ -17,7 +17,7 @@ from typing import Any
 from mercadofresco import orders, queues, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
-from mercadofresco.i18n import N_
+from mercadofresco.i18n import N_, T_, _, number
 from mercadofresco.lessons import rehearsal
 from mercadofresco.models import gateway, lambda_poller
 from mercadofresco.shop import handlers
@@ -191,17 +191,18 @@ def fifo_dedup(aws: world.World, clock: VirtualClock) -> list[dict[str, Any]]:
         rows.append({"minute": minute, "what": what, **counts})
 
     orders.send_order(sqs, pair.url, order, group_id=group, deduplication_id=dedup)
-    note("producer sends the order")
+    note(T_("producer sends the order"))
     clock.advance(60)
     orders.send_order(sqs, pair.url, order, group_id=group, deduplication_id=dedup)
-    note("producer re-sends it 1 minute later: FIFO drops the copy")
+    note(T_("producer re-sends it 1 minute later: FIFO drops the copy"))
 
     provider = gateway.PaymentGateway(clock)
     provider.fail_next(gateway.Fault.RESPONSE_LOST)
     client = gateway.GatewayClient(provider, read_timeout_seconds=180, send_idempotency_key=False)
     poller = lambda_poller.Poller(sqs, pair.url, handlers.ChargeOrders(client), clock)
     poller.run_until_idle(SETTLE_SECONDS)
-    note(f"response lost, message redelivered: {len(provider.ledger)} charges")
+    said = _("response lost, message redelivered: {count} charges")
+    note(said.format(count=number(len(provider.ledger))))
     sqs.delete_queue(QueueUrl=pair.url)
     sqs.delete_queue(QueueUrl=pair.dlq_url)
     return rows

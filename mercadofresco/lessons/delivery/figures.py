@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from mercadofresco.i18n import _, ngettext, number, pgettext
+from mercadofresco.i18n import T_, _, ngettext, number, pgettext
 from mercadofresco.lessons import show
 from mercadofresco.lessons.delivery.experiments import DeliveryRun
 from mercadofresco.lessons.show.pictures import BLUE, DARK_ORANGE
@@ -13,6 +13,12 @@ from mercadofresco.lessons.show.pictures import BLUE, DARK_ORANGE
 INK = "#8f3a00"  # a dark orange for the 8 pt "€ charged" text: 7.6:1 on white (DARK_ORANGE is 3.4:1)
 
 EVENT_MARKERS = {"failed": ("x", show.BAD), "crashed": ("X", "black"), "deleted": ("D", show.GOOD)}
+# The names of events a timeline table shows, recorded elsewhere (the shop's handlers, the poller): each a table
+# cell's words; the rows keep the English names, which code compares. Then notebook 01's configurations.
+SHOWN_WORDS = (
+    T_("charged"), T_("failed"), T_("answered"), T_("written"), T_("declined"), T_("crashed"), T_("timed_out"),
+    T_("handler_error"), T_("workflow_failed"), T_("incident"), T_("tuned"),
+)  # fmt: skip
 SHORTEST_AXIS_SECONDS = 10  # a run over within a second still gets an axis a reader can read
 
 

@@ -49,13 +49,8 @@ def redrive_label(config: MassRedriveConfig) -> str:
     return f"{release}, {scaling}, {cap}"
 
 
-def madrid(instant: dt.datetime) -> str:
-    """An instant as the runbook writes it: Madrid time, "Sun 18 22:04" (in a table's rows: always English)."""
-    return f"{instant.astimezone(MADRID):%a %d %H:%M}"
-
-
 def _said(instant: dt.datetime) -> str:
-    """An instant as a sentence in the learner's language says it: Madrid time, "Sun 18 22:04" in English."""
+    """An instant as the runbook writes it, in the learner's language: Madrid time, "Sun 18 22:04" in English."""
     return moment(instant.astimezone(MADRID), WEEKDAY_TIME)
 
 
@@ -63,7 +58,7 @@ def sample_rows(samples: list[Sample]) -> list[dict[str, Any]]:
     """One printable row per inspected message (Madrid time), for show.table."""
     return [
         {
-            "sent": madrid(s.sent_at),
+            "sent": _said(s.sent_at),
             "receives": s.receive_count,
             "pedido_id": _pedido(s.body),
             "content_problem": s.problem or "-",

@@ -29,7 +29,7 @@ from typing import Any
 from mercadofresco import alarms, orders, queues, world
 from mercadofresco.clock import MADRID, VirtualClock
 from mercadofresco.errors import MercadoFrescoError, check_range
-from mercadofresco.i18n import _
+from mercadofresco.i18n import _, moment
 from mercadofresco.models import alarm_evaluation
 from mercadofresco.patterns import dlq
 
@@ -84,7 +84,8 @@ def seed_exercise2_incident(
     """
     check_range("count", count, 2, 1_000)
     if clock.now() > SUNDAY_2204:
-        raise SeedError(f"the clock is at {clock.now():%a %d %H:%M}; the incident starts Sunday 18 22:04")
+        said = _("the clock is at {now}; the incident starts Sunday 18 22:04")
+        raise SeedError(said.format(now=moment(clock.now(), "%a %d %H:%M")))
     rng = random.Random(seed)
     pair = aws.reset_orders_queue(visibility_timeout_seconds=120, max_receive_count=4)
     sqs = aws.sqs
@@ -200,7 +201,9 @@ def seed_kinds(
     plan, incidents = [], {}
     for index, (name, kind, first, last, count) in enumerate(_kinds(rng)):
         if clock.now() > first:
-            raise SeedError(f"the clock is at {clock.now():%a %d %H:%M}; incident {name} starts {first:%a %d %H:%M}")
+            said = _("the clock is at {now}; incident {name} starts {start}")
+            now, start = moment(clock.now(), "%a %d %H:%M"), moment(first, "%a %d %H:%M")
+            raise SeedError(said.format(now=now, name=name, start=start))
         pair = queues.create_queue_pair(
             aws.sqs,
             f"{world.ORDERS_QUEUE}-{name}",

@@ -15,10 +15,13 @@ from typing import Any
 from mercadofresco import orders, queues, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import T_
 from mercadofresco.models import gateway as gw
 from mercadofresco.models import lambda_poller, move_task
 from mercadofresco.shop import handlers
 from mercadofresco.sims import lambda_scaling
+
+MODE_WORDS = {"standard": T_("standard mode"), "provisioned": T_("provisioned mode")}  # a ramp row's name, by mode
 
 
 def consume(
@@ -73,7 +76,7 @@ def ramp_rows(concurrency: int = 2_800, seconds: float = 40.0) -> list[dict[str,
     check_range("seconds", seconds, 1, 3_600)
     rows = [
         {
-            "ramp": "class 210 (as stated)",
+            "ramp": T_("class 210 (as stated)"),
             "start": "-",
             "per_minute": round(lambda_scaling.per_minute_needed(concurrency, seconds)),
             "ceiling": "-",
@@ -85,12 +88,12 @@ def ramp_rows(concurrency: int = 2_800, seconds: float = 40.0) -> list[dict[str,
         reach = scaling.seconds_to_reach(concurrency)
         rows.append(
             {
-                "ramp": f"{mode} mode",
+                "ramp": MODE_WORDS.get(mode, f"{mode} mode"),
                 "start": scaling.start,
                 "per_minute": scaling.per_minute,
                 "ceiling": scaling.ceiling,
                 f"after_{seconds:g}_s": scaling.concurrency_after(seconds),
-                f"seconds_to_{concurrency}": "never (ceiling)" if reach is None else round(reach),
+                f"seconds_to_{concurrency}": T_("never (ceiling)") if reach is None else round(reach),
             }
         )
     return rows

@@ -17,6 +17,7 @@ from typing import Any
 
 from mercadofresco import world
 from mercadofresco.clock import VirtualClock
+from mercadofresco.i18n import T_
 from mercadofresco.lessons.ordering import stock_queue
 from mercadofresco.patterns import ordering
 
@@ -27,6 +28,10 @@ CLASS_210_PAIRS = {
     "a sale and a recount": (ordering.sold("SKU-0042"), ordering.recounted("SKU-0042", 4)),
     "recounts of two skus": (ordering.recounted("SKU-0042", 7), ordering.recounted("SKU-0043", 4)),
 }
+# The "kinds" a question row can show, marked for the catalog: the row keeps the English, a table shows it translated
+KIND_PAIRS = (
+    T_("relative + relative"), T_("relative + absolute"), T_("absolute + relative"), T_("absolute + absolute"),
+)  # fmt: skip
 
 
 def question_rows(
@@ -40,10 +45,10 @@ def question_rows(
             {
                 "first": f"{first.target} {first.label}",
                 "second": f"{second.target} {second.label}",
-                "same data": "yes" if answer.same_data else "no",
+                "same data": T_("yes") if answer.same_data else T_("no"),
                 "kinds": " + ".join(kind.value for kind in answer.kinds),
-                "order changes result": "yes" if answer.order_changes_result else "no",
-                "needs order": "YES" if answer.needs_order else "no",
+                "order changes result": T_("yes") if answer.order_changes_result else T_("no"),
+                "needs order": T_("YES") if answer.needs_order else T_("no"),
                 "why": answer.reason,
             }
         )
@@ -63,18 +68,22 @@ def group_hold_probe(aws: world.World, clock: VirtualClock) -> list[dict[str, An
 
     def names(messages: list[dict[str, Any]]) -> str:
         bodies = [json.loads(m["Body"]) for m in messages]
-        return ", ".join(f"{b['sku']} v{b['version']}" for b in bodies) or "nothing"
+        return ", ".join(f"{b['sku']} v{b['version']}" for b in bodies) or T_("nothing")
 
     rows = []
     first = receive()
-    rows.append({"step": "receive 1 (not deleted)", "moto gives": names(first), "AWS gives": "SKU-0042 v1"})
-    rows.append({"step": "receive again", "moto gives": names(receive()), "AWS gives": "SKU-0043 v1"})
-    rows.append({"step": "and again", "moto gives": names(receive()), "AWS gives": "nothing"})
+    rows.append({"step": T_("receive 1 (not deleted)"), "moto gives": names(first), "AWS gives": "SKU-0042 v1"})
+    rows.append({"step": T_("receive again"), "moto gives": names(receive()), "AWS gives": "SKU-0043 v1"})
+    rows.append({"step": T_("and again"), "moto gives": names(receive()), "AWS gives": T_("nothing")})
     sqs.delete_message(QueueUrl=url, ReceiptHandle=first[0]["ReceiptHandle"])
     batch = receive(10)
-    rows.append({"step": "delete v1, receive 10", "moto gives": names(batch), "AWS gives": "SKU-0042 v2, SKU-0042 v3"})
+    rows.append(
+        {"step": T_("delete v1, receive 10"), "moto gives": names(batch), "AWS gives": "SKU-0042 v2, SKU-0042 v3"}
+    )
     clock.advance(stock_queue.VISIBILITY_SECONDS + 1)
-    rows.append({"step": "let both time out, receive 1", "moto gives": names(receive()), "AWS gives": "SKU-0042 v2"})
+    rows.append(
+        {"step": T_("let both time out, receive 1"), "moto gives": names(receive()), "AWS gives": "SKU-0042 v2"}
+    )
     sqs.delete_queue(QueueUrl=url)
     return rows
 

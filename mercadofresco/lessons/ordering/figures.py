@@ -11,7 +11,7 @@ from matplotlib.ticker import MaxNLocator
 
 from mercadofresco.i18n import _, ngettext, number
 from mercadofresco.lessons import show
-from mercadofresco.lessons.ordering.stock_queue import OrderingRun
+from mercadofresco.lessons.ordering.stock_queue import OrderingRun, said_setup
 from mercadofresco.lessons.show.pictures import GREY, ORANGE, SLATE
 
 SETUP_LOOKS = {"standard queue": (GREY, ".."), "FIFO, group = sku": (show.GOOD, "")}  # colour, hatch
@@ -35,9 +35,9 @@ def throughput(runs: list[OrderingRun]) -> show.Picture:
         positions = [i + (s - (len(setups) - 1) / 2) * width for i in range(len(counts))]
         colour, hatch = _look(setup)
         heights = [mine.get(c, 0) for c in counts]
-        bars = ax.bar(positions, heights, width, label=setup, color=colour, hatch=hatch, edgecolor="white")
+        bars = ax.bar(positions, heights, width, label=said_setup(setup), color=colour, hatch=hatch, edgecolor="white")
         ax.bar_label(bars, fmt="%g", fontsize=8)
-        said.append(f"{setup}: {show.numbers(heights)}")
+        said.append(f"{said_setup(setup)}: {show.numbers(heights)}")
     ticks = [ngettext("{count} consumer", "{count} consumers", c).format(count=number(c)) for c in counts]
     ax.set_xticks(range(len(counts)), ticks)  # a run has 1 to 50 consumers
     ax.set_yscale("log")
@@ -75,7 +75,8 @@ def lanes(runs: list[OrderingRun]) -> show.Picture:
             ax.text(middle, row["consumer"], row["grupo"], ha="center", va="center", fontsize=6, color=_ink(colour))
         ax.set_yticks(range(run.config.consumers), [f"c{i + 1}" for i in range(run.config.consumers)], fontsize=7)
         ax.invert_yaxis()
-        setup, consumers, messages = run.config.label(), number(run.config.consumers), number(len(run.applied))
+        setup = said_setup(run.config.label())
+        consumers, messages = number(run.config.consumers), number(len(run.applied))
         seconds, most = number(run.seconds, "g"), number(run.most_in_flight)
         ax.set_title(
             _("{setup}, {consumers} consumers: {messages} messages in {seconds} s, at most {most} at once").format(
@@ -109,7 +110,7 @@ def setups(rows: list[dict[str, Any]], title: str = "") -> show.Picture:
     speed = speed_ax.barh(y, per_minute, color=colours, hatch=hatches, edgecolor="white")
     speed_ax.bar_label(speed, fmt="%g", fontsize=8)
     speed_ax.set_xlabel(_("messages per virtual minute"))
-    speed_ax.set_yticks(y, labels)
+    speed_ax.set_yticks(y, [said_setup(label) for label in labels])
     late = order_ax.barh([i - 0.2 for i in y], [row["out_of_order"] for row in rows], height=0.4, color=ORANGE)
     wrong = order_ax.barh(
         [i + 0.2 for i in y], [row["wrong_skus"] for row in rows], height=0.4, color=SLATE, hatch="//",
@@ -127,8 +128,8 @@ def setups(rows: list[dict[str, Any]], title: str = "") -> show.Picture:
     figure.suptitle(title, fontsize=10)
     said = [
         _("{setup}: {per_minute} a minute, {late} late, {wrong} wrong").format(
-            setup=row["setup"], per_minute=number(row["per_minute"], ",g"), late=number(row["out_of_order"], ",g"),
-            wrong=number(row["wrong_skus"], ",g"),
+            setup=said_setup(row["setup"]), per_minute=number(row["per_minute"], ",g"),
+            late=number(row["out_of_order"], ",g"), wrong=number(row["wrong_skus"], ",g"),
         )
         for row in rows
     ]  # fmt: skip

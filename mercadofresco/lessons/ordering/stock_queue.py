@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mercadofresco import world
+from mercadofresco import i18n, world
 from mercadofresco.clock import ClockedEnvironment, VirtualClock
 from mercadofresco.errors import check_range
-from mercadofresco.i18n import _
+from mercadofresco.i18n import T_, _, ngettext, pgettext
 from mercadofresco.patterns import ordering
 
 STOCK_QUEUE = "cola-mercadofresco-stock"
@@ -31,6 +32,7 @@ IDLE_POLL_SECONDS = 20.0  # an empty receive waits this long before trying again
 VISIBILITY_SECONDS = 300  # far above any processing time here: nothing is redelivered by a timeout
 START_STOCK = 100
 MAX_MESSAGES = 100  # moto rescans the whole queue on every call: keep it in the hundreds
+_GROUPS = re.compile(r"FIFO, (\d+) groups")  # a label of several groups, as `OrderingConfig.label` writes it
 
 
 @dataclass(frozen=True)
@@ -65,12 +67,21 @@ class OrderingConfig:
         return f"grupo-{sku_index % self.groups:04d}"
 
     def label(self) -> str:
-        """A short name for tables: "standard queue", "FIFO, 1 group", "FIFO, group = sku"."""
+        """A short name for tables: "standard queue", "FIFO, 1 group", "FIFO, group = sku" (the row keeps the
+        English: a table shows it translated, a figure through `said_setup`)."""
         if self.queue == "standard":
-            return "standard queue"
+            return T_("standard queue")
         if self.groups == self.skus:
-            return "FIFO, group = sku"
-        return f"FIFO, {self.groups} group{'s' if self.groups > 1 else ''}"
+            return T_("FIFO, group = sku")
+        return T_("FIFO, 1 group") if self.groups == 1 else f"FIFO, {self.groups} groups"
+
+
+def said_setup(label: str) -> str:
+    """A setup's label (`OrderingConfig.label`) in the learner's language."""
+    if many := _GROUPS.fullmatch(label):
+        count = int(many.group(1))
+        return ngettext("FIFO, {count} group", "FIFO, {count} groups", count).format(count=i18n.number(count))
+    return pgettext("table cell", label)
 
 
 def sku_name(index: int) -> str:

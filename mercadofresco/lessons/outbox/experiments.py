@@ -28,7 +28,7 @@ from botocore.exceptions import ClientError
 
 from mercadofresco import clock, orders, world
 from mercadofresco.errors import check_range
-from mercadofresco.i18n import _
+from mercadofresco.i18n import _, ngettext, number
 from mercadofresco.models import event_faults
 from mercadofresco.patterns import outbox
 from mercadofresco.runtime.database import Database
@@ -229,16 +229,18 @@ def run_dual_write(
             with contextlib.suppress(outbox.Crash, ClientError):
                 shop = Shop(conn, bus, now, _dies_when(dies), config.put_events_attempts, config.resend_refused)
                 create(shop, order)
-        design = "publish, then INSERT" if publish_first else "07-01: INSERT, then put_events"
+        parts = [_("publish, then INSERT") if publish_first else _("07-01: INSERT, then put_events")]
         if config.throttle_probability:
-            design += f", {config.throttle_probability:.0%} of calls throttled"
+            share = number(config.throttle_probability, ".0%")
+            parts.append(_("{share} of calls throttled").format(share=share))
         if config.refuse_probability:
-            design += f", {config.refuse_probability:.0%} of entries refused"
+            parts.append(_("{share} of entries refused").format(share=number(config.refuse_probability, ".0%")))
         if config.put_events_attempts > 1:
-            design += f", {config.put_events_attempts} attempts"
+            attempts = config.put_events_attempts
+            parts.append(ngettext("{count} attempt", "{count} attempts", attempts).format(count=number(attempts)))
         if config.resend_refused:
-            design += ", refused entries re-sent"
-        return _result(design, config, sum(schedule), conn, [detail["pedido_id"] for detail in bus.accepted])
+            parts.append(_("refused entries re-sent"))
+        return _result(", ".join(parts), config, sum(schedule), conn, [detail["pedido_id"] for detail in bus.accepted])
 
 
 def run_outbox(

@@ -23,6 +23,7 @@ from typing import Any
 from mercadofresco import alarms, names, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
+from mercadofresco.i18n import _, number
 from mercadofresco.lessons.outbox import streams
 from mercadofresco.lessons.outbox.experiments import BusTap
 from mercadofresco.models import alarm_evaluation, stream_pipe
@@ -165,7 +166,9 @@ def poison_record(
     waits = [delivered_at[n] - (n - 1) for n in range(3, carts + 1) if n in delivered_at]
     return {
         "MaximumRetryAttempts": retries,
-        "carts behind it delivered": f"{len(waits)} of {carts - 2}",
+        "carts behind it delivered": _("{delivered} of {carts}").format(
+            delivered=number(len(waits)), carts=number(carts - 2)
+        ),
         "longest wait behind it (h)": max(waits) if waits else None,
         "refused cart to the DLQ": _visible(aws, dlq_url) - dlq_before,
         "refused cart lost (trimmed)": len(pipe.expired),

@@ -28,7 +28,7 @@ import psycopg
 
 from mercadofresco import i18n, orders, queues, world
 from mercadofresco.clock import LESSON_START, VirtualClock
-from mercadofresco.i18n import _
+from mercadofresco.i18n import T_, _
 from mercadofresco.lessons.outbox.experiments import fresh_tables
 from mercadofresco.models import event_faults
 from mercadofresco.patterns import idempotency, outbox
@@ -36,7 +36,11 @@ from mercadofresco.runtime.database import Database
 
 LOCK_WAIT_MS = 50  # how long the second publisher waits before we call it blocked
 CONTEND_MODES = ("skip_locked", "for_update", "no_lock")
-PARTIAL_DESIGNS = ("answer read as all-or-nothing", "batch rolled back on any failure", "only the accepted marked")
+PARTIAL_DESIGNS = (
+    T_("answer read as all-or-nothing"),
+    T_("batch rolled back on any failure"),
+    T_("only the accepted marked"),
+)
 MAX_POLLS = 60
 
 
@@ -98,14 +102,14 @@ def contend(db: Database, mode: str, rows: int = 200, batch_size: int = 100) -> 
     return {
         "mode": mode,
         "A took": _span(took_a),
-        "B took": "waited for A (blocked)" if took_b is None else _span(took_b),
+        "B took": T_("waited for A (blocked)") if took_b is None else _span(took_b),
         "published twice": twice,
         "first id on the bus": order_seen[0] if order_seen else "-",
     }
 
 
 def _span(ids: list[int]) -> str:
-    return f"ids {min(ids)}-{max(ids)}" if ids else "nothing"
+    return f"ids {min(ids)}-{max(ids)}" if ids else T_("nothing")
 
 
 def claim_plan(conn: Any, batch_size: int = outbox.BATCH_SIZE, without_seqscan: bool = False) -> list[str]:
@@ -239,8 +243,8 @@ def deliver_and_consume(db: Database, aws: world.World, clock: VirtualClock, cou
 
 def cleanup_demo(db: Database, now: dt.datetime) -> list[dict[str, Any]]:
     """Rows published 10, 8 and 6 days ago and one never published (9 days old): what the cleanup keeps."""
-    ages = [("published 10 days ago", 10, True), ("published 8 days ago", 8, True)]
-    ages += [("published 6 days ago", 6, True), ("NOT published, 9 days old", 9, False)]
+    ages = [(T_("published 10 days ago"), 10, True), (T_("published 8 days ago"), 8, True)]
+    ages += [(T_("published 6 days ago"), 6, True), (T_("NOT published, 9 days old"), 9, False)]
     with db.connect() as conn:
         fresh_tables(conn)
         for number, (_label, days, done) in enumerate(ages):
@@ -254,8 +258,9 @@ def cleanup_demo(db: Database, now: dt.datetime) -> list[dict[str, Any]]:
         with conn.transaction():
             kept = {row[0] for row in conn.execute("SELECT agregado_id FROM outbox").fetchall()}
     ids = [orders.order_id(500_001 + n) for n in range(len(ages))]
+    said = {True: i18n.pgettext("outbox row", "kept"), False: i18n.pgettext("outbox row", "deleted")}
     return [
-        {"row": label, "pedido_id": pedido_id, "after cleanup": "kept" if pedido_id in kept else "deleted"}
+        {"row": label, "pedido_id": pedido_id, "after cleanup": said[pedido_id in kept]}
         for (label, _, _), pedido_id in zip(ages, ids, strict=True)
     ]
 

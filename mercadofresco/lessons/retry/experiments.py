@@ -26,7 +26,7 @@ from botocore.retries import quota, standard
 from mercadofresco import orders, world
 from mercadofresco.clock import VirtualClock
 from mercadofresco.errors import check_range
-from mercadofresco.i18n import N_, _
+from mercadofresco.i18n import N_, T_, _
 from mercadofresco.lessons import rehearsal
 from mercadofresco.lessons.delivery import experiments as delivery
 from mercadofresco.models import gateway as gw
@@ -46,11 +46,11 @@ def timeout_retries(clock: VirtualClock, send_key: bool, policy: retry.RetryPoli
     )
     try:
         client.charge(PEDIDO, AMOUNT, idempotency.charge_key(PEDIDO))
-        outcome = "charged, answer received"
+        outcome = T_("charged, answer received")
     except gw.GatewayError as exc:
-        outcome = f"gave up: {type(exc).__name__}"
+        outcome = _("gave up: {error}").format(error=type(exc).__name__)
     return {
-        "client": "disciplined (classify)" if policy else "naive SDK, 3 attempts",
+        "client": T_("disciplined (classify)") if policy else T_("naive SDK, 3 attempts"),
         "idempotency_key": send_key,
         "attempts": client.attempts,
         "charges": len(provider.charges_for(PEDIDO)),
@@ -68,20 +68,20 @@ def _aws(code: str, status: int, retry_after: str | None = None) -> ClientError:
 def error_examples() -> list[tuple[str, BaseException]]:
     """One example of every error class the workbook meets, with a short label."""
     return [
-        ("gateway 503", gw.GatewayUnavailableError("503 Service Unavailable")),
-        ("gateway 429, Retry-After 7", gw.ThrottledError(7)),
-        ("gateway 402 card declined", gw.CardDeclinedError("402")),
-        ("gateway read timeout", gw.GatewayTimeoutError(30)),
-        ("gateway response lost", gw.ResponseLostError("connection reset")),
-        ("DynamoDB ConditionalCheckFailed", _aws("ConditionalCheckFailedException", 400)),
-        ("DynamoDB throughput exceeded", _aws("ProvisionedThroughputExceededException", 400)),
-        ("AWS ThrottlingException, Retry-After 3", _aws("ThrottlingException", 400, "3")),
-        ("AWS 500 InternalServerError", _aws("InternalServerError", 500)),
-        ("AWS 400 ValidationException", _aws("ValidationException", 400)),
-        ("AWS 404 ResourceNotFound", _aws("ResourceNotFoundException", 404)),
-        ("HTTP 409 conflict", _aws("Conflict", 409)),
-        ("connect timeout (never sent)", ConnectTimeoutError(endpoint_url="https://pasarela")),
-        ("read timeout (botocore)", ReadTimeoutError(endpoint_url="https://pasarela")),
+        (T_("gateway 503"), gw.GatewayUnavailableError("503 Service Unavailable")),
+        (T_("gateway 429, Retry-After 7"), gw.ThrottledError(7)),
+        (T_("gateway 402 card declined"), gw.CardDeclinedError("402")),
+        (T_("gateway read timeout"), gw.GatewayTimeoutError(30)),
+        (T_("gateway response lost"), gw.ResponseLostError("connection reset")),
+        (T_("DynamoDB ConditionalCheckFailed"), _aws("ConditionalCheckFailedException", 400)),
+        (T_("DynamoDB throughput exceeded"), _aws("ProvisionedThroughputExceededException", 400)),
+        (T_("AWS ThrottlingException, Retry-After 3"), _aws("ThrottlingException", 400, "3")),
+        (T_("AWS 500 InternalServerError"), _aws("InternalServerError", 500)),
+        (T_("AWS 400 ValidationException"), _aws("ValidationException", 400)),
+        (T_("AWS 404 ResourceNotFound"), _aws("ResourceNotFoundException", 404)),
+        (T_("HTTP 409 conflict"), _aws("Conflict", 409)),
+        (T_("connect timeout (never sent)"), ConnectTimeoutError(endpoint_url="https://pasarela")),
+        (T_("read timeout (botocore)"), ReadTimeoutError(endpoint_url="https://pasarela")),
     ]
 
 
@@ -96,7 +96,7 @@ def classifier_table() -> list[dict[str, Any]]:
                 "no key": plain.verdict.name,
                 "with key": keyed.verdict.name,
                 "wait at least": keyed.not_before_seconds,
-                "why": keyed.reason if keyed.verdict is not plain.verdict else plain.reason,
+                "why": (keyed if keyed.verdict is not plain.verdict else plain).said,
             }
         )
     return rows
@@ -125,8 +125,8 @@ def botocore_table() -> list[dict[str, Any]]:
         rows.append(
             {
                 "code or status": code,
-                "legacy": "retry" if code in codes["legacy"] else "-",
-                "standard": "retry" if code in codes["standard"] else "-",
+                "legacy": T_("retry") if code in codes["legacy"] else "-",
+                "standard": T_("retry") if code in codes["standard"] else "-",
                 "ours": retry_rules.classify(error, idempotent=True).verdict.name,
             }
         )
@@ -208,7 +208,7 @@ def botocore_attempts() -> list[dict[str, Any]]:
             Config(retries={"total_max_attempts": 2, "mode": "standard"}),
             None,
         ),
-        ("AWS_MAX_ATTEMPTS=2 or max_attempts = 2 in ~/.aws/config", None, 2),
+        (T_("AWS_MAX_ATTEMPTS=2 or max_attempts = 2 in ~/.aws/config"), None, 2),
     ]
     rows = []
     for where, config, store_value in settings:

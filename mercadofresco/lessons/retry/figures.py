@@ -6,7 +6,7 @@ import random
 from collections.abc import Iterable
 from typing import Any
 
-from mercadofresco.i18n import _, number
+from mercadofresco.i18n import T_, _, number, pgettext
 from mercadofresco.lessons import show
 from mercadofresco.lessons.show.pictures import GREY, ORANGE, PALETTE, PURPLE, SLATE
 from mercadofresco.patterns import backoff, retry_layers
@@ -16,6 +16,19 @@ from mercadofresco.sims.storm import StormRun
 # Each strategy's look, the same in every figure: an index into show.PALETTE and show.MARKERS (full jitter,
 # the lesson's advice, in blue; exponential without jitter in red).
 STRATEGY_LOOKS = {"full": 0, "equal": 1, "exponential": 2, "none": 3, "decorrelated": 4}
+# Words a table shows in these notebooks, built elsewhere from English: the formula of a strategy that is words (its
+# docstring, `waits_table`), the storm's defences (`storm.Defences.label`) and notebook 07's configurations. Each is
+# shown as a table cell's words.
+SHOWN_WORDS = (
+    T_("Retry at once"), T_("half + uniform(0, half) of min(cap, base · 2^attempt)"), T_("none"), T_("jitter"),
+    T_("cap"), T_("budget"), T_("breaker"), T_("jitter+cap+budget+breaker"), T_("lesson: SDK 5, queue 4, workflow 4"),
+    T_("SDK 2, queue 4, workflow 4"), T_("disciplined: SDK 2, workflow 4, queue safety net"),
+)  # fmt: skip
+
+
+def shown(name: str) -> str:
+    """A strategy's or a combination of defences' name as a learner reads it (the data keeps the English)."""
+    return pgettext("table cell", name)
 
 
 def looks(names: Iterable[str]) -> dict[str, int]:
@@ -66,14 +79,14 @@ def backoff_waits(backoffs: dict[str, backoff.Backoff], attempts: int = 8, seed:
         cap = getattr(strategy, "cap", None)
         if cap is not None:
             ax.axhline(cap, color="black", lw=0.8, ls="--")
-        ax.set_title(name)
+        ax.set_title(shown(name))
         ax.set_xlabel(_("attempt"))
         low, high = round(min(columns[-1]), 2), round(max(columns[-1]), 2)
         if low == high:
-            said.append(_("{name} {wait} s for every client").format(name=name, wait=number(low, ",g")))
+            said.append(_("{name} {wait} s for every client").format(name=shown(name), wait=number(low, ",g")))
         else:
             waits = _("{name} {low} to {high} s")
-            said.append(waits.format(name=name, low=number(low, ",g"), high=number(high, ",g")))
+            said.append(waits.format(name=shown(name), low=number(low, ",g"), high=number(high, ",g")))
     axes[0][0].set_ylabel(_("wait (s)"))
     caps = sorted({strategy.cap for strategy in backoffs.values() if getattr(strategy, "cap", None) is not None})
     if caps:
@@ -94,17 +107,17 @@ def outage_arrivals(runs: dict[str, OutageRun], outage_seconds: float, capacity:
     figure, axes = show.canvas(11, 1.6 * len(runs), len(runs), 1, sharex=True, sharey=True, squeeze=False)
     look, said = looks(runs), []
     for ax, (name, run) in zip(axes[:, 0], runs.items(), strict=True):
-        shown = run.arrivals[:until]
+        label, drawn = shown(name), run.arrivals[:until]
         # one filled outline instead of `until` bars: the same picture, a tenth of the drawing time
-        ax.stairs(shown, [x - 0.5 for x in range(len(shown) + 1)], fill=True, color=PALETTE[look[name]])
+        ax.stairs(drawn, [x - 0.5 for x in range(len(drawn) + 1)], fill=True, color=PALETTE[look[name]])
         ax.axvspan(0, outage_seconds, color=show.BAD, alpha=0.08)
         ax.axhline(capacity, color="black", lw=0.8, ls="--")
-        ax.set_ylabel(name, rotation=0, ha="right")
-        last = max((second for second, calls in enumerate(shown) if calls), default=0)
-        over = sum(1 for calls in shown if calls > capacity)
+        ax.set_ylabel(label, rotation=0, ha="right")
+        last = max((second for second, calls in enumerate(drawn) if calls), default=0)
+        over = sum(1 for calls in drawn if calls > capacity)
         said.append(
             _("{name} peaks at {peak} calls/s, is above {capacity} for {over} s, its last call at {last} s").format(
-                name=name, peak=number(max(shown, default=0), ","), capacity=number(capacity, ","),
+                name=label, peak=number(max(drawn, default=0), ","), capacity=number(capacity, ","),
                 over=number(over), last=number(last),
             )
         )  # fmt: skip
@@ -126,7 +139,7 @@ def contention(rows: list[dict[str, Any]]) -> show.Picture:
     for name in names:
         mine = [row for row in rows if row["strategy"] == name]
         clients = [row["clients"] for row in mine]
-        style = {"color": PALETTE[look[name]], "marker": show.MARKERS[look[name]], "label": name}
+        style = {"color": PALETTE[look[name]], "marker": show.MARKERS[look[name]], "label": shown(name)}
         calls_ax.plot(clients, [row["calls"] for row in mine], **style)
         time_ax.plot(clients, [row["time_ms"] for row in mine], **style)
     calls_ax.set(xlabel=_("clients"), ylabel=_("write calls"), title=_("Work: total calls"))
@@ -140,12 +153,12 @@ def contention(rows: list[dict[str, Any]]) -> show.Picture:
     ).format(clients=show.numbers(sorted({row["clients"] for row in rows})), most=number(most, ","))
     each = _("{strategy} {calls} calls in {ms} ms")
     said = [
-        each.format(strategy=row["strategy"], calls=number(row["calls"], ",g"), ms=number(row["time_ms"], ",g"))
+        each.format(strategy=shown(row["strategy"]), calls=number(row["calls"], ",g"), ms=number(row["time_ms"], ",g"))
         for row in last
     ]
     best = _("Fewest calls: {fewest}; done soonest: {soonest}.").format(
-        fewest=min(last, key=lambda row: row["calls"])["strategy"],
-        soonest=min(last, key=lambda row: row["time_ms"])["strategy"],
+        fewest=shown(min(last, key=lambda row: row["calls"])["strategy"]),
+        soonest=shown(min(last, key=lambda row: row["time_ms"])["strategy"]),
     )
     return show.Picture(figure, heading + " " + "; ".join(said) + ". " + best)
 
@@ -154,19 +167,20 @@ def layers(reports: dict[str, dict[str, Any]]) -> show.Picture:
     """Worst-case calls per order for each configuration, against the limit of 15 (over it: red and hatched)."""
     figure, ax = show.canvas(7, 2.8)
     limit, names = retry_layers.WORST_CASE_LIMIT, list(reports)
+    labels = [shown(name) for name in names]
     values = [reports[name]["per_order"] for name in names]
     over = [value > limit for value in values]
     colours = [show.BAD if o else show.GOOD for o in over]
-    ax.barh(names, values, color=colours, hatch=["//" if o else "" for o in over], edgecolor="white")
+    ax.barh(labels, values, color=colours, hatch=["//" if o else "" for o in over], edgecolor="white")
     said = []
-    for y, (value, name, o) in enumerate(zip(values, names, over, strict=True)):
+    for y, (value, name, label, o) in enumerate(zip(values, names, labels, over, strict=True)):
         ax.text(value, y, f" {reports[name]['formula']} = {value} {'>' if o else '≤'} {limit}", va="center")
         judged = (
             _("{name}: {formula} = {value}, over the limit")
             if o
             else _("{name}: {formula} = {value}, within the limit")
         )
-        said.append(judged.format(name=name, formula=reports[name]["formula"], value=number(value, ",")))
+        said.append(judged.format(name=label, formula=reports[name]["formula"], value=number(value, ",")))
     ax.axvline(limit, color="black", ls="--", lw=0.8)
     ax.set_xlabel(_("gateway calls per order when every attempt fails (dashed: {limit})").format(limit=number(limit)))
     ax.set_xlim(0, max(values) * 1.35)
@@ -198,7 +212,7 @@ def storm(run: StormRun) -> show.Picture:
     axes[2].legend(loc="upper left")
     slow = _("latency {seconds} s").format(seconds=number(config.degraded_latency_seconds, "g"))
     axes[-1].set_xlabel(_("seconds (shaded: {latency}; dotted: the gateway falls over)").format(latency=slow))
-    storm_of = _("Retry storm, defences: {defences}").format(defences=run.defences.label())
+    storm_of = _("Retry storm, defences: {defences}").format(defences=shown(run.defences.label()))
     figure.suptitle(storm_of)
     deepest, lowest = max(rows, key=lambda row: row.queue_depth), min(row.success_rate for row in rows)
     first, most = rows[0].pollers, max(row.pollers for row in rows)
@@ -227,7 +241,7 @@ def storm(run: StormRun) -> show.Picture:
 def storm_outcomes(summaries: list[dict[str, Any]]) -> show.Picture:
     """Orders in the DLQ and gateway calls for each combination of defences."""
     figure, (dlq_ax, calls_ax) = show.canvas(11, 2.8, 1, 2, sharey=True)
-    labels = [row["defences"] for row in summaries]
+    labels = [shown(row["defences"]) for row in summaries]
     dlq_ax.barh(labels, [row["in_dlq"] for row in summaries], color=show.BAD)
     dlq_ax.set_xlabel(_("orders in the DLQ"))
     calls_ax.barh(labels, [row["gateway_calls"] for row in summaries], color=show.GOOD)
@@ -237,7 +251,7 @@ def storm_outcomes(summaries: list[dict[str, Any]]) -> show.Picture:
     each = _("{defences}: {in_dlq} in the DLQ, {calls} calls")
     said = [
         each.format(
-            defences=row["defences"], in_dlq=number(row["in_dlq"], ","), calls=number(row["gateway_calls"], ",")
+            defences=shown(row["defences"]), in_dlq=number(row["in_dlq"], ","), calls=number(row["gateway_calls"], ",")
         )
         for row in summaries
     ]
