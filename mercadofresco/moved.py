@@ -95,9 +95,9 @@ def names_in(source: str) -> list[str]:
     """Every dotted name of the package that Python `source` calls, in the order it first names them.
 
     Read as data, never run, and never parsed into a tree: Python's tokenizer reads it (a C loop, no recursion),
-    because CPython 3.11 keeps `ast`'s constructor state for the whole interpreter and the grader reads learners
-    in threads beside other code that parses (CI saw "AST constructor recursion depth mismatch" in the grader's
-    thread, twice, with every parse of the package's own behind one lock). Found: `from mercadofresco.x import a`,
+    because CPython 3.11 keeps `ast`'s constructor state for the whole interpreter and this runs in threads beside
+    other code that parses (CI saw "AST constructor recursion depth mismatch" in such a thread, twice, with every
+    parse of the package's own behind one lock). Found: `from mercadofresco.x import a`,
     `import mercadofresco.x as m` then `m.a`, and `module.a` after `from mercadofresco import module`. Lines of
     IPython magics are skipped; source that is not Python, or a statement too long to be sure of, names nothing.
     """
