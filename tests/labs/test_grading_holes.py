@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import hashlib
+import importlib
 import json
 import os
 import time
@@ -496,3 +497,20 @@ def test_a_kernel_sees_neither_other_users_processes_nor_the_hosts_top_level_fil
         assert here["others"] and here["x"] == 0
     finally:
         HOST_FILE.unlink(missing_ok=True)
+
+
+def test_a_notebook_over_the_size_limit_is_not_read_and_says_what_to_do(tmp_path, monkeypatch):
+    """A hostile session's 6 MB of 40,000 empty cells cost the grader 25 s of its own before any limit applied: a
+    notebook over MAX_NOTEBOOK_MB is refused unread, with a note that says how to hand it in again."""
+    grade = importlib.import_module("mercadofresco.course.grading.grade")  # the module, not the function
+    solutions = tmp_path / "solutions"
+    _tiny_solution(solutions)
+    folder = tmp_path / "submissions"
+    folder.mkdir()
+    _learner(folder, "ana", "x = 1", *["pass"] * 2_000)
+    size_mb = (folder / "ana.ipynb").stat().st_size / 1e6
+    monkeypatch.setattr(grade, "MAX_NOTEBOOK_MB", size_mb / 2)
+    monkeypatch.setattr(grade, "_run", lambda *args: pytest.fail("a notebook over the limit was run"))
+    [report] = grading.grade(folder, "lab1", nbrun.Limits(cell_timeout_seconds=20), solutions_dir=solutions)
+    assert report.score == 0 and all(result.reason.startswith("not run: over") for result in report.checks)
+    assert any("outputs cleared" in note and "grade it by hand" in note for note in report.notes), report.notes

@@ -41,6 +41,9 @@ from mercadofresco.course.run import sandbox as sb
 
 # What in a learner's own code deserves the instructor's eyes (named in the report, never scored by itself).
 MOVED_SCAN_CHARS = 200_000  # of a learner's code, read for moved names (grading.moved_names)
+# A lab handed in with its outputs is 1-3 MB; one of 40,000 empty cells (6 MB) cost the grader 25 s of its own CPU
+# to read and assemble before the learner's limits even applied (a hostile session's attack, stop 61).
+MAX_NOTEBOOK_MB = 20
 SUSPICIOUS = {
     r"get_ipython|get_\"|get_'|\bIPython\b|ipykernel": "reaches the IPython shell or kernel",
     r"transformer|ast_parse|\bimport ast\b|linecache": "touches how cells are compiled",
@@ -145,6 +148,12 @@ def grade_notebook(path: Path, setting: Setting) -> LearnerReport:
     if path.is_symlink() or not path.is_file():  # a link may point at solutions/ on the instructor's disk
         what = f"a link to {os.readlink(path)}" if path.is_symlink() else "not a file"
         return _not_graded(path, specs, "not a regular file", f"{path.name} is {what}: only regular files are graded")
+    if (size_mb := path.stat().st_size / 1e6) > MAX_NOTEBOOK_MB:
+        note = (
+            f"{path.name} is {size_mb:.0f} MB, over the {MAX_NOTEBOOK_MB} MB a notebook may be: ask for it again with "
+            "its outputs cleared (Edit > Clear Outputs of All Cells), or grade it by hand"
+        )
+        return _not_graded(path, specs, f"over {MAX_NOTEBOOK_MB} MB", note)
     try:
         learner = nbformat.read(path, as_version=4)
         nbformat.validate(learner)  # a cell whose tags or source are not what the format says would fail later
