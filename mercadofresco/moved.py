@@ -101,7 +101,7 @@ def names_in(source: str) -> list[str]:
     `import mercadofresco.x as m` then `m.a`, and `module.a` after `from mercadofresco import module`. Lines of
     IPython magics are skipped; source that is not Python, or a statement too long to be sure of, names nothing.
     """
-    python = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+    python = python_source.without_magics(source)
     if python_source.too_deep(python):
         return []
     try:

@@ -44,9 +44,14 @@ def _is_f_string(literal: str) -> bool:
     return "f" in prefix.lower()
 
 
+def without_magics(source: str) -> str:
+    """A cell's source with IPython's `%` and `!` lines left empty: the Python in it, on the same lines."""
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+
+
 def tree(source: str) -> ast.Module | None:
     """The tree of Python `source` with IPython's `%` and `!` lines left out; None when it is not Python or too deep."""
-    python = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+    python = without_magics(source)
     if too_deep(python):
         return None
     try:

@@ -86,6 +86,7 @@ def units(cell_id: str, source: str) -> list[Unit]:
 # -- the words in code cells ---------------------------------------------------------------------
 PROSE_KEYWORDS = {"description", "title", "label", "xlabel", "ylabel", "placeholder", "tooltip", "caption", "button"}
 LABEL = "panel control label"
+FIELD = r"\{[^{}]*\}"  # an f-string's or a template's field: the same in a translation as in its English
 _LITERAL = re.compile(r"([rRuUfF]{0,2})('\'\'|\"\"\"|'|\")(.*)\2", re.DOTALL)
 
 
@@ -102,7 +103,7 @@ class CodeWords:
 
 def code_words(cell_id: str, source: str) -> list[CodeWords]:
     """The strings and comments of a code cell that are prose, in the cell's order."""
-    masked = "\n".join(("#" + line[1:]) if line.startswith(("%", "!")) else line for line in source.split("\n"))
+    masked = _masked(source)
     offsets = [0]
     for line in masked.split("\n"):
         offsets.append(offsets[-1] + len(line) + 1)
@@ -120,6 +121,11 @@ def code_words(cell_id: str, source: str) -> list[CodeWords]:
             start = offsets[token.start[0] - 1] + token.start[1] + token.string.index(text)
             found.append(CodeWords(f"{cell_id}/#", "code comment", start, start + len(text), text))
     return sorted(found, key=lambda words: words.start)
+
+
+def _masked(source: str) -> str:
+    """A code cell with each IPython `%`/`!` line turned into a comment of the same length: Python, same offsets."""
+    return "\n".join(("#" + line[1:]) if line.startswith(("%", "!")) else line for line in source.split("\n"))
 
 
 def _prose_literals(tree: ast.AST) -> list[tuple[ast.expr, str]]:
@@ -169,7 +175,7 @@ def _chars(source: str, line: int, byte_offset: int) -> int:
 
 def _has_words(text: str) -> bool:
     """Letters outside the f-string fields: something to translate."""
-    return any(character.isalpha() for character in re.sub(r"\{[^{}]*\}", "", text))
+    return any(character.isalpha() for character in re.sub(FIELD, "", text))
 
 
 def template(notebook: nbformat.NotebookNode, name: str) -> Catalog:
@@ -179,7 +185,7 @@ def template(notebook: nbformat.NotebookNode, name: str) -> Catalog:
     for cell in notebook.cells:
         if cell.cell_type == "code":
             for words in code_words(cell.id, cell.source):
-                flags = ["python-brace-format"] if re.search(r"\{[^{}]*\}", words.text) else []
+                flags = ["python-brace-format"] if re.search(FIELD, words.text) else []
                 catalog.add(words.text, context=words.context, auto_comments=[words.kind], flags=flags)
         if cell.cell_type != "markdown":
             continue
@@ -231,12 +237,12 @@ def _translated_code(cell: nbformat.NotebookNode, catalog: Catalog, missing: lis
         if entry is None or not entry.string or entry.fuzzy:
             missing.append(f"{words.context} {words.text!r}: {'fuzzy' if entry is not None else 'untranslated'}")
             continue
-        if sorted(re.findall(r"\{[^{}]*\}", entry.string)) != sorted(re.findall(r"\{[^{}]*\}", words.text)):
+        if sorted(re.findall(FIELD, entry.string)) != sorted(re.findall(FIELD, words.text)):
             missing.append(f"{words.context} {words.text!r}: its translation has other {{fields}}")
             continue
         source = source[: words.start] + entry.string + source[words.end :]
     try:
-        ast.parse("\n".join(("#" + line[1:]) if line.startswith(("%", "!")) else line for line in source.split("\n")))
+        ast.parse(_masked(source))
     except SyntaxError as error:
         missing.append(f"{cell.id}: the translated code does not parse ({error.msg}, line {error.lineno})")
         return cell.source
