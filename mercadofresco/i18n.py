@@ -72,7 +72,11 @@ def edition(environ: Mapping[str, str] | None = None, cwd: str | None = None) ->
         folder = Path(where) if where else None
         if folder is not None and folder.suffix == ".ipynb":
             folder = folder.parent
-        if folder is not None and folder.name in EDITIONS[1:] and folder.parent.name in ("notebooks", "labs"):
+        if (
+            folder is not None
+            and folder.name in EDITIONS[1:]
+            and folder.parent.name in ("notebooks", "labs", "solutions")
+        ):
             return folder.name
     return "en"
 

@@ -84,7 +84,10 @@ def units(cell_id: str, source: str) -> list[Unit]:
 
 
 # -- the words in code cells ---------------------------------------------------------------------
-PROSE_KEYWORDS = {"description", "title", "label", "xlabel", "ylabel", "placeholder", "tooltip", "caption", "button"}
+PROSE_KEYWORDS = {
+    *("description", "title", "label", "xlabel", "ylabel", "placeholder", "tooltip", "caption", "button"),
+    *("hint", "holds"),  # a public check's words (`checks.expect`)
+}
 LABEL = "panel control label"
 FIELD = r"\{[^{}]*\}"  # an f-string's or a template's field: the same in a translation as in its English
 _LITERAL = re.compile(r"([rRuUfF]{0,2})('\'\'|\"\"\"|'|\")(.*)\2", re.DOTALL)
@@ -95,10 +98,11 @@ class CodeWords:
     """A string or comment of a code cell a learner reads: characters [start, end) of the cell's source."""
 
     context: str  # "<cell id>/str" or "<cell id>/#"
-    kind: str  # "code string", "panel control label" or "code comment"
+    kind: str  # "code string", "panel control label", "code docstring", "option" or "code comment"
     start: int
     end: int
     text: str
+    quote: str = ""  # literals side by side: the one literal's opening (`f"`) written for the whole of [start, end)
 
 
 def code_words(cell_id: str, source: str) -> list[CodeWords]:
@@ -115,6 +119,8 @@ def code_words(cell_id: str, source: str) -> list[CodeWords]:
         if literal and "b" not in literal.group(1).lower() and _has_words(literal.group(3)):
             inner = start + len(literal.group(1)) + len(literal.group(2))
             found.append(CodeWords(f"{cell_id}/str", kind, inner, inner + len(literal.group(3)), literal.group(3)))
+        elif literal is None and (joined := _side_by_side(masked[start:end])) and _has_words(joined[1]):
+            found.append(CodeWords(f"{cell_id}/str", kind, start, end, joined[1], joined[0]))
     for token in tokenize.generate_tokens(io.StringIO(masked).readline):
         text = token.string.lstrip("#").strip()
         if token.type == tokenize.COMMENT and source[offsets[token.start[0] - 1]] != "%" and len(text.split()) > 1:
@@ -142,6 +148,10 @@ def _prose_literals(tree: ast.AST) -> list[tuple[ast.expr, str]]:
         )
         if named and text(node.value):
             found.append((node.value, "code string"))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and ast.get_docstring(node):
+            found.append((node.body[0].value, "code docstring"))
+        if _options(node):
+            found += [(value, "option") for value in node.value.values]
         if not isinstance(node, ast.Call):
             continue
         function = node.func
@@ -152,11 +162,50 @@ def _prose_literals(tree: ast.AST) -> list[tuple[ast.expr, str]]:
         for keyword in node.keywords:
             if keyword.arg in PROSE_KEYWORDS and text(keyword.value):
                 found.append((keyword.value, LABEL if keyword.arg == "description" else "code string"))
+            if keyword.arg == "seen" and isinstance(keyword.value, ast.Lambda) and text(keyword.value.body):
+                found.append((keyword.value.body, "code string"))  # a check's "what was seen", for the learner
+        if owner == "checks" and name in ("expect", "part"):  # a public check's hint, or its part's name
+            at = 1 if name == "expect" else 0
+            found += [(node.args[at], "code string")] if len(node.args) > at and text(node.args[at]) else []
         if owner == "figures" or (owner == "" and name == "print"):
             found += [(argument, "code string") for argument in node.args if text(argument)]
         elif owner == "show" and name == "log_slider" and node.args and text(node.args[0]):
             found.append((node.args[0], LABEL))
     return found
+
+
+def _side_by_side(segment: str) -> tuple[str, str] | None:
+    """Literals written side by side (`"a" f"b {x}"`, a long hint over lines) as one: the opening of the literal
+    that replaces them all (`f"` if any is an f-string, with the first one's quote) and its text, the plain
+    parts' braces doubled in an f-string. None for anything else (bytes, raw or triple-quoted parts, code)."""
+    try:
+        tokens = [t for t in tokenize.generate_tokens(io.StringIO(segment).readline) if t.string.strip()]
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    parts = [_LITERAL.fullmatch(token.string) for token in tokens]
+    if len(parts) < 2 or not all(parts) or any(t.type != tokenize.STRING for t in tokens):
+        return None
+    if any(set(part.group(1).lower()) - {"f"} or len(part.group(2)) != 1 for part in parts):
+        return None
+    formatted = any(part.group(1) for part in parts)
+    quote = parts[0].group(2)
+    texts = [
+        p.group(3) if p.group(1) or not formatted else p.group(3).replace("{", "{{").replace("}", "}}") for p in parts
+    ]
+    if any(part.group(2) != quote and quote in part.group(3) for part in parts):
+        return None  # the other quote inside a part: one literal in the first's quotes would end early
+    return ("f" if formatted else "") + quote, "".join(texts)
+
+
+def _options(node: ast.AST) -> bool:
+    """A table of options: `FIXES = {"name": "what it means", …}`, a constant of names a learner chooses from and
+    the sentences that explain them (the names are the answer's vocabulary and stay; the sentences are prose)."""
+    if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict) and node.value.keys):
+        return False
+    constant = all(isinstance(t, ast.Name) and t.id.isupper() for t in node.targets)
+    keys = all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in node.value.keys)
+    values = all(isinstance(v, ast.Constant) and isinstance(v.value, str) and " " in v.value for v in node.value.values)
+    return constant and keys and values
 
 
 def _one_literal(segment: str) -> bool:
@@ -240,7 +289,10 @@ def _translated_code(cell: nbformat.NotebookNode, catalog: Catalog, missing: lis
         if sorted(re.findall(FIELD, entry.string)) != sorted(re.findall(FIELD, words.text)):
             missing.append(f"{words.context} {words.text!r}: its translation has other {{fields}}")
             continue
-        source = source[: words.start] + entry.string + source[words.end :]
+        if entry.string == words.text:
+            continue  # said the same in both (a command, a name): the English cell's own characters stay
+        written = f"{words.quote}{entry.string}{words.quote[-1]}" if words.quote else entry.string
+        source = source[: words.start] + written + source[words.end :]
     try:
         ast.parse(_masked(source))
     except SyntaxError as error:
@@ -298,6 +350,9 @@ def relinked(source: str, edition: set[str]) -> str:
         path = link.split("#")[0]
         if "/" not in path and path in edition:
             return match.group(0)
+        other = re.fullmatch(r"\.\./(labs|notebooks|solutions)/([^/]+)", path)
+        if other and other.group(2) in edition:  # a lab or lesson of the other folder, in its Spanish edition
+            return f"{match.group(1)}(../../{other.group(1)}/{EDITION}/{link[len('../' + other.group(1)) + 1 :]})"
         return f"{match.group(1)}(../{link})"
 
     return re.sub(r"(\]\s?)\(([^()\s]+)\)", target, source)

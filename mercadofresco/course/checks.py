@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from mercadofresco.errors import MercadoFrescoError
-from mercadofresco.i18n import _
+from mercadofresco.i18n import N_, _, pgettext
 
 ERROR_STYLE = "\x1b[1;31m"  # bold red: JupyterLab draws it in its intense red (#b22b31), 5:1 on #fdd
 _open_parts: list[list[str]] = []  # the failures of each `part` being run, innermost last
@@ -62,18 +62,21 @@ def expect(
 def no_counterexample(search: Callable[[], object], rule: str) -> None:
     """Check that `search()` finds no world breaking `rule`: a ✓ line, or a ✗ line with the smallest world found.
 
-    `search` returns None or a counterexample (its `why`, one line, and its `story`, a line for each step).
+    `search` returns None or a counterexample (its `why`, one line, and its `story`, a line for each step). A rule
+    that is a property's docstring line (`holds.__doc__`) is said in the learner's edition.
     """
+    rule = pgettext("property rule", rule)
     try:
         found = search()
     except Exception as exc:  # the learner's code failed otherwise: say so
-        expect(False, f"{rule} (the check could not run: {type(exc).__name__}: {exc})")
+        expect(False, could_not_run(rule, exc))
         return
     if found is None:
         expect(True, rule, holds=rule)
         return
     story = "\n".join(f"      {line}" for line in getattr(found, "story", ()))
-    expect(False, f"{rule}; the smallest world that breaks it: {getattr(found, 'why', found)}\n{story}".rstrip())
+    said = _("{rule}; the smallest world that breaks it: {why}").format(rule=rule, why=getattr(found, "why", found))
+    expect(False, f"{said}\n{story}".rstrip())
 
 
 @contextmanager
@@ -101,6 +104,14 @@ def part(name: str) -> Iterator[None]:
     print(_("public check {name} passed").format(name=name))
 
 
+COULD_NOT_RUN = N_("{hint} (the check could not run: {error})")  # selfcheck's report reads it back
+
+
+def could_not_run(hint: str, exc: BaseException) -> str:
+    """A check whose own code raised: its hint, and the error (the learner's code raised inside the check)."""
+    return _(COULD_NOT_RUN).format(hint=hint, error=f"{type(exc).__name__}: {exc}")
+
+
 def summary(hint: str) -> str:
     """The rule a hint states, without its advice: the text before its first ': ' or '; '."""
     return re.split(r": |; ", hint, maxsplit=1)[0]
@@ -112,14 +123,14 @@ def _failure(condition: Callable[[], object] | bool, hint: str, seen: Callable[[
     except CheckFailed as exc:
         return str(exc)
     except Exception as exc:  # the learner's code raised: say so, with the hint
-        return f"{hint} (the check could not run: {type(exc).__name__}: {exc})"
+        return could_not_run(hint, exc)
     if holds:
         return None
-    return f"{hint} (seen: {_seen(seen)})" if seen is not None else hint
+    return _("{hint} (seen: {seen})").format(hint=hint, seen=_seen(seen)) if seen is not None else hint
 
 
 def _seen(seen: Callable[[], object]) -> str:
     try:
         return str(seen())
     except Exception as exc:  # what was seen could not even be read
-        return f"nothing readable ({type(exc).__name__})"
+        return _("nothing readable ({error})").format(error=type(exc).__name__)

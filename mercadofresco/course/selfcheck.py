@@ -27,6 +27,7 @@ shows no path beyond the lab's folder or the workbook's.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import os
@@ -41,8 +42,12 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.exceptions import DeadKernelError
 
+from mercadofresco import i18n
 from mercadofresco.course import protocol
 from mercadofresco.course.handout import labs, selfcheck_report
+from mercadofresco.i18n import N_, _
+
+PUBLIC_CHECK = N_("Public check")  # a public check cell's first line: "# Public check (a, contain)"
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,9 @@ def examine(path: Path, timeout: float | None = None) -> tuple[list[Cell], str, 
     client.on_cell_start = lambda cell, cell_index: started.append(cell_index)
     stopped = ""
     try:
-        client.execute(cwd=str(path.parent), env={**os.environ, labs.WHOLE_RUN_ENV: "1"})  # its here() cell idles
+        environment = {**os.environ, labs.WHOLE_RUN_ENV: "1"}  # its here() cell idles
+        environment.setdefault(i18n.LANG_ENV, labs.edition_of(notebook))  # the kernel speaks the notebook's edition
+        client.execute(cwd=str(path.parent), env=environment)
     except DeadKernelError:
         stopped = protocol.KERNEL_DIED
     cells, died_in = [], None
@@ -94,7 +101,8 @@ def examine(path: Path, timeout: float | None = None) -> tuple[list[Cell], str, 
         if not stopped and cell.problem and protocol.stops(cell.problem[0]):
             stopped, died_in = cell.problem[0], cell.number
     if stopped:
-        stopped = f"grading stops at cell [{died_in}] ({stopped}): no check after it runs"
+        said = _("grading stops at cell [{number}] ({reason}): no check after it runs")
+        stopped = said.format(number=died_in, reason=stopped)
     return cells, stopped, hidden
 
 
@@ -122,14 +130,16 @@ def _said(output: dict, timeout: float) -> tuple[str, ...]:
 
 def _part_of(cell: nbformat.NotebookNode) -> str:
     """The public check a cell holds ("(a, contain)"), from its first line "# Public check (a, contain)"."""
-    found = re.match(r"# Public check (\([^)]*\))", cell.source.lstrip())
+    said = {PUBLIC_CHECK, _(PUBLIC_CHECK)}
+    found = re.match(rf"# (?:{'|'.join(map(re.escape, said))}) (\([^)]*\))", cell.source.lstrip())
     return found.group(1) if found else ""
 
 
 def blank_answers(path: Path) -> list[str]:
     """The written answers still to write: the question of each markdown cell that still holds the prompt."""
     notebook = nbformat.read(path, as_version=4)
-    cells = [cell for cell in notebook.cells if cell.cell_type == "markdown" and labs.MARKDOWN_PROMPT in cell.source]
+    _code, prompt = labs.prompts(notebook)
+    cells = [cell for cell in notebook.cells if cell.cell_type == "markdown" and prompt in cell.source]
     return [_first_line(cell) for cell in cells]
 
 
@@ -152,19 +162,20 @@ def here(name: str, hidden: bool = True) -> None:
     instructor's hidden checks where solutions/ is there.
     """
     if os.environ.get(labs.WHOLE_RUN_ENV):  # selfcheck's own run of this notebook, the grader's, a refresh
-        _say("(a run of the whole notebook by a tool: this cell checks nothing from inside it)")
+        _say(_("(a run of the whole notebook by a tool: this cell checks nothing from inside it)"))
         return
     path = Path(name).resolve()
     if not path.exists():
         example = labs.LABS["lab1"]
-        _say(f"⚠ {Path(name).name} is not in this notebook's folder: pass its file name, e.g. here('{example}')")
+        said = _("⚠ {name} is not in this notebook's folder: pass its file name, e.g. here('{example}')")
+        _say(said.format(name=Path(name).name, example=example))
         return
     unsaved = _unsaved_cell(path)
     if unsaved is not None:
         _ask_for_a_save(unsaved)
         return
     arguments = [sys.executable, "-m", "mercadofresco.course.selfcheck", path.name, "--json"]
-    _say(f"checking {path.name} as saved, in a fresh kernel, as the grader will…")
+    _say(_("checking {name} as saved, in a fresh kernel, as the grader will…").format(name=path.name))
     environment = {**os.environ, labs.WHOLE_RUN_ENV: "1"}
     done = subprocess.run(
         arguments + (["--hidden"] if hidden else []),
@@ -178,8 +189,10 @@ def here(name: str, hidden: bool = True) -> None:
         report = json.loads(done.stdout.strip().splitlines()[-1])
     except (IndexError, json.JSONDecodeError):  # the check itself failed: its last words, the rest in a terminal
         said = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()] or ["(nothing)"]
-        _say(f"⚠ the check could not finish: {selfcheck_report.relative(said[-1], path.parent)}")
-        _say(f"  For all it said, run in a terminal: python -m mercadofresco.course.selfcheck {path.name}")
+        last = selfcheck_report.relative(said[-1], path.parent)
+        _say(_("⚠ the check could not finish: {said}").format(said=last))
+        command = f"python -m mercadofresco.course.selfcheck {path.name}"
+        _say("  " + _("For all it said, run in a terminal: {command}").format(command=command))
         return
     from IPython.display import display
 
@@ -202,10 +215,11 @@ def _unsaved_cell(path: Path) -> str | None:
 def _ask_for_a_save(unsaved: str) -> None:
     from IPython.display import HTML, display
 
-    _say(f"⚠ The saved file does not hold the cell you ran last ({unsaved}): the check reads the saved file.")
-    _say("  Save the notebook (Ctrl+S, or File > Save Notebook), then run this cell again.")
+    said = _("⚠ The saved file does not hold the cell you ran last ({cell}): the check reads the saved file.")
+    _say(said.format(cell=unsaved))
+    _say("  " + _("Save the notebook (Ctrl+S, or File > Save Notebook), then run this cell again."))
     button = '<button class="jp-Button jp-mod-styled jp-mod-accept" data-commandlinker-command="docmanager:save">'
-    display(HTML(f"{button}Save the notebook</button> then run this cell again."))
+    display(HTML(_("{button}Save the notebook</button> then run this cell again.").format(button=button)))
 
 
 def _say(text: str) -> None:
@@ -239,7 +253,7 @@ def report_of(path: Path, hidden_too: bool) -> dict:
     if hidden_too:
         lab = _lab_of(path)
         if lab is None or not (labs.SOLUTIONS_DIR / labs.LABS[lab]).exists():
-            report["hidden"] = "the hidden checks are your instructor's: they need solutions/, which is not here"
+            report["hidden"] = _("the hidden checks are your instructor's: they need solutions/, which is not here")
         else:
             report["hidden"] = hidden_report(path, lab)
     return selfcheck_report.relative(report, path.resolve().parent)
@@ -253,13 +267,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hidden", action="store_true", help="also run the hidden checks (needs solutions/)")
     parser.add_argument("--json", action="store_true", help="print the report as one line of JSON (for here())")
     args = parser.parse_args(argv)
-    if not args.json:
-        print(
-            f"checking {args.notebook} as saved (save it in JupyterLab first); [N] is the cell's number after Run All"
-        )
-    report = report_of(args.notebook, args.hidden)
-    print(json.dumps(report) if args.json else selfcheck_report.as_text(report))
+    with _in_its_edition(args.notebook):
+        if not args.json:
+            said = _("checking {name} as saved (save it in JupyterLab first); [N] is the cell's number after Run All")
+            print(said.format(name=args.notebook))
+        report = report_of(args.notebook, args.hidden)
+        print(json.dumps(report) if args.json else selfcheck_report.as_text(report))
     return 1 if report["stopped"] or any(cell["problem"] for cell in report["cells"]) else 0
+
+
+def _in_its_edition(path: Path) -> contextlib.AbstractContextManager:
+    """Speak the notebook's edition (its metadata `edition`), unless MERCADOFRESCO_LANG says otherwise."""
+    try:
+        language = nbformat.read(path, as_version=4).metadata.get("edition", "en")
+    except Exception:  # not a notebook: report_of says so, in the terminal's language
+        return contextlib.nullcontext()
+    if os.environ.get(i18n.LANG_ENV) or language not in i18n.EDITIONS:
+        return contextlib.nullcontext()
+    return i18n.speaking(language)
 
 
 if __name__ == "__main__":

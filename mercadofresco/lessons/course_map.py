@@ -9,13 +9,14 @@ those words at a stated pace; how long a lab takes you is yours, and nobody has 
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 
-from mercadofresco.i18n import _, pgettext
+from mercadofresco.i18n import _, edition, pgettext
 
 ROOT = Path(__file__).resolve().parents[2]  # the workbook: mercadofresco/lessons/ is two levels down
 NOTEBOOKS = ROOT / "notebooks"
@@ -47,15 +48,23 @@ class Stop:
 
 
 def stops(root: Path = ROOT) -> list[Stop]:
-    """Notebooks 00-19 in order, each lab right after the notebook it builds on."""
+    """Notebooks 00-19 in order, each lab right after the notebook it builds on: those of the edition spoken here
+    (notebooks/es/ and labs/es/ for the Spanish one, where they are)."""
     times = measured().get("seconds", {})
+    notebooks, labs = _folder(root / "notebooks"), _folder(root / "labs")
     found: list[Stop] = []
-    for path in sorted((root / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+    for path in sorted(notebooks.glob("[0-9][0-9]_*.ipynb")):
         found.append(_stop(len(found) + 1, "notebook", path, times))
         lab = LAB_AFTER.get(path.name[:2])
-        if lab and (root / "labs" / f"{lab}.ipynb").exists():
-            found.append(_stop(len(found) + 1, "lab", root / "labs" / f"{lab}.ipynb", times))
+        if lab and (labs / f"{lab}.ipynb").exists():
+            found.append(_stop(len(found) + 1, "lab", labs / f"{lab}.ipynb", times))
     return found
+
+
+def _folder(english: Path) -> Path:
+    """The edition's own folder of `english` (notebooks/ -> notebooks/es/), or `english` where it has none."""
+    language = edition()
+    return english / language if language != "en" and (english / language).is_dir() else english
 
 
 def lab_size(path: Path) -> dict[str, int]:
@@ -83,7 +92,7 @@ def table(root: Path = ROOT) -> list[dict[str, object]]:
     """The map: one row a stop, with the path to open it from notebooks/."""
     rows = []
     for stop in stops(root):
-        where = stop.path.name if stop.kind == "notebook" else f"../labs/{stop.path.name}"
+        where = os.path.relpath(stop.path, _folder(root / "notebooks"))  # a sibling, or ../labs/…, ../../labs/es/…
         rows.append(
             {
                 "step": stop.step,

@@ -70,6 +70,11 @@ def _drift(built: dict[str, bytes], committed) -> list[str]:
     return [name for name, text in sorted(built.items()) if committed(name) != text]
 
 
+def _name(path: Path, folder: Path) -> str:
+    """A built lab's name under labs/: `lab1_double_charge.ipynb`, `es/lab1_double_charge.ipynb`."""
+    return path.relative_to(folder).as_posix()
+
+
 def _in_git(name: str, checkout: Path = labs.ROOT) -> bytes | None:
     result = subprocess.run(["git", "show", f"HEAD:labs/{name}"], cwd=checkout, capture_output=True, check=False)
     return result.stdout if result.returncode == 0 else None
@@ -78,7 +83,7 @@ def _in_git(name: str, checkout: Path = labs.ROOT) -> bytes | None:
 def test_labs_in_git_are_what_the_build_makes_from_solutions(tmp_path):
     if not (labs.ROOT / ".git").exists():
         pytest.skip("not a git checkout (a learner's bundle): nothing committed to compare")
-    built = {path.name: path.read_bytes() for path in labs.build(labs.SOLUTIONS_DIR, tmp_path).written}
+    built = {_name(path, tmp_path): path.read_bytes() for path in labs.build(labs.SOLUTIONS_DIR, tmp_path).written}
     drifted = _drift(built, _in_git)
     assert drifted == [], (
         f"maintainers: labs/ in git differs from what `python -m mercadofresco.course.grading build` makes of "
@@ -89,7 +94,7 @@ def test_labs_in_git_are_what_the_build_makes_from_solutions(tmp_path):
 def test_the_drift_check_ignores_a_learners_edits_in_place_and_still_catches_a_stale_commit(tmp_path):
     if not (labs.ROOT / ".git").exists():
         pytest.skip("not a git checkout (a learner's bundle): nothing committed to compare")
-    built = {path.name: path.read_bytes() for path in labs.build(labs.SOLUTIONS_DIR, tmp_path / "built").written}
+    built = {_name(path, tmp_path / "built"): path.read_bytes() for path in labs.build(labs.SOLUTIONS_DIR, tmp_path / "built").written}
     name = labs.lab_file("lab1")
     # The learner's edit goes in a clone's working tree, not this one's: the browser suite may have the lab open.
     clone = tmp_path / "clone"
@@ -624,7 +629,7 @@ def test_the_build_never_writes_over_a_lab_someone_changed_and_says_how_to_get_a
     from mercadofresco.course.grading import commands
 
     first = labs.build(labs.SOLUTIONS_DIR, tmp_path)
-    assert len(first.written) == len(labs.LABS) and first.kept == []
+    assert len(first.written) == len(labs.LABS) * (1 + len(labs.EDITION_FOLDERS)) and first.kept == []
     assert all(labs.untouched(path) for path in first.written)
     mine = tmp_path / labs.lab_file("lab1")
     notebook = nbformat.read(mine, as_version=4)

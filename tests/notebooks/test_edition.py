@@ -15,7 +15,7 @@ import pytest
 from tools import edition, notebook_catalog
 
 ROOT = Path(__file__).resolve().parents[2]
-SPANISH = sorted((ROOT / "notebooks" / "es").glob("*.ipynb"))
+SPANISH = sorted([*(ROOT / "notebooks" / "es").glob("*.ipynb"), *(ROOT / "solutions" / "es").glob("*.ipynb")])
 ENGLISH_NUMBER = re.compile(r"(?<![\w.,])-?\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d])|(?<![\w.,])-?\d+(?:\.\d+)?(?![\d])")
 QUOTED = re.compile(r'"[^"\n]*"|\'[^\'\s]*\'')  # a JSON string, or a repr's word ('PED-2026-084417')
 ALT = re.compile(r'\balt="([^"]*)"')  # a picture's text alternative: its numbers are the run's too
@@ -52,6 +52,20 @@ def text_outputs(cell: dict) -> str:
     return "".join(output_text(output) for output in cell.get("outputs", []))
 
 
+def _streams_joined(outputs: list) -> list:
+    """Outputs with each run of one stream's pieces as one: where a stream breaks into pieces is the kernel's
+    timing, not the notebook's (a longer Spanish line can arrive in two)."""
+    joined: list = []
+    for output in outputs:
+        last = joined[-1] if joined else None
+        stream = last is not None and output.get("output_type") == "stream" == last.get("output_type")
+        if stream and last.get("name") == output.get("name"):
+            joined[-1] = dict(last, text=str(last.get("text", "")) + str(output.get("text", "")))
+            continue
+        joined.append(output)
+    return joined
+
+
 def different_numbers(english: nbformat.NotebookNode, spanish: nbformat.NotebookNode) -> list[str]:
     """The code cells whose outputs hold different numbers in the two editions (by value, in any order).
 
@@ -61,8 +75,9 @@ def different_numbers(english: nbformat.NotebookNode, spanish: nbformat.Notebook
     for mine, theirs in zip(english.cells, spanish.cells, strict=True):
         if mine.cell_type != "code" or "nbval-ignore-output" in mine.metadata.get("tags", []):
             continue  # prose, or an output that differs from run to run (strict nbval does not compare it either)
-        outputs = list(zip(mine.get("outputs", []), theirs.get("outputs", []), strict=False))
-        if len(mine.get("outputs", [])) != len(theirs.get("outputs", [])) or any(
+        ours, others = _streams_joined(mine.get("outputs", [])), _streams_joined(theirs.get("outputs", []))
+        outputs = list(zip(ours, others, strict=False))
+        if len(ours) != len(others) or any(
             numbers(output_text(one), spanish=False) != numbers(output_text(other), spanish=not _repr(other))
             for one, other in outputs
         ):
@@ -83,9 +98,14 @@ def test_a_spanish_notebook_is_what_its_english_and_its_catalog_make(name):
 
 @pytest.mark.parametrize("name", sorted(edition.in_edition()))
 def test_both_editions_of_a_notebook_show_the_same_numbers(name):
-    english = nbformat.read(ROOT / "notebooks" / name, as_version=4)
-    spanish = nbformat.read(ROOT / "notebooks" / "es" / name, as_version=4)
+    english, spanish = _editions(name)
     assert different_numbers(english, spanish) == []
+
+
+def _editions(name: str) -> tuple[nbformat.NotebookNode, nbformat.NotebookNode]:
+    """A lesson's or a lab solution's English notebook and its Spanish edition."""
+    english, _template, _catalog, spanish = edition.notebook_paths(name)
+    return nbformat.read(english, as_version=4), nbformat.read(spanish, as_version=4)
 
 
 # -- the drift tests, each proven to fail ---------------------------------------------------------------------------
@@ -131,8 +151,10 @@ def test_a_different_number_in_one_edition_is_found():
 def _code_tokens(source: str) -> list[tuple[int, str]]:
     """A code cell's tokens, strings and comments reduced to their kind (a magic line is a comment)."""
     masked = "\n".join(("#" + line[1:]) if line.startswith(("%", "!")) else line for line in source.split("\n"))
-    kept = []
+    kept: list[tuple[int, str]] = []
     for token in tokenize.generate_tokens(io.StringIO(masked).readline):
+        if token.type == tokenize.NL or (token.type == tokenize.STRING and kept and kept[-1][0] == tokenize.STRING):
+            continue  # literals side by side are one string (a translation writes them as one literal)
         kept.append((token.type, "" if token.type in (tokenize.STRING, tokenize.COMMENT) else token.string))
     return kept
 
@@ -141,8 +163,7 @@ def _code_tokens(source: str) -> list[tuple[int, str]]:
 def test_a_spanish_code_cell_differs_from_its_english_in_its_words_only(name):
     """The same code in both editions: every token but a string or a comment is the English one, and each string
     that differs is one the catalog translates (a panel label, a title, a printed sentence)."""
-    english = nbformat.read(ROOT / "notebooks" / name, as_version=4)
-    spanish = nbformat.read(ROOT / "notebooks" / "es" / name, as_version=4)
+    english, spanish = _editions(name)
     for mine, theirs in zip(english.cells, spanish.cells, strict=True):
         if mine.cell_type == "code":
             assert _code_tokens(mine.source) == _code_tokens(theirs.source), mine.id
@@ -165,3 +186,35 @@ def test_a_code_string_whose_translation_breaks_its_cell_or_its_fields_is_refuse
     built, missing = notebook_catalog.translated(english, merged, edition.in_edition())
     assert 'print(f"esperó {seconds} s")' in next(c for c in built.cells if c.id == cell.id).source
     assert missing == []
+
+
+def test_literals_side_by_side_are_one_entry_and_come_back_as_one_literal():
+    source = 'checks.expect(\n    ok,\n    "the first half, "\n    f"then {count} more",\n)\nprint("a" "b")\n'
+    words = notebook_catalog.code_words("c1", source)
+    assert [(w.text, w.quote) for w in words] == [("the first half, then {count} more", 'f"'), ("ab", '"')]
+    catalog = notebook_catalog.template(nbformat.v4.new_notebook(), "t")
+    entry = catalog.add(words[0].text, string="la primera mitad, luego {count} más", context="c1/str")
+    catalog.add("ab", string="ab", context="c1/str")  # said the same: the English characters stay
+    cell = nbformat.v4.new_code_cell(source, id="c1")
+    written = notebook_catalog._translated_code(cell, catalog, missing := [])
+    assert missing == [] and entry.string in written
+    assert 'f"la primera mitad, luego {count} más",' in written and 'print("a" "b")' in written
+
+
+def test_a_labs_hints_checks_and_docstrings_are_its_prose():
+    source = (
+        'FIXES = {"key": "send the key", "table": "a table of claims"}\n'
+        'def f(aws):\n    """What the learner must write."""\n'
+        'with checks.part("(a, contain)"):\n'
+        '    checks.expect(lambda: x, "x must hold", seen=lambda: f"saw {x}", holds="x holds")\n'
+    )
+    said = [(w.kind, w.text) for w in notebook_catalog.code_words("c1", source)]
+    assert said == [
+        ("option", "send the key"),
+        ("option", "a table of claims"),
+        ("code docstring", "What the learner must write."),
+        ("code string", "(a, contain)"),
+        ("code string", "x must hold"),
+        ("code string", "saw {x}"),
+        ("code string", "x holds"),
+    ]

@@ -23,7 +23,7 @@ from tests import small_box
 from tests.scheduling import Background
 
 ROOT = Path(__file__).resolve().parents[2]
-EDITIONS = ("notebooks/*.ipynb", "notebooks/es/*.ipynb", "solutions/*.ipynb")  # the Spanish edition too (issue 51)
+EDITIONS = ("notebooks/*.ipynb", "notebooks/es/*.ipynb", "solutions/*.ipynb", "solutions/es/*.ipynb")  # issue 51
 NOTEBOOKS = sorted(str(p.relative_to(ROOT)) for pattern in EDITIONS for p in ROOT.glob(pattern))
 IN_BOX = os.geteuid() == 0 and sys.platform == "linux"
 RUN_SECONDS = 600

@@ -71,7 +71,7 @@ def files(root: Path = ROOT) -> list[Path]:
 def content(member: Path, source: Path, root: Path = ROOT) -> bytes:
     """What the bundle holds for `member`: a lab as the build makes it from its solution (never the copy in labs/,
     where someone may be working), any other file as it is."""
-    solution = root / "solutions" / member.name
+    solution = root / "solutions" / member.relative_to("labs") if member.parts[0] == "labs" else root / "-"
     if member.parts[0] == "labs" and member.suffix == ".ipynb" and solution.exists():
         built = labs.lab_notebook(nbformat.read(solution, as_version=4), root / "solutions")
         return labs.render(built).encode("utf-8")

@@ -19,6 +19,7 @@ record (edited, run, saved) is kept as it is and named, unless `--replace`.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,9 @@ from typing import TYPE_CHECKING
 import nbformat
 from nbformat import NotebookNode
 
+from mercadofresco import i18n
 from mercadofresco.errors import MercadoFrescoError
+from mercadofresco.i18n import N_
 
 if TYPE_CHECKING:
     from mercadofresco.course.checker import Check
@@ -40,10 +43,11 @@ BEGIN_SOLUTION = "### BEGIN SOLUTION"
 END_SOLUTION = "### END SOLUTION"
 METADATA_KEY = "mercadofresco"  # a solution's notebook metadata: {"checks": "checks/labN.py"}
 CODE_PROMPT = (
-    "# YOUR CODE HERE: replace the next line with your solution.",
+    N_("# YOUR CODE HERE: replace the next line with your solution."),
     'raise NotImplementedError("your code here")',
 )
-MARKDOWN_PROMPT = "*Your answer here.*"
+MARKDOWN_PROMPT = N_("*Your answer here.*")
+EDITION_FOLDERS = ("es",)  # solutions/es/ builds labs/es/: the Spanish edition, its prompts in Spanish
 ANSWER_CHARS = 20_000  # of one written answer in the reports (5 MB once went into answers.csv whole)
 # Set for a whole-notebook run (selfcheck's own, the grader's, a maintainer's refresh): a lab's
 # `selfcheck.here()` cell then does nothing instead of starting a run of its own notebook.
@@ -99,6 +103,24 @@ def checks_file(notebook: NotebookNode, solutions_dir: Path = SOLUTIONS_DIR) -> 
     return solutions_dir / name
 
 
+def hints_in(specs: list[Check], checks: Path, language: str) -> list[Check]:
+    """`specs` with each hint in `language`, from the checks' own catalog (`<checks folder>/locale/<language>.po`,
+    the grader's, never in the learner's bundle): a hint it lacks, or marks fuzzy, stays English."""
+    path = checks.parent / "locale" / f"{language}.po"
+    if language == "en" or not path.exists():
+        return specs
+    from babel.messages.pofile import read_po
+
+    with path.open("rb") as opened:
+        catalog = read_po(opened)
+    said = {}
+    for spec in specs:
+        entry = catalog.get(spec.hint, context=f"{checks.stem}/{spec.check}")
+        if entry is not None and entry.string and not entry.fuzzy:
+            said[spec.check] = entry.string
+    return [dataclasses.replace(spec, hint=said.get(spec.check, spec.hint)) for spec in specs]
+
+
 def check_specs(notebook: NotebookNode, solutions_dir: Path = SOLUTIONS_DIR) -> list[Check]:
     """The hidden checks of a solution notebook, in order: its checks module's CHECKS."""
     from mercadofresco.course.checker import load_checks  # the grader's: the learner's bundle has no checker
@@ -110,18 +132,40 @@ def check_specs(notebook: NotebookNode, solutions_dir: Path = SOLUTIONS_DIR) -> 
     return specs
 
 
+def edition_of(notebook: NotebookNode) -> str:
+    """The edition a notebook is written in (its metadata `edition`): "en" unless it names another one we have."""
+    language = notebook.metadata.get("edition", "en")
+    return language if language in i18n.EDITIONS else "en"
+
+
+def prompts(notebook: NotebookNode) -> tuple[tuple[str, ...], str]:
+    """The code and markdown prompts in the notebook's edition (metadata `edition`, English by default)."""
+    with i18n.speaking(edition_of(notebook)):
+        return (i18n._(CODE_PROMPT[0]), CODE_PROMPT[1]), i18n._(MARKDOWN_PROMPT)
+
+
+def is_prompt(text: str) -> bool:
+    """Whether a written answer is still the prompt, in either edition."""
+    said = {MARKDOWN_PROMPT}
+    for language in EDITION_FOLDERS:
+        with i18n.speaking(language):
+            said.add(i18n._(MARKDOWN_PROMPT))
+    return text.strip() in said
+
+
 def lab_notebook(solution: NotebookNode, solutions_dir: Path = SOLUTIONS_DIR) -> NotebookNode:
     """The learner's copy of a solution notebook: no solutions, no outputs, no name of the checks module."""
     lab = copy.deepcopy(solution)
+    code_prompt, markdown_prompt = prompts(solution)
     for cell in lab.cells:
         cell.metadata.pop(METADATA_KEY, None)
         if cell.cell_type == "code":
-            cell.source = strip_solutions(cell.source)
+            cell.source = strip_solutions(cell.source, code_prompt)
             cell.outputs = []
             cell.execution_count = None
             cell.metadata.pop("execution", None)
         elif cell.cell_type == "markdown":
-            cell.source = strip_solutions(cell.source, (MARKDOWN_PROMPT,))
+            cell.source = strip_solutions(cell.source, (markdown_prompt,))
     lab.metadata.pop("widgets", None)
     lab.metadata.pop(METADATA_KEY, None)
     lab.metadata[LAB_METADATA_KEY] = {"hidden_checks": len(check_specs(solution, solutions_dir))}
@@ -175,7 +219,7 @@ def written_answers(learner: NotebookNode, solution: NotebookNode) -> list[tuple
         text = "\n".join(
             line for line in text.splitlines() if line.strip() not in (BEGIN_SOLUTION, END_SOLUTION)
         ).strip()
-        answers.append((question, "" if text == MARKDOWN_PROMPT else _plain(text)))
+        answers.append((question, "" if is_prompt(text) else _plain(text)))
     return answers
 
 
@@ -207,18 +251,19 @@ class Built:
 def build(solutions_dir: Path = SOLUTIONS_DIR, labs_dir: Path = LABS_DIR, replace: bool = False) -> Built:
     """Write one lab per solution notebook, except over a lab someone changed since its build (unless `replace`)."""
     written, kept = [], []
-    labs_dir.mkdir(parents=True, exist_ok=True)
-    for path in sorted(solutions_dir.glob("*.ipynb")):
+    editions = [path for folder in EDITION_FOLDERS for path in sorted((solutions_dir / folder).glob("*.ipynb"))]
+    for path in [*sorted(solutions_dir.glob("*.ipynb")), *editions]:
         solution = nbformat.read(path, as_version=4)
         check_specs(solution, solutions_dir)  # refuse to build from a checks module that does not load
         text = render(lab_notebook(solution, solutions_dir))
         found = leaks(text)
         if found:
             raise SolutionFormatError(f"{path.name}: the lab would still contain {found}")
-        target = labs_dir / path.name
+        target = labs_dir / path.relative_to(solutions_dir)
         if target.exists() and not replace and not untouched(target) and target.read_text(encoding="utf-8") != text:
             kept.append(target)
             continue
+        target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
         written.append(target)
     return Built(written, kept)

@@ -18,12 +18,13 @@ from pathlib import Path
 from typing import TypeVar
 
 from mercadofresco import source as python_source
+from mercadofresco.course import checks
 from mercadofresco.course.handout import labs
+from mercadofresco.i18n import _, ngettext
 
 WIDTH = 88  # the text form's lines: what a notebook beside its file browser shows without breaking a line
-COULD_NOT_RUN = " (the check could not run: "  # how `checks.expect` says the learner's code raised inside a check
 NOT_DEFINED = re.compile(r"NameError: name '(\w+)' is not defined")
-DEFINE = re.compile(r"^\s*# Define (.*)$", re.MULTILINE)  # how a lab's exercise cell asks for names
+DEFINE = re.compile(r"^\s*# Defin[ea] (.*)$", re.MULTILINE)  # how a lab's exercise cell asks for names (en, es)
 NEEDS = "needs a name set by "  # the group of the checks that need names one cell should set
 ABSOLUTE_PATH = re.compile(r"(?<![\w./~-])/(?:[\w.@+-]+/)+[\w.@+-]*")  # /a/b..., not a/b, 1/2 or https://
 T = TypeVar("T")
@@ -86,8 +87,9 @@ def problem_lines(cell: dict, setters: dict[str, int]) -> list[str]:
     groups: dict[str, list[str]] = {}  # a group of checks that could not run -> the reason of each
     entries: list[tuple[str | None, list[str]]] = []  # (its group or None, its lines), in the checks' order
     lines = iter([first.removeprefix(prefix), *rest])
+    could_not_run = _could_not_run()
     for line in lines:
-        _, marker, cause = line.partition(COULD_NOT_RUN)
+        _before, marker, cause = line.partition(could_not_run)
         if not marker:
             entries.append((None, [line]))
             continue
@@ -105,11 +107,17 @@ def problem_lines(cell: dict, setters: dict[str, int]) -> list[str]:
         if group and group.startswith(NEEDS):
             said = [_needs(reasons, setters, cell["number"])]
         elif len(reasons) > 1:
-            said = [f"{len(reasons)} checks could not run: {group}"]
+            said = [_("{count} checks could not run: {reason}").format(count=len(reasons), reason=group)]
         elif index == 0:
             said = [prefix + said[0], *said[1:]]  # a check's own words, as the kernel said them
         shown += said
     return shown
+
+
+def _could_not_run() -> str:
+    """How `checks.expect` says, in this edition, that the learner's code raised inside a check: the text between
+    the hint and the error (" (the check could not run: ")."""
+    return _(checks.COULD_NOT_RUN).split("{hint}", 1)[1].split("{error}", 1)[0]
 
 
 def _group(reason: str, setters: dict[str, int], number: int) -> str:
@@ -125,12 +133,16 @@ def _needs(reasons: list[str], setters: dict[str, int], number: int) -> str:
     """One line for the checks of cell `number` that need names one earlier cell should set (or none does)."""
     names = list(dict.fromkeys(NOT_DEFINED.fullmatch(reason).group(1) for reason in reasons))
     quoted = [f"`{name}`" for name in names]
-    listed = quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
-    checks = "1 check needs" if len(reasons) == 1 else f"{len(reasons)} checks need"
+    listed = quoted[0]
+    if len(quoted) > 1:
+        listed = _("{names} and {last}").format(names=", ".join(quoted[:-1]), last=quoted[-1])
     setter = setters.get(names[0], number)
+    need = ngettext("{count} check needs {names}", "{count} checks need {names}", len(reasons))
+    need = need.format(count=len(reasons), names=listed)
     if setter < number:
-        return f"{checks} {listed}, which cell [{setter}] should set: finish that cell first"
-    return f"{checks} {listed}, which no cell above sets: define {'it' if len(names) == 1 else 'them'} as asked"
+        return _("{need}, which cell [{cell}] should set: finish that cell first").format(need=need, cell=setter)
+    define = ngettext("define it as asked", "define them as asked", len(names))
+    return _("{need}, which no cell above sets: {define}").format(need=need, define=define)
 
 
 def as_text(report: dict) -> str:
@@ -139,26 +151,38 @@ def as_text(report: dict) -> str:
     failing = [cell for cell in report["cells"] if cell["problem"]]
     setters = report.get("named_in", {})
     if failing or report["stopped"]:
-        lines.append(f"{len(failing)} cell(s) failed; fix them from the first one down:")
+        lines.append(_("{count} cell(s) failed; fix them from the first one down:").format(count=len(failing)))
         for cell in failing:
             first, *more = problem_lines(cell, setters)
-            lines.append(f"  cell [{cell['number']}] ({cell['first_line']}): {first}")
-            lines += [f"      and: {line}" for line in more]
+            where = _("cell [{number}] ({first_line})").format(number=cell["number"], first_line=cell["first_line"])
+            lines.append(f"  {where}: {first}")
+            lines += ["      " + _("and: {problem}").format(problem=line) for line in more]
         if report["stopped"]:
             lines.append(f"  {report['stopped']}")
     else:
-        lines.append(f"public checks passed; {_hidden(report)} run at grading")
+        lines.append(_("public checks passed; {hidden} run at grading").format(hidden=_hidden(report)))
     if report["blank"]:
-        lines.append(f"{len(report['blank'])} written answer(s) still blank, after: " + "; ".join(report["blank"]))
+        lines.append(_blank(report))
     text = "\n".join(wrapped(line) for line in lines)
     if report["hidden"]:  # the grader's own table, as it prints it
-        text += "\n\nhidden checks, by the instructor's grader (you have the whole repository):\n" + report["hidden"]
+        text += "\n\n" + _hidden_head() + ":\n" + report["hidden"]
     return text
+
+
+def _hidden_head() -> str:
+    return _("hidden checks, by the instructor's grader (you have the whole repository)")
+
+
+def _blank(report: dict) -> str:
+    said = _("{count} written answer(s) still blank, after: {questions}")
+    return said.format(count=len(report["blank"]), questions="; ".join(report["blank"]))
 
 
 def _hidden(report: dict) -> str:
     """How many hidden checks the lab announces; a notebook that does not say (not one the build wrote): no number."""
-    return f"{report['hidden_checks']} hidden checks" if report["hidden_checks"] else "the hidden checks"
+    if not report["hidden_checks"]:
+        return _("the hidden checks")
+    return _("{count} hidden checks").format(count=report["hidden_checks"])
 
 
 def as_html(report: dict) -> str:
@@ -167,31 +191,33 @@ def as_html(report: dict) -> str:
     failing = [cell for cell in shown if cell["problem"]]
     items = []
     for cell in shown:
-        name = f"public check {cell['part']}" if cell["part"] else f"cell {cell['first_line']}"
-        where = f"cell [{cell['number']}]"
+        if cell["part"]:
+            name = _("public check {part}").format(part=cell["part"])
+        else:
+            name = _("cell {first_line}").format(first_line=cell["first_line"])
+        where = _("cell [{number}]").format(number=cell["number"])
         if not cell["problem"]:
-            items.append(f"<li>✓ <b>{escape(name)}</b> passed ({where})</li>")
+            items.append(
+                "<li>✓ " + _("<b>{name}</b> passed ({where})").format(name=escape(name), where=where) + "</li>"
+            )
             continue
         opened = " open" if cell is failing[0] else ""
         text = "\n".join(problem_lines(cell, report.get("named_in", {})))
-        items.append(
-            f"<li><details{opened}><summary>✗ <b>{escape(name)}</b> failed ({where})</summary>"
-            f"{PRE}{escape(text)}</pre></details></li>"
-        )
+        summary = _("<b>{name}</b> failed ({where})").format(name=escape(name), where=where)
+        items.append(f"<li><details{opened}><summary>✗ {summary}</summary>{PRE}{escape(text)}</pre></details></li>")
     if failing or report["stopped"]:
-        head = f"✗ {len(failing)} cell(s) failed: fix them from the first one down (cell numbers as after Run All)."
+        head = "✗ " + _("{count} cell(s) failed: fix them from the first one down (cell numbers as after Run All).")
+        head = head.format(count=len(failing))
     else:
-        head = f"✓ public checks passed; {_hidden(report)} run at grading."
+        head = "✓ " + _("public checks passed; {hidden} run at grading.").format(hidden=_hidden(report))
     parts = [f"<p><b>{escape(head)}</b></p>", f'<ul style="list-style: none; padding-left: 0">{"".join(items)}</ul>']
     if report["stopped"]:
         parts.append(f"<p>⚠ {escape(report['stopped'])}</p>")
     if report["blank"]:
-        blank = "; ".join(report["blank"])
-        parts.append(f"<p>{len(report['blank'])} written answer(s) still blank, after: {escape(blank)}</p>")
+        parts.append(f"<p>{escape(_blank(report))}</p>")
     if report["hidden"]:
         parts.append(
-            "<details><summary>hidden checks, by the instructor's grader (you have the whole repository)</summary>"
-            f"{PRE}{escape(report['hidden'])}</pre></details>"
+            f"<details><summary>{escape(_hidden_head())}</summary>{PRE}{escape(report['hidden'])}</pre></details>"
         )
-    label = escape(f"selfcheck of {report['notebook']}")
+    label = escape(_("selfcheck of {notebook}").format(notebook=report["notebook"]))
     return f'<div role="region" aria-label="{label}">{"".join(parts)}</div>'
