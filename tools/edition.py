@@ -14,6 +14,7 @@ Locations (#: file:line) are left out of the files so that moving a line does no
 from __future__ import annotations
 
 import argparse
+import ast
 import difflib
 import io
 import sys
@@ -30,6 +31,7 @@ from tools import notebook_catalog
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "mercadofresco"
 NOTEBOOKS = ROOT / "notebooks"
+SOLUTIONS = ROOT / "solutions"
 LOCALE = ROOT / "locale"  # the notebooks' catalogs (the package's travel with it, in mercadofresco/locale)
 TEMPLATE = PACKAGE / "locale" / "mercadofresco.pot"
 SPANISH = PACKAGE / "locale" / "es" / "LC_MESSAGES" / "mercadofresco.po"
@@ -49,10 +51,43 @@ def extracted() -> Catalog:
     cells = extract_from_dir(PACKAGE, method_map=[("**.py", "python")], keywords={"T_": None}, strip_comment_tags=True)
     for filename, _lineno, message, comments, _context in cells:  # T_(): a table cell's words, shown translated
         template.add(message, locations=[(filename, 0)], auto_comments=comments, context=CELL)
-    english = sorted([*NOTEBOOKS.glob("*.ipynb"), *(ROOT / "solutions").glob("*.ipynb")])
-    for header in notebook_catalog.shown_headers(english):
+    for rule in property_rules():
+        template.add(rule, context=RULE, auto_comments=["a property a lab's public check states (its ✓ line)"])
+    for header in notebook_catalog.shown_headers(english_notebooks()):
         template.add(header, context="table header", auto_comments=["a table's column header, in the notebooks"])
     return template
+
+
+CHECKS = SOLUTIONS / "checks"  # the hidden checks: their hints have a catalog of their own, the grader's
+CHECKS_TEMPLATE, CHECKS_SPANISH = CHECKS / "locale" / "checks.pot", CHECKS / "locale" / "es.po"
+
+
+def check_hints() -> Catalog:
+    """The hidden checks' hints as a template, `msgctxt "lab1/fix_order"`: what a learner's feedback says of a
+    failed check. Kept beside the checks, out of the package's catalog, which the learner's bundle carries."""
+    template = Catalog(project=PROJECT, version="1", fuzzy=False, creation_date=DATED, revision_date=DATED)
+    for path in sorted(CHECKS.glob("lab*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            named = isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Check" and len(node.args) >= 2
+            if named and all(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in node.args[:2]):
+                check, hint = node.args[0].value, node.args[1].value
+                template.add(hint, context=f"{path.stem}/{check}", auto_comments=["a hidden check's hint"])
+    return template
+
+
+RULE = "property rule"  # a property's rule, its docstring's first line: `checks.no_counterexample` shows it
+
+
+def property_rules() -> list[str]:
+    """The first line of each property's docstring (`def prop(bench, examples, seed)` in lessons/exercises): the
+    labs' public checks state it as their rule, `holds.__doc__`, where no `_()` can mark it."""
+    found = []
+    for path in sorted((PACKAGE / "lessons" / "exercises").glob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            names = [argument.arg for argument in node.args.args] if isinstance(node, ast.FunctionDef) else []
+            if names[:3] == ["bench", "examples", "seed"] and ast.get_docstring(node):
+                found.append(ast.get_docstring(node).split("\n")[0])
+    return found
 
 
 def as_text(catalog: Catalog) -> str:
@@ -95,6 +130,20 @@ def problems(template: Catalog, spanish: Catalog) -> list[str]:
             found.append(f"no Spanish for {message.id!r}" + (f" ({message.context})" if message.context else ""))
         elif translated.fuzzy:
             found.append(f"fuzzy (the English changed): {message.id!r}")
+    return found
+
+
+def hint_problems() -> list[str]:
+    """What keeps the hidden checks' hints from being said in Spanish: a stale template, a missing or fuzzy hint."""
+    template = check_hints()
+    if not CHECKS_TEMPLATE.exists() or CHECKS_TEMPLATE.read_text() != as_text(template):
+        return [f"{CHECKS_TEMPLATE.relative_to(ROOT)} is stale: run `python -m tools.edition extract`"]
+    spanish = read_po(io.StringIO(CHECKS_SPANISH.read_text()), locale="es") if CHECKS_SPANISH.exists() else None
+    found = []
+    for message in template:
+        entry = spanish.get(message.id, context=message.context) if spanish is not None and message.id else None
+        if message.id and (entry is None or not entry.string or entry.fuzzy):
+            found.append(f"{CHECKS_SPANISH.relative_to(ROOT)}: no Spanish for the hint of {message.context}")
     return found
 
 
@@ -142,14 +191,22 @@ def _similar(one: str, other: str) -> float:
 
 
 def notebook_paths(name: str) -> tuple[Path, Path, Path, Path]:
-    """An English notebook's template, its Spanish catalog and its Spanish notebook, by the notebook's file name."""
+    """An English notebook's template, its Spanish catalog and its Spanish notebook, by the notebook's file name:
+    a lesson's in notebooks/, a lab's solution in solutions/ (the Spanish lab is built from the Spanish solution,
+    as the English one is: `python -m mercadofresco.course.grading build`)."""
     stem = Path(name).stem
+    folder = SOLUTIONS if (SOLUTIONS / name).exists() else NOTEBOOKS
     return (
-        NOTEBOOKS / name,
+        folder / name,
         LOCALE / "notebooks" / f"{stem}.pot",
         LOCALE / "es" / "notebooks" / f"{stem}.po",
-        NOTEBOOKS / "es" / name,
+        folder / "es" / name,
     )
+
+
+def english_notebooks() -> list[Path]:
+    """Every notebook with prose to translate: the lessons and the labs' solutions."""
+    return sorted([*NOTEBOOKS.glob("*.ipynb"), *SOLUTIONS.glob("*.ipynb")])
 
 
 def in_edition() -> set[str]:
@@ -207,17 +264,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "extract":
         TEMPLATE.parent.mkdir(parents=True, exist_ok=True)
         TEMPLATE.write_text(as_text(template))
-        for english in sorted(NOTEBOOKS.glob("*.ipynb")):
+        for english in english_notebooks():
             _english, path, _catalog, _spanish = notebook_paths(english.name)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(as_text(notebook_catalog.template(nbformat.read(english, as_version=4), english.name)))
-        print(f"wrote {TEMPLATE.relative_to(ROOT)} ({len(template)} messages) and the notebooks' templates")
+        CHECKS_TEMPLATE.parent.mkdir(parents=True, exist_ok=True)
+        CHECKS_TEMPLATE.write_text(as_text(check_hints()))
+        print(
+            f"wrote {TEMPLATE.relative_to(ROOT)} ({len(template)} messages), the notebooks' and the checks' templates"
+        )
         return 0
     spanish_text = SPANISH.read_text() if SPANISH.exists() else None
     if args.command == "update":
         SPANISH.parent.mkdir(parents=True, exist_ok=True)
         merged = updated(template, spanish_text)
         SPANISH.write_text(as_text(merged))
+        old_hints = CHECKS_SPANISH.read_text() if CHECKS_SPANISH.exists() else None
+        CHECKS_SPANISH.write_text(as_text(updated(check_hints(), old_hints)))
         names = sorted(_names(args.notebooks) or in_edition())
         for name in [name for name in names if name]:
             english, _template, catalog_path, _spanish = notebook_paths(name)
@@ -244,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if refused else 0
     spanish = read_po(io.StringIO(spanish_text), locale="es") if spanish_text else _new_spanish()
     found = problems(template, spanish) + [line for name in sorted(in_edition()) for line in notebook_problems(name)]
+    found += hint_problems()
     for line in found:
         print(line)
     return 1 if found else 0

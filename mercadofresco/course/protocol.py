@@ -104,6 +104,7 @@ class Plan:
     cell_timeout_seconds: float = CELL_TIMEOUT_SECONDS  # of each learner cell, and of each check
     record: str = ""  # where the plugin, then the checker, append their rows (set by the runner)
     checker: str = ""  # where the checker says what it holds for this learner (set by the runner)
+    language: str = "en"  # the learner's edition: the kernel and the checker speak it (their reasons, the stories)
 
     def learner_cells(self) -> int:
         return sum(1 for cell in self.cells if cell.role == LEARNER)

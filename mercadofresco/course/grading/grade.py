@@ -30,7 +30,7 @@ from pathlib import Path
 import nbformat
 from nbformat import NotebookNode
 
-from mercadofresco import moved
+from mercadofresco import i18n, moved
 from mercadofresco.course import protocol
 from mercadofresco.course.checker import Check
 from mercadofresco.course.grading import reports
@@ -38,6 +38,7 @@ from mercadofresco.course.grading.results import CheckResult, LearnerReport
 from mercadofresco.course.handout import labs
 from mercadofresco.course.run import nbrun
 from mercadofresco.course.run import sandbox as sb
+from mercadofresco.i18n import _
 
 # What in a learner's own code deserves the instructor's eyes (named in the report, never scored by itself).
 MOVED_SCAN_CHARS = 200_000  # of a learner's code, read for moved names (grading.moved_names)
@@ -104,26 +105,28 @@ def score(
     for cell in range(learner_cells):
         row = by_cell.get(cell)
         if row and row.outcome == "failed":
-            notes.append(f"your code cell [{cell + 1}]: {row.reason}")
+            notes.append(_("your code cell [{number}]: {reason}").format(number=cell + 1, reason=row.reason))
             if row.stops:
-                stopped = stopped or f"grading stopped at your code cell [{cell + 1}] ({row.reason})"
+                said = _("grading stopped at your code cell [{number}] ({reason})")
+                stopped = stopped or said.format(number=cell + 1, reason=row.reason)
     stopped = stopped or run.stopped
     verdicts = {row.check: row for row in rows if isinstance(row, protocol.CheckRow)}
     results = []
     for spec in specs:
         row = verdicts.get(spec.check)
         if row is None:
-            reason = f"not run: {stopped}" if stopped else "not run: grading stopped before the checks"
+            reason = _("not run: {why}").format(why=stopped or _("grading stopped before the checks"))
         else:
-            reason = "" if row.verdict else row.reason or "the check did not hold"
+            reason = "" if row.verdict else row.reason or _("the check did not hold")
         story = list(row.story) if row and not row.verdict else []
         results.append(CheckResult(spec.check, bool(row and row.verdict), spec.points, reason, spec.hint, story))
     notes += [row.note for row in rows if isinstance(row, protocol.NoteRow)]
     if run.stopped:
-        notes.append(f"the notebook was stopped: {run.stopped}")
+        notes.append(_("the notebook was stopped: {why}").format(why=run.stopped))
     if run.left_behind:
         names = ", ".join(run.left_behind[:3]) + (" …" if len(run.left_behind) > 3 else "")
-        notes.append(f"{len(run.left_behind)} process(es) you started were still running at the end (killed): {names}")
+        said = _("{count} process(es) you started were still running at the end (killed): {names}")
+        notes.append(said.format(count=len(run.left_behind), names=names))
     return LearnerReport("", results, notes)
 
 
@@ -163,8 +166,11 @@ def grade_notebook(path: Path, setting: Setting) -> LearnerReport:
         return _not_graded(path, specs, "unreadable notebook", f"could not read {path.name}: {why}")
     with sb.claimed_user() if setting.isolated else contextlib.nullcontext() as user:
         run = _run(graded, plan, learner, setting, user)
-    report = score(run.rows, plan, specs, run)
-    report.learner = path.stem
+    language = labs.edition_of(learner)
+    specs = labs.hints_in(specs, labs.checks_file(setting.solution, setting.solutions_dir), language)
+    with i18n.speaking(language):
+        report = score(run.rows, plan, specs, run)
+    report.learner, report.language = path.stem, language
     report.notes = reports.kept_notes(report.notes + moved_names(learner) + suspicious(learner))
     report.answers = labs.written_answers(learner, setting.solution)
     if not setting.isolated:
@@ -207,6 +213,7 @@ def _run(
             check_count=len(setting.only or labs.check_specs(setting.solution, setting.solutions_dir)),
             only=tuple(setting.only),
             cell_timeout_seconds=setting.limits.cell_timeout_seconds,
+            language=labs.edition_of(learner),
         )
         run = nbrun.run_notebook(target, setting.limits, plan, box, private)
     finally:

@@ -22,7 +22,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
 
+from mercadofresco import i18n
 from mercadofresco.course.protocol import shown
+from mercadofresco.i18n import N_, _, ngettext
 
 NOTES_ON_SCREEN = 3  # the first notes of a learner; report.json and the feedback file keep them all
 MOST_NOTES = 20  # of one learner (1,000 failing cells once made 1,014 notes and a 471 KB cell in report.csv)
@@ -117,7 +119,7 @@ def summary_table(reports: list) -> str:
     return "\n".join(lines)
 
 
-GRADER_WORDS = ("not run", "not trusted", "the check did not finish", "the grader could not confirm")
+GRADER_WORDS = (N_("not run"), N_("not trusted"), N_("the check did not finish"), N_("the grader could not confirm"))
 
 
 def totals_table(totals: list) -> str:
@@ -141,42 +143,60 @@ def feedback_reason(reason: str) -> str:
     The text of an error raised while a hidden check ran is partly the learner's to choose (their code
     raised it, or their values are in it): sent back whole, it could carry the check's code out.
     """
-    if reason.startswith(GRADER_WORDS):
+    if reason.startswith((*GRADER_WORDS, *map(_, GRADER_WORDS))):
         return shown(reason, 300)
     kind = reason.split(":", 1)[0]
     known = kind == "CheckFailed" or isinstance(getattr(builtins, kind, None), type)  # a class name is text too
-    return f"{kind if known else 'an error'} (the instructor's report has the details)"
+    return _("{kind} (the instructor's report has the details)").format(kind=kind if known else _("an error"))
 
 
 def feedback(report: Any, lab: str, total: Any = None) -> str:
-    """One learner's feedback, in Markdown: score, each check with its reason and hint, the notes.
+    """One learner's feedback, in Markdown and in the learner's edition (`report.language`): score, each check
+    with its reason and hint, the notes.
 
     `total` (a gradebook line) adds the points a person gave the written answers, their comments and a late penalty.
     """
+    with i18n.speaking(getattr(report, "language", "en")):
+        return _feedback(report, lab, total)
+
+
+def _feedback(report: Any, lab: str, total: Any) -> str:
     who = markdown_text(display_name(report.learner))
-    lines = [f"# {lab}: feedback for {who}", "", f"**Score: {report.score}/{report.max_score}**", ""]
+    score = _("**Score: {score}/{maximum}**").format(score=report.score, maximum=report.max_score)
+    lines = [_("# {lab}: feedback for {who}").format(lab=lab, who=who), "", score, ""]
     if total is not None:
-        lines[-2] = f"**Score: {total.final:g}/{total.maximum:g}** (checks {total.checks}/{total.checks_max}"
-        lines[-2] += f", written answers {total.written:g}/{total.written_max:g}"
-        lines[-2] += f", {total.penalty_percent:g} % off for {total.days_late} day(s) late)" if total.days_late else ")"
+        said = _("**Score: {score}/{maximum}** (checks {checks}/{checks_max}, written answers {written}/{written_max}")
+        lines[-2] = said.format(
+            score=f"{total.final:g}",
+            maximum=f"{total.maximum:g}",
+            checks=total.checks,
+            checks_max=total.checks_max,
+            written=f"{total.written:g}",
+            written_max=f"{total.written_max:g}",
+        )
+        late = _(", {percent} off for {days} day(s) late").format(
+            percent=f"{total.penalty_percent:g} %", days=total.days_late
+        )
+        lines[-2] += (late if total.days_late else "") + ")"
         lines[-2] += f"; {total.provisional}" if total.provisional else ""
     for result in report.checks:
         if result.passed:
-            lines.append(f"- passed: `{result.check}` ({result.points} point{'s' * (result.points != 1)})")
+            points = ngettext("{count} point", "{count} points", result.points).format(count=result.points)
+            lines.append("- " + _("passed: `{check}` ({points})").format(check=result.check, points=points))
         else:
             why = shown(result.reason, 300) if result.story else feedback_reason(result.reason)  # a story: ours
             lines += [
-                f"- **not passed: `{result.check}`**: {markdown_text(why)}",
-                f"  - hint: {result.hint}",
+                "- " + _("**not passed: `{check}`**: {why}").format(check=result.check, why=markdown_text(why)),
+                "  - " + _("hint: {hint}").format(hint=result.hint),
             ]
             if result.story:  # the smallest world the instructor's check found: the learner's own story to read
-                lines += ["  - the smallest world that breaks it:", "", "    ```text"]
+                lines += ["  - " + _("the smallest world that breaks it:"), "", "    ```text"]
                 lines += [f"    {shown(line, 160).replace('`', chr(39))}" for line in result.story] + ["    ```"]
     if total is not None and total.comments:
-        lines += ["", "## Your written answers", ""]
+        lines += ["", _("## Your written answers"), ""]
         lines += [f"- *{markdown_text(shown(question, 120))}*: {comment}" for question, comment in total.comments]
     if report.notes:
-        lines += ["", "## Notes", "", *(f"- {markdown_text(note)}" for note in kept_notes(report.notes))]
+        lines += ["", _("## Notes"), "", *(f"- {markdown_text(note)}" for note in kept_notes(report.notes))]
     return "\n".join(lines) + "\n"
 
 
@@ -190,7 +210,8 @@ def write_all(reports: list, lab: str, out_dir: Path, totals: dict[str, Any] | N
     data = {
         "lab": lab,
         "learners": [
-            {"learner": r.learner, "score": r.score, "max_score": r.max_score, "notes": r.notes}
+            {"learner": r.learner, "language": getattr(r, "language", "en"), "score": r.score, "max_score": r.max_score}
+            | {"notes": r.notes}
             | _total_fields(totals.get(r.learner))
             | {"checks": [asdict(c) for c in r.checks]}
             | {"answers": [{"question": q, "answer": a} for q, a in r.answers]}
@@ -201,24 +222,33 @@ def write_all(reports: list, lab: str, out_dir: Path, totals: dict[str, Any] | N
     json_path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     with csv_path.open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["learner", "check", "points", "max_points", "passed", "reason", "hint"])
+        writer.writerow(["learner", "check", "points", "max_points", "passed", "reason", "hint", "language"])
         for r in reports:
-            name = display_name(r.learner)
+            name, language = display_name(r.learner), getattr(r, "language", "en")  # the learner's edition
             for c in r.checks:
                 points = c.points if c.passed else 0
-                row = [name, c.check, points, c.points, int(c.passed), shown(c.reason, NOTE_CHARS), c.hint]
+                row = [name, c.check, points, c.points, int(c.passed), shown(c.reason, NOTE_CHARS), c.hint, language]
                 writer.writerow([spreadsheet_safe(value) for value in row])
             total = totals.get(r.learner)
             if total is not None and total.written_max:
-                row = [name, "WRITTEN", f"{total.written:g}", f"{total.written_max:g}", "", "marked by hand", ""]
+                row = [
+                    name,
+                    "WRITTEN",
+                    f"{total.written:g}",
+                    f"{total.written_max:g}",
+                    "",
+                    "marked by hand",
+                    "",
+                    language,
+                ]
                 writer.writerow([spreadsheet_safe(value) for value in row])
             if total is not None and total.days_late:
                 why = f"{total.days_late} day(s) late"
-                row = [name, "LATE", f"-{total.penalty_percent:g}%", "", "", why, ""]
+                row = [name, "LATE", f"-{total.penalty_percent:g}%", "", "", why, "", language]
                 writer.writerow([spreadsheet_safe(value) for value in row])
             score, top = (f"{total.final:g}", f"{total.maximum:g}") if total else (r.score, r.max_score)
             said = ([total.provisional] if total is not None and total.provisional else []) + kept_notes(r.notes)
-            row = [name, "TOTAL", score, top, "", "; ".join(said), ""]  # passed: a check's word, never a total's
+            row = [name, "TOTAL", score, top, "", "; ".join(said), "", language]  # passed: a check's word only
             writer.writerow([spreadsheet_safe(value) for value in row])
     folder = out_dir / "feedback"
     folder.mkdir(exist_ok=True)

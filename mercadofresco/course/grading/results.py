@@ -19,6 +19,7 @@ from pathlib import Path
 
 import nbformat
 
+from mercadofresco import i18n
 from mercadofresco.course.grading import reports
 from mercadofresco.course.handout import labs
 
@@ -45,6 +46,7 @@ class LearnerReport:
     checks: list[CheckResult]
     notes: list[str] = field(default_factory=list)  # learner cells that raised, ran out of time, or look suspicious
     answers: list[tuple[str, str]] = field(default_factory=list)  # (question, the learner's written answer)
+    language: str = "en"  # the edition the learner worked in: their feedback, hints and reasons are in it
 
     @property
     def score(self) -> int:
@@ -96,6 +98,7 @@ def to_data(report: LearnerReport, lab: str, submission: Path | None, version: s
         "checks": [asdict(result) for result in report.checks],
         "notes": list(report.notes),
         "answers": [{"question": q, "answer": a} for q, a in report.answers],
+        "language": report.language,
         "regraded": [],
     }
 
@@ -141,7 +144,8 @@ def report_of(data: dict) -> LearnerReport:
     """The grader's report of one learner, as the on-screen table and the gradebook read it."""
     checks = [CheckResult(**result) for result in data["checks"]]
     answers = [(item["question"], item["answer"]) for item in data["answers"]]
-    return LearnerReport(data["learner"], checks, list(data["notes"]), answers)
+    language = data.get("language") if data.get("language") in i18n.EDITIONS else "en"  # older results: English
+    return LearnerReport(data["learner"], checks, list(data["notes"]), answers, language)
 
 
 def replace_checks(data: dict, regraded: LearnerReport, only: set[str], version: str) -> dict:

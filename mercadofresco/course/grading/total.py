@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from mercadofresco.i18n import _
+
 
 @dataclass
 class Total:
@@ -25,7 +27,8 @@ class Total:
     @property
     def provisional(self) -> str:
         """What every report says of a total that may still grow: "" once every written answer is marked."""
-        return f"provisional: {self.unmarked:g} points of written answers not marked yet" if self.unmarked else ""
+        said = _("provisional: {points} points of written answers not marked yet")
+        return said.format(points=f"{self.unmarked:g}") if self.unmarked else ""
 
     @property
     def before_penalty(self) -> float:

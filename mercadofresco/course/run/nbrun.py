@@ -35,6 +35,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mercadofresco import i18n
 from mercadofresco.course import protocol
 from mercadofresco.course.handout import labs
 from mercadofresco.course.run import forked, watch
@@ -63,6 +64,7 @@ KERNEL_FOLDERS = [
 # database URL, its MERCADOFRESCO_LANG and its pipes are not the learner's to read or to follow (grading in the
 # learner's language will pass it for each submission, issue 51).
 KERNEL_ENV_KEPT = (
+    i18n.LANG_ENV,  # the learner's edition, which the grader sets (`Plan.language`)
     "PATH",
     "LANG",
     "LANGUAGE",
@@ -186,6 +188,7 @@ def run_notebook(
     ]
     budget = time_budget(plan, limits)
     env = _environment(jupyter_path, private, box_path, ipc)
+    env[i18n.LANG_ENV] = plan.language if plan.language in i18n.EDITIONS else "en"  # whatever the grader's says
     started = time.monotonic()
     handover, back = os.pipe(), os.pipe()  # plugin -> checker: the kernel; checker -> plugin: closed when done
     plugin_fds, checker_fds = (back[0], handover[1]), (handover[0], back[1])
