@@ -8,10 +8,18 @@ include install.mk
 LAB := $(BIN)/jupyter lab $(ALLOW_ROOT) --ServerApp.root_dir=. --LabApp.app_settings_dir=$(CURDIR)/.jupyterlab-settings \
 	--LabApp.default_url=/lab/tree/notebooks/00_start_here.ipynb
 
-.PHONY: start test lint notebooks benchmark clean learner-bundle
+# The Spanish edition: JupyterLab's menus in Spanish (its language pack, .jupyterlab-settings/es) and notebook 00 in
+# Spanish, from notebooks/es/.
+LAB_ES := $(BIN)/jupyter lab $(ALLOW_ROOT) --ServerApp.root_dir=. --LabApp.app_settings_dir=$(CURDIR)/.jupyterlab-settings/es \
+	--LabApp.default_url=/lab/tree/notebooks/es/00_start_here.ipynb
+
+.PHONY: start start-es test lint notebooks benchmark clean learner-bundle
 
 start: $(STAMP)
 	$(LAB) notebooks/00_start_here.ipynb
+
+start-es: $(STAMP)
+	$(LAB_ES) notebooks/es/00_start_here.ipynb
 
 test: $(STAMP)
 	$(BIN)/python -m pytest
@@ -21,7 +29,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
 notebooks: $(STAMP)
-	$(BIN)/python tools/nbtools.py execute notebooks/*.ipynb
+	$(BIN)/python tools/nbtools.py execute notebooks/*.ipynb notebooks/es/*.ipynb
 
 benchmark: $(STAMP)
 	$(BIN)/python benchmarks/notebook_times.py --write

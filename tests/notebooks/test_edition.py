@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import io
+import json
 import re
 import tokenize
 from collections import Counter
@@ -218,3 +219,35 @@ def test_a_labs_hints_checks_and_docstrings_are_its_prose():
         ("code string", "saw {x}"),
         ("code string", "x holds"),
     ]
+
+
+# JupyterLab's commands the notebooks name (English as they write it -> the label its menus show).
+MENU_WORDS = {
+    "Run All Cells": "Run All Cells",
+    "Restart Kernel and Run All Cells": "Restart Kernel and Run All Cells…",
+    "Save Notebook": "Save %1",
+}
+
+
+def test_the_spanish_edition_opens_jupyterlab_in_spanish_and_names_its_commands_as_its_menus_do():
+    """`make start-es` reads .jupyterlab-settings/es: JupyterLab's locale is the Spanish language pack's, and every
+    Spanish sentence that names one of JupyterLab's commands names it as that pack's menus show it."""
+    from jupyterlab_server.translation_utils import get_language_pack
+
+    settings = json.loads((ROOT / ".jupyterlab-settings" / "es" / "overrides.json").read_text())
+    locale = settings["@jupyterlab/translation-extension:plugin"]["locale"]
+    menus = get_language_pack(locale)[0]["jupyterlab"]
+    shown = {
+        english: menus[label][0].replace("…", "").replace("%1", menus["Notebook"][0])
+        for english, label in MENU_WORDS.items()
+    }
+    assert shown["Run All Cells"] == "Ejecutar todas las celdas"
+    catalogs = [edition.SPANISH, *sorted((ROOT / "locale" / "es" / "notebooks").glob("*.po"))]
+    wrong = [
+        (path.name, entry.id[:60])
+        for path in catalogs
+        for entry in notebook_catalog.read(path)
+        for english, spanish in shown.items()
+        if entry.id and english in str(entry.id) and entry.string and spanish.lower() not in str(entry.string).lower()
+    ]
+    assert wrong == [], f"say JupyterLab's commands as its Spanish menus do: {shown}"
