@@ -17,6 +17,7 @@ import argparse
 import ast
 import difflib
 import io
+import re
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,7 +54,10 @@ def extracted() -> Catalog:
         template.add(message, locations=[(filename, 0)], auto_comments=comments, context=CELL)
     for rule in property_rules():
         template.add(rule, context=RULE, auto_comments=["a property a lab's public check states (its ✓ line)"])
-    for header in notebook_catalog.shown_headers(english_notebooks()):
+    from mercadofresco.lessons import course_map  # its tables' columns are computed, in notebook 00's markdown
+
+    columns = {column for rows in (course_map.table(), course_map.labs_table()) for row in rows for column in row}
+    for header in sorted(set(notebook_catalog.shown_headers(english_notebooks())) | columns):
         template.add(header, context="table header", auto_comments=["a table's column header, in the notebooks"])
     return template
 
@@ -204,6 +208,85 @@ def notebook_paths(name: str) -> tuple[Path, Path, Path, Path]:
     )
 
 
+# The guides a learner or an instructor reads -> their Spanish edition (the learner's bundle ships README.es.md).
+DOCS = {
+    "docs/learner.md": "docs/es/learner.md",
+    "docs/instructor.md": "docs/es/instructor.md",
+    "learner/README.md": "learner/es/README.md",
+    "labs/README.md": "labs/es/README.md",
+}
+BUNDLE_ROOT = {"learner/README.md"}  # read from the bundle's root, beside the English one: its links stay as written
+
+
+def doc_paths(source: str) -> tuple[Path, Path, Path, Path]:
+    """A guide's English file, template, Spanish catalog and Spanish file (`docs/learner.md` -> docs-learner.po)."""
+    key = source.removesuffix(".md").replace("/", "-")
+    return ROOT / source, LOCALE / "docs" / f"{key}.pot", LOCALE / "es" / "docs" / f"{key}.po", ROOT / DOCS[source]
+
+
+def _as_notebook(text: str) -> nbformat.NotebookNode:
+    """A guide as the notebook catalog reads prose: one markdown cell (its units keyed "doc/<n>")."""
+    return nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(text, id="doc")])
+
+
+def doc_template(source: str) -> Catalog:
+    """The catalog template of a guide's prose: one entry a heading, paragraph, list item or table."""
+    return notebook_catalog.template(_as_notebook(doc_paths(source)[0].read_text()), source)
+
+
+def built_doc(source: str) -> tuple[str, list[str]]:
+    """A guide's Spanish edition as its English and its catalog make it, and what is missing."""
+    english, _template, catalog, _spanish = doc_paths(source)
+    read = notebook_catalog.read(catalog) if catalog.exists() else Catalog(locale="es")
+    siblings = {Path(target).name for name, target in DOCS.items() if Path(name).parent == Path(source).parent}
+    relink = source not in BUNDLE_ROOT
+    notebook, missing = notebook_catalog.translated(
+        _as_notebook(english.read_text()), read, siblings | in_edition(), relink
+    )
+    return _anchored(notebook.cells[0].source, source) if relink else notebook.cells[0].source, missing
+
+
+def _anchored(text: str, source: str) -> str:
+    """Links to a heading of a Spanish sibling guide (`instructor.md#grading-a-class-step-by-step`) with the anchor
+    its Spanish heading makes, as GitHub and JupyterLab make one from a heading's words."""
+    folder = Path(source).parent
+
+    def anchor(match: re.Match) -> str:
+        linked = (folder / match.group(2)).as_posix() if match.group(2) else source  # no file: this guide
+        spanish = _heading_anchors(linked) if linked in DOCS else {}
+        return f"{match.group(1)}{match.group(2) or ''}#{spanish.get(match.group(3), match.group(3))})"
+
+    return re.sub(r"(\]\()([\w.-]+\.md)?#([\w-]+)\)", anchor, text)
+
+
+def _heading_anchors(source: str) -> dict[str, str]:
+    """A guide's headings: the English anchor -> the Spanish one, from its catalog."""
+    _english, _template, catalog, _spanish = doc_paths(source)
+    found = {}
+    for entry in notebook_catalog.read(catalog) if catalog.exists() else []:
+        if entry.id and entry.string and "heading" in entry.auto_comments:
+            found[_slug(entry.id)] = _slug(entry.string)
+    return found
+
+
+def _slug(heading: str) -> str:
+    """A heading's anchor: lower case, punctuation dropped, spaces as hyphens (GitHub's and JupyterLab's rule)."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def doc_problems(source: str) -> list[str]:
+    """What keeps a guide's Spanish edition from being what its English and its catalog make."""
+    _english, template_path, _catalog, spanish = doc_paths(source)
+    found = []
+    if not template_path.exists() or template_path.read_text() != as_text(doc_template(source)):
+        found.append(f"{template_path.relative_to(ROOT)} is stale: run `python -m tools.edition extract`")
+    text, missing = built_doc(source)
+    found += [f"{source} {line}" for line in missing]
+    if not spanish.exists() or spanish.read_text() != text:
+        found.append(f"{spanish.relative_to(ROOT)} is not what its catalog makes: run `python -m tools.edition build`")
+    return found
+
+
 def english_notebooks() -> list[Path]:
     """Every notebook with prose to translate: the lessons and the labs' solutions."""
     return sorted([*NOTEBOOKS.glob("*.ipynb"), *SOLUTIONS.glob("*.ipynb")])
@@ -270,6 +353,10 @@ def main(argv: list[str] | None = None) -> int:
             path.write_text(as_text(notebook_catalog.template(nbformat.read(english, as_version=4), english.name)))
         CHECKS_TEMPLATE.parent.mkdir(parents=True, exist_ok=True)
         CHECKS_TEMPLATE.write_text(as_text(check_hints()))
+        for source in DOCS:
+            _english, path, _catalog, _spanish = doc_paths(source)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(as_text(doc_template(source)))
         print(
             f"wrote {TEMPLATE.relative_to(ROOT)} ({len(template)} messages), the notebooks' and the checks' templates"
         )
@@ -281,7 +368,13 @@ def main(argv: list[str] | None = None) -> int:
         SPANISH.write_text(as_text(merged))
         old_hints = CHECKS_SPANISH.read_text() if CHECKS_SPANISH.exists() else None
         CHECKS_SPANISH.write_text(as_text(updated(check_hints(), old_hints)))
-        names = sorted(_names(args.notebooks) or in_edition())
+        for source in [name for name in DOCS if not args.notebooks or name in args.notebooks]:
+            _english, _template, catalog_path, _spanish = doc_paths(source)
+            old = notebook_catalog.read(catalog_path) if catalog_path.exists() else None
+            catalog_path.parent.mkdir(parents=True, exist_ok=True)
+            catalog_path.write_text(as_text(merged_by_place(doc_template(source), old)))
+        asked = {name for name in _names(args.notebooks) if name.endswith(".ipynb")}
+        names = sorted(asked or (set() if args.notebooks else in_edition()))
         for name in [name for name in names if name]:
             english, _template, catalog_path, _spanish = notebook_paths(name)
             old = notebook_catalog.read(catalog_path) if catalog_path.exists() else None
@@ -292,7 +385,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "build":
         refused = 0
-        for name in sorted(in_edition() & set(_names(args.notebooks) or in_edition())):
+        for source in [name for name in DOCS if not args.notebooks or name in args.notebooks]:
+            text, missing = built_doc(source)
+            spanish_doc = doc_paths(source)[3]
+            if missing and not args.draft:
+                print(f"{source}: not built, {len(missing)} unit(s) untranslated or fuzzy, first {missing[0]}")
+                refused += 1
+            elif not spanish_doc.exists() or spanish_doc.read_text() != text:
+                spanish_doc.parent.mkdir(parents=True, exist_ok=True)
+                spanish_doc.write_text(text)
+                print(f"wrote {spanish_doc.relative_to(ROOT)}")
+        asked = {name for name in _names(args.notebooks) if name.endswith(".ipynb")}
+        for name in sorted(in_edition() & (asked or (set() if args.notebooks else in_edition()))):
             notebook, missing = built(name)
             if missing and not args.draft:
                 print(f"{name}: not built, {len(missing)} unit(s) untranslated or fuzzy, first {missing[0]}")
@@ -307,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if refused else 0
     spanish = read_po(io.StringIO(spanish_text), locale="es") if spanish_text else _new_spanish()
     found = problems(template, spanish) + [line for name in sorted(in_edition()) for line in notebook_problems(name)]
-    found += hint_problems()
+    found += hint_problems() + [line for source in DOCS for line in doc_problems(source)]
     for line in found:
         print(line)
     return 1 if found else 0

@@ -245,11 +245,11 @@ def template(notebook: nbformat.NotebookNode, name: str) -> Catalog:
 
 
 def translated(
-    notebook: nbformat.NotebookNode, catalog: Catalog, edition: set[str]
+    notebook: nbformat.NotebookNode, catalog: Catalog, edition: set[str], relink: bool = True
 ) -> tuple[nbformat.NotebookNode, list[str]]:
     """The notebook with each unit of prose replaced by its translation, without outputs, and what could not be
     translated (a unit with no translation, or a fuzzy one). `edition`: the notebooks' file names that have a
-    Spanish edition, which its links reach as siblings."""
+    Spanish edition, which its links reach as siblings (`relink=False`: links stay as written)."""
     built = nbformat.reads(nbformat.writes(notebook), as_version=4)
     missing: list[str] = []
     labels = _labels(notebook, catalog)
@@ -272,7 +272,7 @@ def translated(
             tail = _relabelled(unit.tail, labels)
             spanish = unit.marker + entry.string + (" " + tail if tail else "")
             lines[unit.start : unit.end] = spanish.split("\n")
-        cell.source = relinked("\n".join(lines), edition)
+        cell.source = relinked("\n".join(lines), edition) if relink else "\n".join(lines)
     built.metadata["edition"] = EDITION
     return built, missing
 

@@ -130,9 +130,13 @@ def test_the_bundle_holds_the_learners_files_and_nothing_of_the_instructors(unpa
     names = {path.relative_to(unpacked).as_posix() for path in unpacked.rglob("*") if path.is_file()}
     for needed in (
         "README.md",
+        "README.es.md",
         "Makefile",
         "install.mk",
         ".jupyterlab-settings/overrides.json",
+        ".jupyterlab-settings/es/overrides.json",
+        "notebooks/es/00_start_here.ipynb",
+        "labs/es/lab1_double_charge.ipynb",
         "pyproject.toml",
         "constraints.txt",
         "notebooks/00_start_here.ipynb",

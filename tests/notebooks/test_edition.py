@@ -251,3 +251,14 @@ def test_the_spanish_edition_opens_jupyterlab_in_spanish_and_names_its_commands_
         if entry.id and english in str(entry.id) and entry.string and spanish.lower() not in str(entry.string).lower()
     ]
     assert wrong == [], f"say JupyterLab's commands as its Spanish menus do: {shown}"
+
+
+@pytest.mark.parametrize("source", sorted(edition.DOCS))
+def test_a_spanish_guide_is_what_its_english_and_its_catalog_make(source):
+    """The learner's and the instructor's guides, the bundle's README and the labs' README, in Spanish: each unit
+    translated and current, the committed file the one the build writes."""
+    assert edition.doc_problems(source) == []
+
+
+def test_every_english_notebook_and_lab_has_its_spanish_edition():
+    assert {path.name for path in edition.english_notebooks()} == edition.in_edition()

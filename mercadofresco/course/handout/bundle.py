@@ -36,7 +36,7 @@ INCLUDED = (
 )
 # The bundle's own files, in place of the repository's (whose README leads to the instructor's and maintainer's
 # guides and whose Makefile runs tests the bundle has not): the bundle's name -> the file in the repository.
-LEARNER = {"README.md": "learner/README.md", "Makefile": "learner/Makefile"}
+LEARNER = {"README.md": "learner/README.md", "README.es.md": "learner/es/README.md", "Makefile": "learner/Makefile"}
 SKIPPED_PARTS = ("__pycache__", ".ipynb_checkpoints")
 # The grader's rooms stay with the instructor: a learner needs the doors, the protocol and handout/ from course/.
 GRADER_ROOMS = tuple(Path("mercadofresco/course") / room for room in ("run", "checker", "grading"))
