@@ -323,8 +323,8 @@ def _relabelled(tail: str, labels: dict[str, str]) -> str:
             asked = re.match(r"^\s*(?P<label>.+)\s=\s(?P<value>.+?)\s*$", ask)  # tests/notebooks/try_this.py's
             if asked is None:
                 return comment.group(0)
-            label = asked.group("label").strip()
-            written.append(f"{labels.get(label) or _packages(label)} = {asked.group('value')}")
+            label, value = asked.group("label").strip(), asked.group("value")
+            written.append(f"{labels.get(label) or _packages(label)} = {_option(value)}")
         return f"<!-- try: {'; '.join(written)} -->"
 
     return re.sub(r"<!--\s*try:(.*?)-->", relabelled, tail, flags=re.DOTALL)
@@ -337,6 +337,17 @@ def _packages(label: str) -> str:
 
     with i18n.speaking(EDITION):
         return i18n._(label)
+
+
+def _option(value: str) -> str:
+    """A try comment's value as the edition's control shows it: a dropdown's option in its words (`show.choices`),
+    a number or a text as it is (the package has no table word for it)."""
+    from mercadofresco import i18n
+
+    quoted = re.fullmatch(r'(["\'])(.*)\1', value.strip())
+    with i18n.speaking(EDITION):
+        said = i18n.pgettext("table cell", quoted.group(2) if quoted else value)
+    return f"{quoted.group(1)}{said}{quoted.group(1)}" if quoted else said
 
 
 def relinked(source: str, edition: set[str]) -> str:

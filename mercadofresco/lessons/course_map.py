@@ -16,7 +16,7 @@ from pathlib import Path
 
 import nbformat
 
-from mercadofresco.i18n import _, edition, pgettext
+from mercadofresco.i18n import _, edition, number, pgettext
 
 ROOT = Path(__file__).resolve().parents[2]  # the workbook: mercadofresco/lessons/ is two levels down
 NOTEBOOKS = ROOT / "notebooks"
@@ -70,8 +70,9 @@ def _folder(english: Path) -> Path:
 def lab_size(path: Path) -> dict[str, int]:
     """What a lab asks you to write, counted in its solution when the solution is here (an instructor's copy)."""
     notebook = nbformat.read(path, as_version=4)
-    questions = sum(1 for c in notebook.cells if c.cell_type == "markdown" and "*Your answer here.*" in c.source)
-    size = {"code cells to complete": sum(1 for c in notebook.cells if "YOUR CODE HERE" in c.source)}
+    answer, code = _("*Your answer here.*"), _("# YOUR CODE HERE: replace the next line with your solution.")
+    questions = sum(1 for c in notebook.cells if c.cell_type == "markdown" and answer in c.source)
+    size = {"code cells to complete": sum(1 for c in notebook.cells if code in c.source)}  # the lab's own prompts
     size["written answers"] = questions
     size["public check cells"] = sum(1 for c in notebook.cells if "checks.part(" in c.source)
     size["hidden checks"] = int(notebook.metadata.get("course_lab", {}).get("hidden_checks", 0))
@@ -101,7 +102,7 @@ def table(root: Path = ROOT) -> list[dict[str, object]]:
                 "words": stop.words,
                 "reading (min)": stop.reading_minutes,
                 "panels": stop.panels,
-                "runs in (s)": "not measured" if stop.run_seconds is None else f"{stop.run_seconds:.1f}",
+                "runs in (s)": _("not measured") if stop.run_seconds is None else number(stop.run_seconds, ".1f"),
             }
         )
     return rows
@@ -115,7 +116,7 @@ def labs_table(root: Path = ROOT) -> list[dict[str, object]]:
         row: dict[str, object] = {"lab": stop.path.stem, "after notebook": after[stop.path.stem]}
         row["reading (min)"] = stop.reading_minutes
         row |= lab_size(stop.path)
-        row["solution runs in (s)"] = "not measured" if stop.run_seconds is None else f"{stop.run_seconds:.1f}"
+        row["solution runs in (s)"] = _("not measured") if stop.run_seconds is None else number(stop.run_seconds, ".1f")
         rows.append(row)
     return rows
 

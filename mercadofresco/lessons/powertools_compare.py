@@ -24,7 +24,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAl
 
 from mercadofresco import world
 from mercadofresco.clock import Stopwatch, Task, VirtualClock, Waiter, together
-from mercadofresco.i18n import _
+from mercadofresco.i18n import T_, _
 from mercadofresco.lessons.keys_and_table import ORDER, empty_table, results
 from mercadofresco.models import gateway
 from mercadofresco.patterns import idempotency
@@ -107,11 +107,11 @@ def declined_then_duplicate(charge: Charge, provider: gateway.PaymentGateway) ->
     for _delivery in range(2):
         try:
             charge(order=order)
-            outcomes.append("charged")
+            outcomes.append(T_("charged"))
         except gateway.CardDeclinedError:
-            outcomes.append("gateway said 402")
+            outcomes.append(T_("gateway said 402"))
         except idempotency.AlreadyFailedError:
-            outcomes.append("FALLIDO kept: not called")
+            outcomes.append(T_("FALLIDO kept: not called"))
     return {"gateway_calls": provider.calls, "outcomes": outcomes}
 
 
@@ -123,7 +123,7 @@ def behaviour_table(aws: world.World, clock: VirtualClock, ours: dict[str, Any] 
     the state is read from the record it left.
     """
     rows = []
-    for name, make in (("ours", our_charge), ("powertools", powertools_charge)):
+    for name, make in ((T_("ours"), our_charge), ("powertools", powertools_charge)):
         if name == "ours" and ours is not None:
             par, states = ours, [_state_left_by_the_race(aws)]
         else:

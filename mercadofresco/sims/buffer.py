@@ -28,7 +28,7 @@ from typing import Any
 import simpy
 
 from mercadofresco.errors import check_range
-from mercadofresco.i18n import _
+from mercadofresco.i18n import T_, _
 
 HOUR = 3_600.0
 
@@ -46,7 +46,7 @@ class Segment:
 LESSON_PROFILE = (Segment(16, 20, 900), Segment(20, 26, 0))
 # The same peak followed by an ordinary evening: these evening rates are this workbook's assumption.
 EVENING_PROFILE = (Segment(16, 20, 900), Segment(20, 22, 450), Segment(22, 24, 250), Segment(24, 26, 80))
-PROFILES = {"lesson": LESSON_PROFILE, "evening": EVENING_PROFILE}
+PROFILES = {T_("lesson"): LESSON_PROFILE, T_("evening"): EVENING_PROFILE}  # T_: a panel shows them translated
 
 
 def with_peak(profile: tuple[Segment, ...], orders_per_hour: float) -> tuple[Segment, ...]:

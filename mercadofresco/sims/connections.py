@@ -34,11 +34,11 @@ from typing import Any
 import simpy
 
 from mercadofresco.errors import check_range
-from mercadofresco.i18n import _
+from mercadofresco.i18n import T_, _
 from mercadofresco.patterns import backoff, retry
 from mercadofresco.sims import lambda_scaling, retry_loop
 
-CAPS = ("none", "maximum_concurrency", "reserved_concurrency", "pool")
+CAPS = (T_("none"), "maximum_concurrency", "reserved_concurrency", T_("pool"))  # T_: shown in the edition
 REFUSED_SECONDS = 0.1  # a refused connection answers fast ("too many connections")
 # The function's database client retries a refused connection twice, with full jitter.
 CONNECT_POLICY = retry.RetryPolicy(backoff.FullJitter(base=0.5, cap=4.0), max_attempts=3)

@@ -34,11 +34,11 @@ from typing import Any
 import simpy
 
 from mercadofresco.errors import check_range
-from mercadofresco.i18n import _
+from mercadofresco.i18n import T_, _
 from mercadofresco.sims import lambda_scaling
 
-RELEASES = ("all_at_once", "paced")
-SCALINGS = ("as_stated", "standard", "provisioned")
+RELEASES = ("all_at_once", T_("paced"))  # T_: a panel shows the words in the edition
+SCALINGS = ("as_stated", T_("standard"), T_("provisioned"))
 BATCH = 10  # Lambda's SQS batch size: one invocation, one connection, up to 10 messages
 THROTTLED_SECONDS = 0.1  # a throttled invocation answers at once; the poller takes the next batch
 

@@ -152,15 +152,15 @@ def test_a_panel_refuses_a_control_without_a_label_and_describes_numbers():
     import ipywidgets as widgets
     import pytest
 
-    from mercadofresco.lessons.show import panels
+    from mercadofresco.lessons.show import controls
 
     with pytest.raises(ValueError, match="'key' has no description"):
         show.panel(lambda key: None, {"key": widgets.Dropdown(options=["a", "b"])})
-    assert panels.describe(widgets.IntSlider(min=1, max=500, description="rate (/s)")) == "per second, from 1 to 500"
-    assert panels.describe(widgets.BoundedIntText(min=1, max=10_000_000, description="orders")) == (
+    assert controls.describe(widgets.IntSlider(min=1, max=500, description="rate (/s)")) == "per second, from 1 to 500"
+    assert controls.describe(widgets.BoundedIntText(min=1, max=10_000_000, description="orders")) == (
         "from 1 to 10,000,000"
     )
-    assert panels.describe(widgets.IntText(description="visibility (s)")) == "in seconds"
-    assert panels.describe(widgets.Checkbox(description="concurrency cap (20)")) == ""  # a count, not a unit
+    assert controls.describe(widgets.IntText(description="visibility (s)")) == "in seconds"
+    assert controls.describe(widgets.Checkbox(description="concurrency cap (20)")) == ""  # a count, not a unit
     log = show.log_slider("cap (ms)", 2000, 1, 3600)
-    assert log.tooltip == "in milliseconds, from 1 to 3,600, on a log scale" and panels.LOG in log._dom_classes
+    assert log.tooltip == "in milliseconds, from 1 to 3,600, on a log scale" and controls.LOG in log._dom_classes

@@ -38,7 +38,7 @@ from mercadofresco.course.grading.results import CheckResult, LearnerReport
 from mercadofresco.course.handout import labs
 from mercadofresco.course.run import nbrun
 from mercadofresco.course.run import sandbox as sb
-from mercadofresco.i18n import _
+from mercadofresco.i18n import N_, _
 
 # What in a learner's own code deserves the instructor's eyes (named in the report, never scored by itself).
 MOVED_SCAN_CHARS = 200_000  # of a learner's code, read for moved names (grading.moved_names)
@@ -46,14 +46,14 @@ MOVED_SCAN_CHARS = 200_000  # of a learner's code, read for moved names (grading
 # to read and assemble before the learner's limits even applied (a hostile session's attack, stop 61).
 MAX_NOTEBOOK_MB = 20
 SUSPICIOUS = {
-    r"get_ipython|get_\"|get_'|\bIPython\b|ipykernel": "reaches the IPython shell or kernel",
-    r"transformer|ast_parse|\bimport ast\b|linecache": "touches how cells are compiled",
-    r"showtraceback|excepthook|settrace|setprofile": "touches how errors are shown or traced",
-    r"\bbuiltins\b|__builtins__|sys\.modules": "changes builtins or loaded modules",
-    r"\bctypes\b|\bgc\.|__import__|importlib": "reaches the interpreter's internals",
-    r"os\._exit|os\.kill|\bsignal\.": "ends or signals processes",
-    r"subprocess|multiprocessing|os\.fork|Popen|os\.system": "starts processes",
-    r"\bsocket\b|urllib|requests\.": "opens network connections",
+    r"get_ipython|get_\"|get_'|\bIPython\b|ipykernel": N_("reaches the IPython shell or kernel"),
+    r"transformer|ast_parse|\bimport ast\b|linecache": N_("touches how cells are compiled"),
+    r"showtraceback|excepthook|settrace|setprofile": N_("touches how errors are shown or traced"),
+    r"\bbuiltins\b|__builtins__|sys\.modules": N_("changes builtins or loaded modules"),
+    r"\bctypes\b|\bgc\.|__import__|importlib": N_("reaches the interpreter's internals"),
+    r"os\._exit|os\.kill|\bsignal\.": N_("ends or signals processes"),
+    r"subprocess|multiprocessing|os\.fork|Popen|os\.system": N_("starts processes"),
+    r"\bsocket\b|urllib|requests\.": N_("opens network connections"),
 }
 
 
@@ -77,9 +77,9 @@ def suspicious(learner: NotebookNode) -> list[str]:
     notes = []
     code = [cell for cell in learner.cells if cell.cell_type == "code"]
     for number, cell in enumerate(code, start=1):
-        found = [why for pattern, why in SUSPICIOUS.items() if re.search(pattern, cell.source)]
+        found = [_(why) for pattern, why in SUSPICIOUS.items() if re.search(pattern, cell.source)]
         if found:
-            notes.append(f"look at your code cell [{number}]: it {'; '.join(found)}")
+            notes.append(_("look at your code cell [{number}]: it {what}").format(number=number, what="; ".join(found)))
     return notes
 
 
@@ -91,8 +91,10 @@ def moved_names(learner: NotebookNode) -> list[str]:
     """
     code = "\n".join(cell.source for cell in learner.cells if cell.cell_type == "code")
     if len(code) > MOVED_SCAN_CHARS:
-        return [f"your code was not read for moved names: it is over {MOVED_SCAN_CHARS:,} characters"]
-    return [f"your code calls a name that moved: {moved.message(old)}" for old in moved.used_in(code)]
+        said = _("your code was not read for moved names: it is over {count} characters")
+        return [said.format(count=i18n.number(MOVED_SCAN_CHARS, ","))]
+    said = _("your code calls a name that moved: {message}")
+    return [said.format(message=moved.message(old)) for old in moved.used_in(code)]
 
 
 def score(
@@ -168,16 +170,14 @@ def grade_notebook(path: Path, setting: Setting) -> LearnerReport:
         run = _run(graded, plan, learner, setting, user)
     language = labs.edition_of(learner)
     specs = labs.hints_in(specs, labs.checks_file(setting.solution, setting.solutions_dir), language)
-    with i18n.speaking(language):
+    with i18n.speaking(language):  # what the learner's feedback says: in the learner's edition
         report = score(run.rows, plan, specs, run)
+        report.notes = reports.kept_notes(report.notes + moved_names(learner) + suspicious(learner))
+        if not setting.isolated:
+            said = _("graded without isolation: verdicts can be forged (the grader was not root; see {guide})")
+            report.notes.append(said.format(guide="docs/instructor.md, Each learner apart"))
     report.learner, report.language = path.stem, language
-    report.notes = reports.kept_notes(report.notes + moved_names(learner) + suspicious(learner))
     report.answers = labs.written_answers(learner, setting.solution)
-    if not setting.isolated:
-        report.notes.append(
-            "graded without isolation: verdicts can be forged "
-            "(the grader was not root; see docs/instructor.md, Each learner apart)"
-        )
     return report
 
 

@@ -107,7 +107,7 @@ def _classify_play(bench: DlqBench) -> Callable[[Sample], None]:
         answer = bench.classify()
         if answer != world_.kind:
             why = _("classify_dlq said {answer}; what the messages say is {kind}")
-            raise worlds.Broken(why.format(answer=f"{answer!r:.40}", kind=world_.kind), lines)
+            raise worlds.Broken(why.format(answer=f"{answer!r:.40}", kind=repr(world_.kind)), lines)
         bench.clock.advance(300)  # past an inspection's visibility, however long the learner made it within reason
         if len(peek(bench)) != len(bodies):
             raise worlds.Broken(_("classifying deleted messages from the DLQ"), lines)

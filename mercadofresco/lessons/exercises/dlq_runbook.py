@@ -87,7 +87,7 @@ def _runbook_play(bench: DlqBench) -> Callable[[Incident], None]:
             else _("the DLQ holds {count} {kind} messages")
         )
         lines = [
-            held.format(count=world_.count, kind=world_.kind),
+            held.format(count=world_.count, kind=repr(world_.kind)),  # classify_dlq's word for them, as it says it
             _("the source queue is empty")
             if world_.oldest is None
             else _("the source queue's oldest order is {seconds} s old").format(seconds=world_.oldest),
@@ -105,7 +105,7 @@ def _runbook_play(bench: DlqBench) -> Callable[[Incident], None]:
                 else _(
                     "the incident is {kind}, not poison: this fix is not for it: the runbook must stop and touch "
                     "nothing; it went on"
-                ).format(kind=world_.kind)
+                ).format(kind=repr(world_.kind))
             )
             if not isinstance(answer, Exception) or sum(charges.values()) or in_dlq != len(bodies):
                 raise worlds.Broken(why, lines)

@@ -9,18 +9,8 @@ modules' public ones.
 """
 
 from mercadofresco import moved
-from mercadofresco.lessons.show.panels import (
-    GONE,
-    INTEGER,
-    LOG_FORMAT,
-    RUNNING,
-    WIDE,
-    log_slider,
-    panel,
-    refusal,
-    summary,
-    value_of,
-)
+from mercadofresco.lessons.show.controls import INTEGER, LOG_FORMAT, WIDE, choices, log_slider, value_of
+from mercadofresco.lessons.show.panels import GONE, RUNNING, panel, refusal, summary
 from mercadofresco.lessons.show.pictures import (
     BAD,
     GOOD,
@@ -38,8 +28,8 @@ from mercadofresco.lessons.show.tables import Table, cell, duration, header, ite
 
 __all__ = [
     "BAD", "GONE", "GOOD", "HATCHES", "INTEGER", "LOG_FORMAT", "MARKERS", "PALETTE", "RUNNING", "WIDE",
-    "Picture", "Table", "bars", "canvas", "cell", "duration", "header", "items", "listed", "log_slider", "numbers",
-    "panel", "refusal", "summary", "table", "titled", "value_of",
+    "Picture", "Table", "bars", "canvas", "cell", "choices", "duration", "header", "items", "listed", "log_slider",
+    "numbers", "panel", "refusal", "summary", "table", "titled", "value_of",
 ]  # fmt: skip
 
 

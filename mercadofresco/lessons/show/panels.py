@@ -12,17 +12,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mercadofresco.i18n import N_, _
+from mercadofresco.lessons.show.controls import WIDE, describe, value_of
 from mercadofresco.lessons.show.pictures import Picture
-from mercadofresco.lessons.show.tables import Table, cell, recorded
+from mercadofresco.lessons.show.tables import Table, recorded
 
-WIDE = "min(640px, 100%)"  # ipywidgets' 300 px leave a slider a 100-135 px track, and cut a checkbox's question
-INTEGER = "mf-integer"  # the class of a log slider whose value the panel passes on as a whole number
-LOG = "mf-log"  # the class of every log slider: its handle's own value is an exponent, its arrow steps tiny
 RUNNING = "mf-running"  # the button's class while its experiment runs
 SAID_CHARACTERS = 200  # a status announcement says a picture's first sentences, about this long
 QUEUED_SECONDS = 0.25  # a press that arrives this soon after a run ends was made during it
-LOG_STEPS = 100_000  # a log slider's steps end to end
-LOG_FORMAT = ".4g"  # a log slider's readout, and what the panel passes on
 GONE = N_("⚠ The kernel that drew this panel is gone: run the notebook's cells again (Run → Run All Cells) to use it.")
 # JupyterLab marks every view of a widget whose kernel has restarted or died `jupyter-widgets-disconnected`, and
 # keeps drawing it: without this the panel looks alive and its button does nothing. The rules travel in the
@@ -43,11 +39,6 @@ PANEL_STYLE = (
     " {outline: 3px solid var(--jp-brand-color0, #0d47a1) !important; outline-offset: 1px}"
     "</style>"
 )
-# Units as a screen reader should say them, by what a label writes in its brackets: "wait (s)" is in seconds.
-UNIT_WORDS = {
-    "s": N_("in seconds"), "ms": N_("in milliseconds"), "min": N_("in minutes"), "h": N_("in hours"),
-    "/s": N_("per second"), "/h": N_("per hour"), "%": N_("in percent"), "USD": N_("in US dollars"),
-}  # fmt: skip
 # ipywidgets 8 names a text box, a dropdown and a checkbox by their label, but not a slider's handle nor its
 # editable readout, gives a log slider's handle the exponent as its value, and puts a control's tooltip on its
 # label only (a title there describes nothing). This script, shown once with each panel (JupyterLab runs it for
@@ -142,59 +133,6 @@ ACCESSIBLE = """
 """
 
 
-def log_slider(description: str, value: float, low: float, high: float, integer: bool = False) -> Any:
-    """A slider on a log scale from `low` to `high`, for a setting whose useful values span orders of magnitude.
-
-    `low` and `high` are values, not exponents (ipywidgets' FloatLogSlider takes exponents). On a panel's
-    400-odd pixels of track a drag moves it 2-3 % a pixel; a value typed in the readout beside it stays what
-    was typed. The slider snaps what is typed to its steps, so they are fine (LOG_STEPS of them): 600 lands
-    on 600.02, where 1,000 steps from 1 to 86,399 put it on 602.
-    `panel` passes on what the readout shows: 4 significant digits, or with `integer` a whole number (an int).
-    """
-    import ipywidgets as widgets
-
-    low_exponent, high_exponent = math.log10(low), math.log10(high)
-    slider = widgets.FloatLogSlider(
-        value=value,
-        base=10,
-        min=low_exponent,
-        max=high_exponent,
-        step=(high_exponent - low_exponent) / LOG_STEPS,
-        readout_format="d" if integer else LOG_FORMAT,
-        description=description,
-    )
-    slider.tooltip = describe(slider, _("from {low} to {high}, on a log scale").format(low=cell(low), high=cell(high)))
-    slider.add_class(LOG)
-    if integer:
-        slider.add_class(INTEGER)
-    return slider
-
-
-def describe(control: Any, span: str = "") -> str:
-    """What a control's tooltip says, and a screen reader reads after its name: its unit and its range.
-
-    The unit comes from the label's brackets ("wait (s)": "in seconds"); the range, `span` or the control's own
-    `min` and `max` ("from 0 to 900").
-    """
-    bracket = re.search(r"\(([^()]+)\)\s*$", getattr(control, "description", "") or "")
-    unit = bracket.group(1).strip() if bracket else ""
-    if not span and hasattr(control, "min") and hasattr(control, "max"):
-        span = _("from {low} to {high}").format(low=cell(control.min), high=cell(control.max))
-    said = _(UNIT_WORDS[unit]) if unit in UNIT_WORDS else ""
-    if not said and unit and not unit[0].isdigit():  # not "(20)", a count
-        said = _("in {unit}").format(unit=unit)
-    return ", ".join(part for part in (said, span) if part)
-
-
-def value_of(control: Any) -> Any:
-    """What the panel passes on for `control`: its value; for a log slider, what its readout shows."""
-    if INTEGER in getattr(control, "_dom_classes", ()):
-        return round(control.value)
-    if type(control).__name__ == "FloatLogSlider":  # typing 5 gives 5.0002: the readout says 5
-        return float(format(control.value, LOG_FORMAT))
-    return control.value
-
-
 def summary(result: Any, tables: Sequence[Table] = ()) -> str:
     """What the status line says after "Done: ": the tables the run showed (`tables`, each by `Table.said`) and
     the result (a picture's text alternative, a table's, a text), or that the result is below."""
@@ -219,7 +157,10 @@ def _first_sentences(text: str, enough: int = SAID_CHARACTERS) -> str:
     return " ".join(kept)
 
 
-def panel(run: Callable[..., Any], controls: dict[str, Any], button: str = "Run experiment") -> Any:
+RUN_EXPERIMENT = N_("Run experiment")  # the button's label, unless a notebook names it (`button="Classify"`)
+
+
+def panel(run: Callable[..., Any], controls: dict[str, Any], button: str = RUN_EXPERIMENT) -> Any:
     """Controls, a button, a status line and an output area that shows what `run(**values)` prints and returns.
 
     `controls` maps each argument of `run` to its widget; the widget's description is the label the learner
@@ -241,6 +182,7 @@ def panel(run: Callable[..., Any], controls: dict[str, Any], button: str = "Run 
 
     output = widgets.Output()
     output.add_class("mf-panel-output")
+    button = _(button)  # the package's own label in the edition (a notebook's own is translated in it)
     run_button = widgets.Button(description=button, button_style="primary")
     said = _("Set the controls and press <b>{button}</b>: the result appears below.")
     hint = widgets.HTML(f"<i>{said.format(button=button)}</i>")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mercadofresco.i18n import _, number
-from mercadofresco.lessons.show.tables import header
+from mercadofresco.lessons.show.tables import cell, header
 
 if TYPE_CHECKING:  # matplotlib is imported where a figure is drawn: a notebook that only prints stays light
     from matplotlib.figure import Figure
@@ -143,14 +143,17 @@ def bars(
             for c in categories
         ]
         positions = [i + (g - (len(groups) - 1) / 2) * width for i in range(len(categories))]
+        name = cell(name)  # a group's word in the edition (the row keeps its English)
         drawn = ax.bar(
             positions, heights, width, label=f"{header(group)} = {name}" if group else None,
             color=PALETTE[g % len(PALETTE)], hatch=HATCHES[g % len(HATCHES)], edgecolor="white",
         )  # fmt: skip
         ax.bar_label(drawn, fontsize=8)
-        pairs = "; ".join(f"{' '.join(c.split())}: {number(h, ',g')}" for c, h in zip(categories, heights, strict=True))
+        pairs = "; ".join(
+            f"{' '.join(cell(c).split())}: {number(h, ',g')}" for c, h in zip(categories, heights, strict=True)
+        )
         said.append(f"{header(group)} = {name}, {pairs}" if group else pairs)
-    ax.set_xticks(range(len(categories)), categories, fontsize=8)
+    ax.set_xticks(range(len(categories)), [cell(c) for c in categories], fontsize=8)
     ax.set_ylabel(ylabel or header(value))
     ax.set_title(title)
     if group:

@@ -55,6 +55,8 @@ def cell(value: Any) -> str:
     (an event's name, a verdict) in the edition's language, the value itself staying English in the row."""
     if isinstance(value, Decimal):  # an importe: its digits as stored, the edition's decimal sign (48,20)
         return number(value)
+    if isinstance(value, list | tuple) and all(isinstance(item, str) for item in value):  # a cell of words
+        return str(type(value)(pgettext("table cell", item) for item in value))
     if isinstance(value, bool) or not isinstance(value, int | float):
         return pgettext("table cell", str(value))
     if isinstance(value, int):
