@@ -1,10 +1,12 @@
-"""The browser suite: one JupyterLab server, one headless Chromium, every notebook and lab checked once.
+"""The browser suite: a JupyterLab server an edition, one headless Chromium, every notebook and lab checked once.
 
-The notebooks run two at a time (the machine has two cores), in a thread that tests/conftest.py starts with the
-session's first test (`STARTED_EARLY`, as for the strict nbval runs): the whole set runs while the other tests
-do, filling the CPU they leave idle, and the tests that read its reports come last (tests/conftest.py's order).
-Without Debian's chromium the suite is skipped with the reason, except in CI (CI=true), where it fails; so is the
-accessibility pass without axe-core (.ci/run installs it from npm).
+Each edition (editions.py) has its JupyterLab, started as its Makefile target starts it: English as `make start`,
+Spanish as `make start-es` (JupyterLab's menus in Spanish), which runs notebooks/es/ and labs/es/. The notebooks
+run two at a time (the machine has two cores), the same two workers over both editions, in a thread that
+tests/conftest.py starts with the session's first test (`STARTED_EARLY`, as for the strict nbval runs): the whole
+set runs while the other tests do, filling the CPU they leave idle, and the tests that read its reports come last
+(tests/conftest.py's order). Without Debian's chromium the suite is skipped with the reason, except in CI
+(CI=true), where it fails; so is the accessibility pass without axe-core (.ci/run installs it from npm).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests import scheduling
+from tests.browser import editions
 from tests.browser.lab import CHROMIUM, ROOT, LabServer, axe_missing, chromium_missing
 
 ARTIFACTS = ROOT / "tests" / "browser" / "artifacts"  # screenshots; not committed (.gitignore)
@@ -25,9 +28,8 @@ CONCURRENT_NOTEBOOKS = 2
 
 
 def learner_notebooks() -> list[str]:
-    """Every lesson notebook and every lab, found on disk: a notebook added later is checked too."""
-    found = sorted(ROOT.glob("notebooks/*.ipynb")) + sorted(ROOT.glob("labs/*.ipynb"))
-    return [str(path.relative_to(ROOT)) for path in found]
+    """Every lesson notebook and every lab of every edition, found on disk: a notebook added later is checked too."""
+    return [path for edition in editions.EDITIONS.values() for path in edition.notebooks()]
 
 
 def _needed(reason: str | None, what: str) -> None:
@@ -55,7 +57,17 @@ def lab_server(browser_ready, tmp_path_factory) -> LabServer:
     server.stop()
 
 
-async def run_all(server: LabServer, paths: list[str], interactions: dict, workers: int = CONCURRENT_NOTEBOOKS) -> dict:
+@pytest.fixture(scope="session")
+def lab_server_es(browser_ready, tmp_path_factory) -> LabServer:
+    """JupyterLab as `make start-es` starts it: in Spanish."""
+    server = LabServer(tmp_path_factory.mktemp("jupyterlab-es"), target=editions.EDITIONS["es"].target).start()
+    yield server
+    server.stop()
+
+
+async def run_all(servers: dict[str, LabServer], paths: list[str], workers: int = CONCURRENT_NOTEBOOKS) -> dict:
+    """Check `paths`, each in the JupyterLab of its edition (`servers`, by edition), with its edition's words and
+    interactions (editions.py)."""
     from playwright.async_api import async_playwright
 
     from tests.browser.driver import check_notebook
@@ -64,6 +76,7 @@ async def run_all(server: LabServer, paths: list[str], interactions: dict, worke
     seconds = json.loads((ROOT / "mercadofresco" / "lessons" / "course_times.json").read_text())["seconds"]
     waiting: asyncio.Queue = asyncio.Queue()
     # The longest first, two workers taking the next as each finishes: neither waits long for the other at the end.
+    # A notebook and its Spanish edition take as long (the same code): one after the other.
     for path in sorted(paths, key=lambda path: -seconds.get(Path(path).name, 5.0)):
         waiting.put_nowait(path)
     reports = []
@@ -76,25 +89,28 @@ async def run_all(server: LabServer, paths: list[str], interactions: dict, worke
             # coordinates the tabs of one origin through localStorage, and two tabs opening at once in a shared
             # context can both claim a name ("Window name candidate ... already exists", seen once in CI). After a
             # notebook with a problem, or one the page could not close, the next one gets a new page: what went
-            # wrong there cannot reach its report.
-            context = page = None
+            # wrong there cannot reach its report. A worker keeps a page an edition (each edition's JupyterLab is a
+            # server of its own), and takes the next notebook whatever its edition.
+            pages: dict[str, tuple] = {}  # edition -> (context, page)
             try:
                 while not waiting.empty():
                     path = waiting.get_nowait()
-                    in_open_page = page is not None
-                    if page is None:
+                    edition = editions.of(path)
+                    server = servers[edition.name]
+                    in_open_page = edition.name in pages
+                    if not in_open_page:
                         context = await browser.new_context(viewport={"width": 1400, "height": 1000})
-                        page = await context.new_page()
-                    interaction = interactions.get(Path(path).stem)
+                        pages[edition.name] = (context, await context.new_page())
+                    context, page = pages[edition.name]
+                    interaction = edition.interactions.get(Path(path).stem)
                     report = await check_notebook(
-                        page, server.url, server.token, ROOT, path, interaction, ARTIFACTS, in_open_page
+                        page, server.url, server.token, ROOT, path, interaction, ARTIFACTS, in_open_page, edition.words
                     )
                     reports.append(report)
                     if report.problems or not report.closed:
-                        await context.close()
-                        context = page = None
+                        await pages.pop(edition.name)[0].close()
             finally:
-                if context is not None:
+                for context, _page in pages.values():
                     await context.close()
 
         await asyncio.gather(*(worker() for _ in range(workers)))
@@ -103,28 +119,33 @@ async def run_all(server: LabServer, paths: list[str], interactions: dict, worke
 
 
 class WholeSet(scheduling.InThread):
-    """One run of every notebook in the browser, in a thread with a JupyterLab server of its own.
+    """One run of every notebook of every edition in the browser, in a thread with JupyterLab servers of its own (one
+    an edition).
 
     Started early (tests/conftest.py) or by the first test that needs it; `result()` waits for its reports.
     """
 
     def __init__(self) -> None:
         super().__init__(self._run_all, "the browser suite's run of every notebook")
-        self.server: LabServer | None = None
+        self.servers: dict[str, LabServer] = {}
 
     def start(self, folder: Path, after: Iterable = ()) -> None:
         if self.thread is None and chromium_missing() is None:
-            self.server = LabServer(folder / "browser-suite")  # here, not in the thread: stop() may need it
+            editions.derive_all()  # in the tests' thread, not in the whole set's (ast, editions.derive_all)
+            self.servers = {  # here, not in the thread: stop() may need them
+                name: LabServer(folder / f"browser-suite-{name}", target=edition.target)
+                for name, edition in editions.EDITIONS.items()
+            }
             super().start(folder, after)
 
     def _run_all(self, folder: Path) -> dict:
-        from tests.browser.panels import LESSON_PANELS
-
         try:
-            self.server.start()
-            return asyncio.run(run_all(self.server, learner_notebooks(), LESSON_PANELS))
+            for server in self.servers.values():
+                server.start()
+            return asyncio.run(run_all(self.servers, learner_notebooks()))
         finally:
-            self.server.stop()
+            for server in self.servers.values():
+                server.stop()
 
     def result(self, folder: Path) -> dict:
         self.start(folder)
@@ -133,9 +154,10 @@ class WholeSet(scheduling.InThread):
         return super().result(folder)
 
     def stop(self) -> None:
-        """A session cut short: stop the server (its kernels go with it); the run then ends on its own."""
+        """A session cut short: stop the servers (their kernels go with them); the run then ends on its own."""
         if self.thread is not None and self.thread.is_alive():
-            self.server.stop()
+            for server in self.servers.values():
+                server.stop()
             self.thread.join(timeout=30)
 
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mercadofresco.lessons.show.panels import LOG
+from mercadofresco.lessons.show.controls import LOG
+from tests.browser.editions import ENGLISH, Words
 from tests.browser.lab import AXE
 from tests.browser.panels import Change, Interaction
 from tests.notebooks.try_this import TRACK_PIXELS, Scenario, scenarios
@@ -71,6 +72,7 @@ def notebook_facts(path: Path) -> dict[str, Any]:
         ],
         "panels": sum(1 for c in cells if c["cell_type"] == "code" and "show.panel(" in "".join(c["source"])),
         "try_this": scenarios(path),
+        "cells": len(cells),
     }
 
 
@@ -83,8 +85,11 @@ async def check_notebook(
     interaction: Interaction | None,
     artifacts: Path,
     in_open_page: bool = False,
+    words: Words = ENGLISH,
 ) -> Report:
     """Check one notebook in `page`: loaded from its URL, or (`in_open_page`) opened in the JupyterLab already there.
+
+    `words` are the menus and the panels' words of the edition the notebook and its JupyterLab speak (editions.py).
 
     Opening it in the page is what a double-click in the file browser does (`docmanager:open`); it skips JupyterLab's
     own start, which is most of what loading the URL costs. Either way the notebook is closed and its kernel shut
@@ -106,8 +111,8 @@ async def check_notebook(
         # CI on lab 1: every prompt left at "[ ]", the kernel idle).
         await page.wait_for_function(KERNEL_IDLE, timeout=60_000, polling=250)
         mark("opened")
-        await _menu(page, "Edit", "Clear Outputs of All Cells")
-        await _menu(page, "Run", "Run All Cells")
+        await _menu(page, words.edit, words.clear_outputs)
+        await _menu(page, words.run, words.run_all)
         await page.wait_for_function(RUN_FINISHED, timeout=RUN_SECONDS * 1000, polling=250)
         mark("ran")
         lab = relative.startswith("labs/")
@@ -115,12 +120,13 @@ async def check_notebook(
         facts = notebook_facts(root / relative)
         await _check_mermaid(page, report, facts["mermaid"])
         if not lab:
-            await _check_nav_links(page, report, root, relative)
+            await _check_nav_links(page, report, root, relative, facts["cells"])
         mark("checked")
         if AXE.is_file():  # without it the accessibility test says why (test_browser.py)
             await _check_axe(page, report)
             mark("axe")
-        await _check_panels(page, report, facts["panels"], interaction, artifacts / workspace, facts["try_this"])
+        shots = artifacts / workspace
+        await _check_panels(page, report, facts["panels"], interaction, shots, facts["try_this"], words)
         mark("panels")
     except Exception as exc:  # a timeout or a missing element is a finding, reported with the others
         report.problems.append(f"{type(exc).__name__}: {str(exc).splitlines()[0]}")
@@ -152,7 +158,7 @@ CLOSE = """async (path) => {
 
 
 async def _menu(page: Any, menu: str, item: str) -> None:
-    await page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{menu}$")).click()
+    await page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{re.escape(menu)}$")).click()
     await page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{re.escape(item)}$")).click()
 
 
@@ -193,11 +199,11 @@ TABLES = """output => {
 }"""
 
 
-async def _check_nav_links(page: Any, report: Report, root: Path, relative: str) -> None:
+async def _check_nav_links(page: Any, report: Report, root: Path, relative: str, cells: int) -> None:
     """The last cell's previous/next links, as JupyterLab renders them, point at notebooks that are there."""
     source = json.loads((root / relative).read_text())["cells"][-1]["source"]
     wanted = re.findall(r"\]\(([^)]+\.ipynb)\)", "".join(source))
-    cell = page.locator(".jp-Notebook .jp-MarkdownCell", has_text=re.compile("Next:|Previous:"))
+    cell = page.locator(".jp-Notebook .jp-Cell").nth(cells - 1)  # in any edition's words ("Next:", "Siguiente:")
     await cell.scroll_into_view_if_needed()
     hrefs = await cell.locator("a").evaluate_all("anchors => anchors.map(a => a.href)")
     if len(hrefs) != len(wanted):
@@ -272,7 +278,13 @@ def _snippet(html: str) -> str:
 
 
 async def _check_panels(
-    page: Any, report: Report, expected: int, interaction: Interaction | None, shots: Path, tries: list[Scenario]
+    page: Any,
+    report: Report,
+    expected: int,
+    interaction: Interaction | None,
+    shots: Path,
+    tries: list[Scenario],
+    words: Words,
 ) -> None:
     panels = page.locator(".mf-panel")
     found = await panels.count()
@@ -286,21 +298,21 @@ async def _check_panels(
         button = panel.locator(".widget-button").first
         name = (await button.inner_text()).strip()
         if number == 0:  # one panel a notebook is used from the keyboard alone, its first press
-            before = await _press_by_keyboard(panel, report, name)
+            before = await _press_by_keyboard(panel, report, name, words)
         else:
-            before = await _press(panel, name)
+            before = await _press(panel, name, words)
         if interaction is None:  # a notebook without an entry: the panel must answer with something
             ok = before.strip() and "⚠" not in before and "Traceback" not in before
             report.panels.append(f"panel {number + 1}: pressed {name!r}, it answered")
             if not ok:
                 report.problems.append(f"panel {number + 1} answered {before[:300]!r}")
         else:
-            await _check_interaction(panel, report, interaction, before)
+            await _check_interaction(panel, report, interaction, before, words)
         await _check_tables(panel, report, number, shots)
         if len(report.problems) > problems:  # a picture of what went wrong (a picture of every panel cost CI time)
             await panel.screenshot(path=str(shots) + f"-panel-{number + 1}.png")
         if number == 0 and tries:  # the "try this" speaks of the notebook's first panel (each has one)
-            await _check_try_this(page, panel, report, tries, name)
+            await _check_try_this(page, panel, report, tries, name, words)
         if number == 0:  # last: whatever the arrows leave the slider at, nothing runs after it
             await _check_arrows(panel, report)
             await _check_typed_then_tab(panel, report)
@@ -318,12 +330,12 @@ async def _check_tables(panel: Any, report: Report, number: int, shots: Path) ->
         await output.locator("table").first.screenshot(path=str(shots) + f"-panel-{number + 1}-table.png")
 
 
-async def _check_interaction(panel: Any, report: Report, interaction: Interaction, before: str) -> None:
+async def _check_interaction(panel: Any, report: Report, interaction: Interaction, before: str, words: Words) -> None:
     change = interaction.change
     seen_before = _read(before, interaction.column)
     await _set(panel, change)
     await _settle(panel.page)
-    after = await _press(panel, interaction.button)
+    after = await _press(panel, interaction.button, words)
     seen_after = _read(after, interaction.column)
     what = interaction.column or "text"
     report.panels.append(
@@ -348,14 +360,16 @@ CONTROL = """(panel, label) => {
   const kind = ['slider', 'text', 'dropdown', 'checkbox'].find(k => box.classList.contains('widget-' + k));
   const shown = {slider: () => box.querySelector('.widget-readout').textContent.trim(),
                  text: () => box.querySelector('input').value,
-                 dropdown: () => box.querySelector('select').selectedOptions[0]?.textContent,
+                 dropdown: () => box.querySelector('select').value,  // the option's label (its text has nbsp)
                  checkbox: () => box.querySelector('input[type=checkbox]').checked}[kind];
   return {kind: kind ?? box.className, shown: shown ? shown() : null,
           track: box.querySelector('.slider-container')?.getBoundingClientRect().width ?? null};
 }"""
 
 
-async def _check_try_this(page: Any, panel: Any, report: Report, tries: list[Scenario], button: str) -> None:
+async def _check_try_this(
+    page: Any, panel: Any, report: Report, tries: list[Scenario], button: str, words: Words
+) -> None:
     """Set every value the notebook's "try this" asks (tests/notebooks/try_this.py); a value to be refused must be
     refused.
 
@@ -393,7 +407,7 @@ async def _check_try_this(page: Any, panel: Any, report: Report, tries: list[Sce
                 count += 1
             for ask in (ask for ask in scenario.asks if ask.refused):
                 await _settle(page)
-                answer = await _press(panel, button)
+                answer = await _press(panel, button, words)
                 if "⚠" not in answer or f"“{ask.label}”" not in answer:
                     raise AssertionError(f"{ask.label!r} = {ask.value!r} was not refused by its rule: {answer[:200]!r}")
                 refused += 1
@@ -438,12 +452,12 @@ async def _settle(page: Any) -> None:
     await page.wait_for_function(KERNEL_SETTLED, arg=300, polling=50, timeout=PANEL_SECONDS * 1000)
 
 
-async def _press(panel: Any, name: str) -> str:
+async def _press(panel: Any, name: str, words: Words) -> str:
     """Press the panel's button, wait until the experiment has run (the button came back), return the output's text."""
     button = panel.locator(".widget-button", has_text=name)
     runs = await _runs(button)
     await button.click()
-    return await _ran(panel, button, runs)
+    return await _ran(panel, button, runs, words)
 
 
 async def _runs(button: Any) -> int:
@@ -452,12 +466,13 @@ async def _runs(button: Any) -> int:
     return int(await button.get_attribute("data-mf-runs"))
 
 
-async def _ran(panel: Any, button: Any, runs: int) -> str:
+async def _ran(panel: Any, button: Any, runs: int, words: Words) -> str:
     """Wait for the end of run number `runs + 1`, then return the output's text."""
     await button.and_(panel.page.locator(f'[data-mf-runs="{runs + 1}"]')).wait_for(timeout=PANEL_SECONDS * 1000)
     output = panel.locator(".mf-panel-output")
     # the result follows the button within moments; "Running…" must be gone
-    return await _awaited(panel.page, output.inner_text, lambda text: text.strip() and "Running…" not in text, 50, 100)
+    done = lambda text: text.strip() and words.running not in text  # noqa: E731
+    return await _awaited(panel.page, output.inner_text, done, 50, 100)
 
 
 async def _awaited(page: Any, read: Any, done: Any, tries: int = 40, every_ms: int = 50) -> Any:
@@ -492,7 +507,7 @@ FOCUSED = """() => {
 IS_FOCUSED = "element => document.activeElement === element"
 
 
-async def _press_by_keyboard(panel: Any, report: Report, name: str) -> str:
+async def _press_by_keyboard(panel: Any, report: Report, name: str, words: Words) -> str:
     """Use the panel from the keyboard alone: Tab from its first control to its button, Enter, and then the button
     must still have the focus and the panel's live region say how the run ended ("Done: …", or "⚠ …" when the
     values are refused). Falls back to a click when Tab cannot reach the button, so the other checks still run."""
@@ -513,10 +528,10 @@ async def _press_by_keyboard(panel: Any, report: Report, name: str) -> str:
             f"keyboard: {most} Tabs from the panel's first control ({found['focused']}) did not reach its button"
             f" {name!r}; the focus went {' -> '.join(visited)}"
         )
-        return await _press(panel, name)
+        return await _press(panel, name, words)
     tabbed = time.monotonic() - began
     await page.keyboard.press("Enter")
-    text = await _ran(panel, button, runs)
+    text = await _ran(panel, button, runs, words)
     if not await button.evaluate(IS_FOCUSED):
         focused = await page.evaluate(FOCUSED)
         report.problems.append(f"keyboard: after the run the focus is on {focused}, not on the button {name!r}")
@@ -524,7 +539,7 @@ async def _press_by_keyboard(panel: Any, report: Report, name: str) -> str:
     said = (await status.inner_text()).strip() if await status.count() == 1 else None
     if said is None:
         report.problems.append("keyboard: the panel has no status line marked as a live region (role=status)")
-    elif not said.startswith(("Done", "⚠")):
+    elif not said.startswith((words.done, "⚠")):
         report.problems.append(f"keyboard: after the run the panel's live region says {said[:120]!r}")
     report.panels.append(
         f"keyboard: {len(visited)} Tab(s) to {name!r} ({tabbed:.1f} s), Enter; announced {str(said)[:80]!r}"
@@ -604,12 +619,13 @@ async def _text(locator: Any) -> str:
 
 
 async def _set(panel: Any, change: Change) -> None:
-    """Move a slider (through its editable readout), type in a box, pick from a dropdown or tick a checkbox."""
+    """Move a slider (through its editable readout), type in a box, pick from a dropdown (the option as it shows it,
+    as a try comment writes it) or tick a checkbox."""
     if change.kind == "checkbox":
         box = panel.get_by_role("checkbox", name=change.label, exact=True)
         await box.set_checked(bool(change.value))
     elif change.kind == "dropdown":
-        await panel.get_by_label(change.label, exact=True).select_option(str(change.value))
+        await _select(panel, change.label, str(change.value))
     elif change.kind == "text":
         field_ = panel.get_by_label(change.label, exact=True)
         await field_.fill(str(change.value))
@@ -629,6 +645,16 @@ async def _set(panel: Any, change: Change) -> None:
             raise AssertionError(f"the slider {change.label!r} shows {shown} after typing {change.value}")
     else:
         raise ValueError(f"unknown control kind {change.kind!r}")
+
+
+async def _select(panel: Any, label: str, shown: str) -> None:
+    """Pick the option that shows `shown` in the dropdown `label` (ipywidgets makes an option's value its label; its
+    text has no-break spaces)."""
+    select = panel.get_by_label(label, exact=True)
+    options = await select.evaluate("select => [...select.options].map(option => option.value)")
+    if shown not in options:
+        raise AssertionError(f"the dropdown {label!r} has no option {shown!r}; it shows {options}")
+    await select.select_option(shown)
 
 
 def _read(text: str, column: str | None) -> str:

@@ -1,4 +1,5 @@
-"""JupyterLab started the way `make start` starts it, and a headless Chromium page that drives it like a learner.
+"""JupyterLab started the way `make start` (or `make start-es`) starts it, and a headless Chromium page that drives it
+like a learner.
 
 The server gets its own port on 127.0.0.1, a random token, and Jupyter, IPython, matplotlib and home
 directories of its own, so a run leaves nothing behind and reads nothing from the machine's user.
@@ -36,16 +37,17 @@ ISOLATED = {  # environment variable -> folder under the run's own directory
 WIDGETS_EXTENSION = "@jupyter-widgets/jupyterlab-manager"
 
 
-def make_start_arguments() -> list[str]:
-    """The arguments `make start` gives `jupyter lab`, read from the Makefile itself."""
+def make_start_arguments(target: str = "start") -> list[str]:
+    """The arguments `make <target>` gives `jupyter lab` (`start`, or `start-es` for the Spanish edition), read from
+    the Makefile itself: the target's recipe `$(VARIABLE) notebook` and that variable's `jupyter lab` arguments."""
     makefile = (ROOT / "Makefile").read_text().replace("\\\n", " ")  # a variable continued on the next line
-    lab = re.search(r"^LAB := \$\(BIN\)/jupyter lab (.+)$", makefile, re.MULTILINE)
-    start = re.search(r"^start: .*\n\t\$\(LAB\) (.+)$", makefile, re.MULTILINE)
-    if not lab or not start:
-        raise AssertionError("the Makefile no longer has `LAB := $(BIN)/jupyter lab …` and `start:` running $(LAB)")
+    start = re.search(rf"^{re.escape(target)}: .*\n\t\$\((\w+)\) (.+)$", makefile, re.MULTILINE)
+    lab = start and re.search(rf"^{start.group(1)} := \$\(BIN\)/jupyter lab (.+)$", makefile, re.MULTILINE)
+    if not lab:
+        raise AssertionError(f"the Makefile no longer has `{target}:` running a `… := $(BIN)/jupyter lab …` variable")
     line = lab.group(1).replace("$(CURDIR)", str(ROOT))
     line = line.replace("$(ALLOW_ROOT)", "--allow-root" if os.geteuid() == 0 else "")
-    return [*line.split(), *start.group(1).split()]
+    return [*line.split(), *start.group(2).split()]
 
 
 @dataclass
@@ -56,6 +58,7 @@ class LabServer:
     port: int = 0
     token: str = field(default_factory=lambda: secrets.token_hex(16))
     process: subprocess.Popen | None = None
+    target: str = "start"  # the Makefile target it is started as: `start`, or `start-es` (JupyterLab in Spanish)
 
     @property
     def url(self) -> str:
@@ -95,7 +98,7 @@ class LabServer:
                 "-m",
                 "jupyter",
                 "lab",
-                *make_start_arguments(),
+                *make_start_arguments(self.target),
                 "--no-browser",
                 "--ServerApp.ip=127.0.0.1",
                 f"--ServerApp.port={self.port}",

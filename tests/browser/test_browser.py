@@ -13,13 +13,33 @@ from pathlib import Path
 import pytest
 
 from tests.browser.conftest import ARTIFACTS, CONCURRENT_NOTEBOOKS, WHOLE_SET, learner_notebooks, run_all
+from tests.browser.editions import EDITIONS
 from tests.browser.lab import ROOT, LabServer
 from tests.browser.panels import LESSON_PANELS
 
 STARTED_EARLY = WHOLE_SET  # tests/conftest.py starts it with the session's first test
 
+# What a notebook itself gets wrong, found by this suite and not yet fixed in the notebook: its test is expected to
+# fail with this reason (strict: once the notebook is fixed the test passes, and this entry must go).
+KNOWN_PROBLEMS = {
+    "notebooks/es/10_dead_letter_queues.ipynb": (
+        "issue 51: the Spanish panel prints its verdict in English ('transient (burst)', 'poison (burst)': the"
+        " English notebook's `print(f\"{verdict.kind.value} ({verdict.time_shape.value})\")`), where the package's"
+        " tables, and the notebook's own table in cell c010, say 'transitorio', 'venenoso', 'ráfaga'"
+    ),
+}
 
-@pytest.mark.parametrize("path", learner_notebooks())
+
+def with_known_problems(paths: list[str]) -> list:
+    return [
+        pytest.param(path, marks=pytest.mark.xfail(strict=True, reason=KNOWN_PROBLEMS[path]))
+        if path in KNOWN_PROBLEMS
+        else path
+        for path in paths
+    ]
+
+
+@pytest.mark.parametrize("path", with_known_problems(learner_notebooks()))
 def test_notebook_runs_and_its_panels_answer(reports, path):
     report = reports[path]
     print(f"{path}: {report.seconds:.1f} s ({', '.join(report.steps)}); " + "; ".join(report.panels))
@@ -72,7 +92,7 @@ def test_the_suite_fails_when_the_widget_extension_is_disabled(browser_ready, tm
     server.start()
     paths = ["notebooks/00_start_here.ipynb", "notebooks/01_delivery_guarantees.ipynb"]
     try:
-        reports = asyncio.run(run_all(server, paths, LESSON_PANELS, workers=1))
+        reports = asyncio.run(run_all({"en": server}, paths, workers=1))
     finally:
         server.stop()
     for path in paths:
@@ -115,7 +135,7 @@ def test_the_accessibility_passes_fail_a_figure_without_alt_an_unlabelled_slider
     PROOF.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(notebook, PROOF)
     relative = PROOF.relative_to(ROOT).as_posix()
-    report = asyncio.run(run_all(lab_server, [relative], {}, workers=1))[relative]
+    report = asyncio.run(run_all({"en": lab_server}, [relative], workers=1))[relative]
     print(f"{relative}: axe found {report.axe_counts}; {report.problems}")
     found = [line.split(" (")[0] for line in report.accessibility or []]
     assert "image-alt" in found, report.accessibility  # the figure
@@ -126,10 +146,11 @@ def test_the_accessibility_passes_fail_a_figure_without_alt_an_unlabelled_slider
 
 
 def test_after_the_first_notebook_of_each_worker_the_others_open_in_the_page_it_has(reports):
-    """JupyterLab starts once a page: a notebook without problems closes and leaves the page to the next one."""
+    """JupyterLab starts once a page: a notebook without problems closes and leaves the page to the next one. A
+    worker has a page in each edition's JupyterLab."""
     loaded = sorted(path for path, report in reports.items() if not report.in_open_page)
     with_problems = sum(1 for report in reports.values() if report.problems)
-    assert len(loaded) <= CONCURRENT_NOTEBOOKS + with_problems, f"loaded from their URL: {loaded}"
+    assert len(loaded) <= CONCURRENT_NOTEBOOKS * len(EDITIONS) + with_problems, f"loaded from their URL: {loaded}"
 
 
 def test_the_browser_tests_come_last_and_those_reading_the_whole_sets_reports_at_the_very_end(request):
