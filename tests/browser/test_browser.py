@@ -21,13 +21,7 @@ STARTED_EARLY = WHOLE_SET  # tests/conftest.py starts it with the session's firs
 
 # What a notebook itself gets wrong, found by this suite and not yet fixed in the notebook: its test is expected to
 # fail with this reason (strict: once the notebook is fixed the test passes, and this entry must go).
-KNOWN_PROBLEMS = {
-    "notebooks/es/10_dead_letter_queues.ipynb": (
-        "issue 51: the Spanish panel prints its verdict in English ('transient (burst)', 'poison (burst)': the"
-        " English notebook's `print(f\"{verdict.kind.value} ({verdict.time_shape.value})\")`), where the package's"
-        " tables, and the notebook's own table in cell c010, say 'transitorio', 'venenoso', 'ráfaga'"
-    ),
-}
+KNOWN_PROBLEMS: dict[str, str] = {}  # a notebook whose run shows a known problem -> why (a strict xfail)
 
 
 def with_known_problems(paths: list[str]) -> list:

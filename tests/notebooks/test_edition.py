@@ -227,6 +227,7 @@ MENU_WORDS = {
     "Restart Kernel and Run All Cells": "Restart Kernel and Run All Cells…",
     "Save Notebook": "Save %1",
 }
+MENUS = ("Run", "Kernel", "File", "Edit")  # "Run → Run All Cells": a menu the pack leaves English stays English
 
 
 def test_the_spanish_edition_opens_jupyterlab_in_spanish_and_names_its_commands_as_its_menus_do():
@@ -241,6 +242,11 @@ def test_the_spanish_edition_opens_jupyterlab_in_spanish_and_names_its_commands_
         english: menus[label][0].replace("…", "").replace("%1", menus["Notebook"][0])
         for english, label in MENU_WORDS.items()
     }
+    for menu in MENUS:  # a path as the menu bar and the menu show it
+        said = menus.get(f"menu\x04{menu}", [menu])[0]
+        shown |= {
+            f"{menu} → {english}": f"{said} → {item}" for english, item in list(shown.items()) if "→" not in english
+        }
     assert shown["Run All Cells"] == "Ejecutar todas las celdas"
     catalogs = [edition.SPANISH, *sorted((ROOT / "locale" / "es" / "notebooks").glob("*.po"))]
     wrong = [

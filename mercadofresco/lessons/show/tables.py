@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
-from mercadofresco.i18n import _, ngettext, number, pgettext
+from mercadofresco.i18n import T_, _, ngettext, number, pgettext
 
 # Unit suffixes of the package's column names, as a header shows them: "oldest_wait_min" reads "oldest wait (min)".
 UNITS = {
@@ -48,6 +48,9 @@ def _english_header(column: str) -> str:
             unit, words = f" ({UNITS[suffix]})", words[:-size]
             break
     return " ".join(ACRONYMS.get(word, word) for word in words) + unit
+
+
+BOOLEANS = (T_("True"), T_("False"))  # a table's yes and no, in the edition's words
 
 
 def cell(value: Any) -> str:
