@@ -168,7 +168,9 @@ def test_the_learners_readme_names_only_what_the_bundle_has(unpacked):
         assert instructor_only not in readme, instructor_only
     targets = set(re.findall(r"^([a-z][a-z-]*):", (unpacked / "Makefile").read_text(), re.MULTILINE))
     named = set(re.findall(r"\bmake (?:[A-Z]+=\S+ )?([a-z][a-z-]*)", readme))
-    assert named == {"start", "check", "clean"} and named <= targets, (named, targets)
+    assert named == {"start", "start-es", "check", "clean"} and named <= targets, (named, targets)
+    spanish = (unpacked / "README.es.md").read_text()  # the same guide in Spanish: the same commands
+    assert set(re.findall(r"\bmake (?:[A-Z]+=\S+ )?([a-z][a-z-]*)", spanish)) == named
     quoted = re.findall(r"(?<!`)`([\w./-]*/[\w./-]*)`(?!`)", readme)
     paths = {name.removeprefix(f"{bundle.PREFIX}/") for name in quoted}
     assert LAB in paths and "notebooks/00_start_here.ipynb" in paths
