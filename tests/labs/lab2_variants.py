@@ -33,7 +33,7 @@ OWN_HANDLER = """    import json as _json
 
     return handler
 """
-CLASSIFY_BODY = """    reasons = []
+CLASSIFY_BODY = """    kinds = []
     for row in inspect_dlq(sqs, dlq_url, max_messages=10):"""
 
 EDITS: dict[str, list[tuple[str, str, str]]] = {
