@@ -121,11 +121,12 @@ def _new_spanish() -> Catalog:
     return spanish
 
 
-def problems(template: Catalog, spanish: Catalog) -> list[str]:
-    """What stops the Spanish edition from saying the package's messages: stale template, missing or fuzzy entries."""
+def problems(template: Catalog, spanish: Catalog, template_path: Path = TEMPLATE) -> list[str]:
+    """What stops the Spanish edition from saying a catalog's messages (the package's, or the hidden checks' hints):
+    a stale template, missing or fuzzy entries."""
     found = []
-    if not TEMPLATE.exists() or TEMPLATE.read_text() != as_text(template):
-        found.append(f"{TEMPLATE.relative_to(ROOT)} is stale: run `python -m tools.edition extract`")
+    if not template_path.exists() or template_path.read_text() != as_text(template):
+        found.append(f"{template_path.relative_to(ROOT)} is stale: run `python -m tools.edition extract`")
     for message in template:
         if not message.id:
             continue
@@ -139,16 +140,8 @@ def problems(template: Catalog, spanish: Catalog) -> list[str]:
 
 def hint_problems() -> list[str]:
     """What keeps the hidden checks' hints from being said in Spanish: a stale template, a missing or fuzzy hint."""
-    template = check_hints()
-    if not CHECKS_TEMPLATE.exists() or CHECKS_TEMPLATE.read_text() != as_text(template):
-        return [f"{CHECKS_TEMPLATE.relative_to(ROOT)} is stale: run `python -m tools.edition extract`"]
     spanish = read_po(io.StringIO(CHECKS_SPANISH.read_text()), locale="es") if CHECKS_SPANISH.exists() else None
-    found = []
-    for message in template:
-        entry = spanish.get(message.id, context=message.context) if spanish is not None and message.id else None
-        if message.id and (entry is None or not entry.string or entry.fuzzy):
-            found.append(f"{CHECKS_SPANISH.relative_to(ROOT)}: no Spanish for the hint of {message.context}")
-    return found
+    return problems(check_hints(), spanish or _new_spanish(), CHECKS_TEMPLATE)
 
 
 def merged_by_place(template: Catalog, old: Catalog | None) -> Catalog:

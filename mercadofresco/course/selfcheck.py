@@ -279,12 +279,10 @@ def main(argv: list[str] | None = None) -> int:
 def _in_its_edition(path: Path) -> contextlib.AbstractContextManager:
     """Speak the notebook's edition (its metadata `edition`), unless MERCADOFRESCO_LANG says otherwise."""
     try:
-        language = nbformat.read(path, as_version=4).metadata.get("edition", "en")
+        language = labs.edition_of(nbformat.read(path, as_version=4))
     except Exception:  # not a notebook: report_of says so, in the terminal's language
         return contextlib.nullcontext()
-    if os.environ.get(i18n.LANG_ENV) or language not in i18n.EDITIONS:
-        return contextlib.nullcontext()
-    return i18n.speaking(language)
+    return contextlib.nullcontext() if os.environ.get(i18n.LANG_ENV) else i18n.speaking(language)
 
 
 if __name__ == "__main__":
